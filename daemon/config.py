@@ -1,0 +1,170 @@
+"""Load config.toml into frozen pydantic models, apply SIMREPORTD_<SECTION>_<KEY> overrides.
+
+Every error names the key, the value and what is allowed, so the CLI can print one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from simreportd.events.errors import ConfigError
+
+ENV_PREFIX = "SIMREPORTD_"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StoreConfig(Section):
+    path: Path = Path("state/events.sqlite3")
+    synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+
+
+class WatchConfig(Section):
+    roots: list[Path] = Field(default_factory=lambda: [Path("simulations")])
+    rescan_seconds: float = Field(default=5.0, gt=0)
+    max_line_bytes: int = Field(default=1_048_576, ge=1024)
+
+
+class LLMConfig(Section):
+    provider: Literal["auto", "openai", "offline"] = "auto"
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    tool_protocol: Literal["auto", "native", "text"] = "auto"
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    max_concurrency: int = Field(default=4, ge=1)
+    requests_per_minute: int = Field(default=0, ge=0)
+    temperature: float = Field(default=0.3, ge=0, le=2)
+    max_tokens: int = Field(default=2048, ge=16)
+
+    def resolved_provider(self) -> Literal["openai", "offline"]:
+        """`auto` means openai when a base_url or an API key is configured, else offline."""
+        if self.provider != "auto":
+            return self.provider
+        return "openai" if self.base_url or os.environ.get(self.api_key_env) else "offline"
+
+
+class AgentConfig(Section):
+    min_tool_calls: int = Field(default=3, ge=0)
+    max_tool_calls: int = Field(default=5, ge=1)
+    max_iterations: int = Field(default=5, ge=1)
+    conflict_retries: int = Field(default=2, ge=0)
+    outline_retries: int = Field(default=2, ge=0)
+
+
+class ReportsConfig(Section):
+    auto: bool = True
+    output_dir: Path = Path("reports")
+    parallel_sections: bool = False
+
+
+class InterviewConfig(Section):
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class ServerConfig(Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    token: str = ""
+    allowed_origins: list[str] = Field(default_factory=list)
+
+
+class LogConfig(Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"
+
+
+class Config(Section):
+    store: StoreConfig = StoreConfig()
+    watch: WatchConfig = WatchConfig()
+    llm: LLMConfig = LLMConfig()
+    agent: AgentConfig = AgentConfig()
+    reports: ReportsConfig = ReportsConfig()
+    interview: InterviewConfig = InterviewConfig()
+    server: ServerConfig = ServerConfig()
+    log: LogConfig = LogConfig()
+
+    def resolve_paths(self, base: Path) -> Config:
+        """Make relative paths relative to `base` (the config file's folder)."""
+
+        def under(p: Path) -> Path:
+            return p if p.is_absolute() else (base / p).resolve()
+
+        return self.model_copy(
+            update={
+                "store": self.store.model_copy(update={"path": under(self.store.path)}),
+                "watch": self.watch.model_copy(update={"roots": [under(r) for r in self.watch.roots]}),
+                "reports": self.reports.model_copy(update={"output_dir": under(self.reports.output_dir)}),
+            }
+        )
+
+
+def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read `path` (or only the embedded defaults when None), apply env overrides, validate."""
+    environ = os.environ if environ is None else environ
+    raw: dict[str, Any] = {}
+    base = Path.cwd()
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist; pass -c PATH to an existing config.toml")
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        base = path.resolve().parent
+    _apply_env(raw, environ)
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, raw)) from None
+    return config.resolve_paths(base)
+
+
+def _apply_env(raw: dict[str, Any], environ: Mapping[str, str]) -> None:
+    sections = {name: model.annotation for name, model in Config.model_fields.items()}
+    for name, value in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX):].lower()
+        section = next((s for s in sections if rest.startswith(s + "_")), None)
+        if section is None:
+            raise ConfigError(f"{name}: no config section matches; sections are {', '.join(sections)}")
+        key = rest[len(section) + 1:]
+        raw.setdefault(section, {})[key] = _env_value(value)
+
+
+def _env_value(value: str) -> Any:
+    """Env values are TOML-ish: JSON when they parse as JSON (numbers, lists, booleans), else text."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _describe(exc: ValidationError, raw: dict[str, Any]) -> str:
+    problems = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"])
+        dotted = "[" + key.replace(".", "] ", 1) if "." in key else key
+        if err["type"] == "extra_forbidden":
+            problems.append(f"unknown key {dotted} = {err['input']!r}; {_allowed_keys(err['loc'])}")
+        else:
+            problems.append(f"{dotted} = {err.get('input')!r} is invalid: {err['msg']}")
+    return "bad configuration: " + "; ".join(problems)
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> str:
+    model: type[BaseModel] = Config
+    for part in loc[:-1]:
+        model = model.model_fields[str(part)].annotation  # type: ignore[assignment]
+    return "allowed keys: " + ", ".join(model.model_fields)

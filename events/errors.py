@@ -1,0 +1,59 @@
+"""The package's error tree: one base class, structured fields, messages built from them."""
+
+from __future__ import annotations
+
+
+class SimreportdError(Exception):
+    """Base class of every error simreportd raises on purpose."""
+
+
+class ConfigError(SimreportdError, ValueError):
+    """The configuration file or an override is missing, unknown or invalid."""
+
+
+class StoreClosed(SimreportdError, RuntimeError):
+    """The event store was used after it was closed."""
+
+    def __init__(self) -> None:
+        super().__init__("the event store is closed; open a new EventStore")
+
+
+class ConcurrencyConflict(SimreportdError):
+    """An append expected a stream version that is no longer current."""
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        self.stream, self.expected, self.actual = stream, expected, actual
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, the append expected {expected}; "
+            "read the stream again and retry"
+        )
+
+
+class DuplicateEventMismatch(SimreportdError):
+    """An append reused some, but not all, event ids of an earlier append."""
+
+    def __init__(self, stream: str, event_ids: list[str]) -> None:
+        self.stream, self.event_ids = stream, event_ids
+        super().__init__(
+            f"append to {stream!r} repeats event ids {event_ids[:3]} of an earlier append but not all of them"
+        )
+
+
+class UnknownEventType(SimreportdError, ValueError):
+    """A stored event has a type no model in this version knows."""
+
+    def __init__(self, type_name: str, schema_version: int) -> None:
+        self.type_name, self.schema_version = type_name, schema_version
+        super().__init__(f"unknown event type {type_name!r} (schema v{schema_version}); upgrade simreportd")
+
+
+class WaitTimeout(SimreportdError, TimeoutError):
+    """A wait for a position or a condition ran out of time."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        self.what, self.seconds = what, seconds
+        super().__init__(f"timed out after {seconds:g}s waiting for {what}")
+
+
+class NotFound(SimreportdError, LookupError):
+    """A report, simulation or agent the caller named does not exist."""

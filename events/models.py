@@ -1,0 +1,386 @@
+"""Domain events: one pydantic model per event type, joined in one discriminated union.
+
+The model holds an event's `data`; the store adds position, stream, version and the
+timestamps. `SCHEMA_VERSION` says which shape a model writes; `upcast` (below) lifts
+older stored shapes to the current one before they are validated.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Platform = Literal["twitter", "reddit"]
+
+
+class DomainEvent(BaseModel):
+    """Base of every event model: frozen, strict about unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    @property
+    def type_name(self) -> str:
+        return type(self).__name__
+
+
+class Source(BaseModel):
+    """Where in an input file a simulation event came from: the tail position is a fold of these."""
+
+    model_config = ConfigDict(frozen=True)
+    file: str
+    ino: int
+    head: str
+    offset: int
+    end: int
+
+
+# --- simulation stream: simulation-<simulation_id> ------------------------------------------
+
+
+class SimulationEvent(DomainEvent):
+    simulation_id: str
+    generation: int
+
+
+class SimulationDiscovered(SimulationEvent):
+    type: Literal["SimulationDiscovered"] = "SimulationDiscovered"
+    folder: str
+    requirement: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    agents: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class SimulationGenerationStarted(SimulationEvent):
+    type: Literal["SimulationGenerationStarted"] = "SimulationGenerationStarted"
+    folder: str
+    reason: str
+    requirement: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    agents: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class PlatformStarted(SimulationEvent):
+    type: Literal["PlatformStarted"] = "PlatformStarted"
+    platform: Platform
+    agents_count: int | None = None
+    source: Source | None = None
+
+
+class RoundStarted(SimulationEvent):
+    type: Literal["RoundStarted"] = "RoundStarted"
+    platform: Platform
+    round: int
+    simulated_hour: int | None = None
+    source: Source | None = None
+
+
+class AgentActed(SimulationEvent):
+    type: Literal["AgentActed"] = "AgentActed"
+    platform: Platform
+    round: int
+    agent_id: int
+    agent_name: str = ""
+    action_type: str
+    action_args: dict[str, Any] = Field(default_factory=dict)
+    timestamp: str | None = None
+    success: bool = True
+    source: Source | None = None
+
+
+class RoundEnded(SimulationEvent):
+    type: Literal["RoundEnded"] = "RoundEnded"
+    platform: Platform
+    round: int
+    actions_count: int | None = None
+    source: Source | None = None
+
+
+class PlatformFinished(SimulationEvent):
+    type: Literal["PlatformFinished"] = "PlatformFinished"
+    platform: Platform
+    total_rounds: int
+    total_actions: int | None = None
+    all_rounds_ran: bool
+    source: Source | None = None
+
+
+class SimulationCompleted(SimulationEvent):
+    type: Literal["SimulationCompleted"] = "SimulationCompleted"
+    platforms: list[Platform]
+    all_rounds_ran: bool
+
+
+class EnvironmentStatusChanged(SimulationEvent):
+    type: Literal["EnvironmentStatusChanged"] = "EnvironmentStatusChanged"
+    status: Literal["alive", "stopped", "stale"]
+    twitter_available: bool = False
+    reddit_available: bool = False
+    pid: int | None = None
+
+
+class IngestRejected(SimulationEvent):
+    type: Literal["IngestRejected"] = "IngestRejected"
+    file: str
+    offset: int
+    reason: str
+    excerpt: str
+    source: Source | None = None
+
+
+# --- report stream: report-<report_id> --------------------------------------------------------
+
+
+class ReportEvent(DomainEvent):
+    report_id: str
+
+
+class OutlineSection(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    title: str
+    description: str = ""
+
+
+class ReportRequested(ReportEvent):
+    type: Literal["ReportRequested"] = "ReportRequested"
+    simulation_id: str
+    generation: int
+    trigger: str = "auto"
+    provider: str = "offline"
+    model: str = ""
+    forked_from: str | None = None
+
+
+class PlanningStarted(ReportEvent):
+    type: Literal["PlanningStarted"] = "PlanningStarted"
+
+
+class ContextGathered(ReportEvent):
+    type: Literal["ContextGathered"] = "ContextGathered"
+    context: dict[str, Any]
+
+
+class OutlinePlanned(ReportEvent):
+    """v2: `sections` became `[{title, description}]` (v1 stored bare titles)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
+    type: Literal["OutlinePlanned"] = "OutlinePlanned"
+    title: str
+    summary: str
+    sections: list[OutlineSection]
+    fallback: bool = False
+
+
+class SectionStarted(ReportEvent):
+    type: Literal["SectionStarted"] = "SectionStarted"
+    section_index: int
+    title: str
+
+
+class LLMRequested(ReportEvent):
+    type: Literal["LLMRequested"] = "LLMRequested"
+    call_id: str
+    purpose: Literal["outline", "section", "interview"]
+    section_index: int = 0
+    model: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    protocol: Literal["native", "text"] = "native"
+    tools: list[str] = Field(default_factory=list)
+    messages_added: list[dict[str, Any]]
+    fingerprint: str
+
+
+class ToolCallRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class TokenUsage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+
+
+class LLMResponded(ReportEvent):
+    type: Literal["LLMResponded"] = "LLMResponded"
+    call_id: str
+    attempt: int
+    content: str = ""
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    usage: TokenUsage = TokenUsage()
+    latency_ms: float = 0.0
+    finish_reason: str | None = None
+
+
+class LLMFailed(ReportEvent):
+    type: Literal["LLMFailed"] = "LLMFailed"
+    call_id: str
+    attempt: int
+    kind: str
+    message: str
+    status_code: int | None = None
+    retry_after_s: float | None = None
+    retryable: bool = True
+    tools_refused: bool = False
+
+
+class ToolProtocolChosen(ReportEvent):
+    type: Literal["ToolProtocolChosen"] = "ToolProtocolChosen"
+    protocol: Literal["native", "text"]
+    reason: str
+
+
+class ThoughtRecorded(ReportEvent):
+    type: Literal["ThoughtRecorded"] = "ThoughtRecorded"
+    section_index: int
+    iteration: int
+    text: str
+
+
+class ToolCalled(ReportEvent):
+    type: Literal["ToolCalled"] = "ToolCalled"
+    section_index: int
+    iteration: int
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolObserved(ReportEvent):
+    type: Literal["ToolObserved"] = "ToolObserved"
+    section_index: int
+    call_id: str
+    tool: str
+    result: str
+    latency_ms: float = 0.0
+
+
+class ToolFailed(ReportEvent):
+    type: Literal["ToolFailed"] = "ToolFailed"
+    section_index: int
+    call_id: str
+    tool: str
+    error: str
+
+
+RejectionReason = Literal[
+    "too_few_tools",
+    "tool_and_final_answer",
+    "hallucinated_observation",
+    "raw_tool_call_as_content",
+    "tool_budget_spent",
+    "no_action",
+    "unknown_tool",
+    "empty_section",
+    "invalid_outline",
+]
+
+
+class ResponseRejected(ReportEvent):
+    type: Literal["ResponseRejected"] = "ResponseRejected"
+    section_index: int
+    iteration: int
+    call_id: str
+    reason: RejectionReason
+    detail: str = ""
+    feedback: str = ""
+
+
+class SectionCompleted(ReportEvent):
+    type: Literal["SectionCompleted"] = "SectionCompleted"
+    section_index: int
+    title: str
+    content: str
+    forced: bool = False
+    tool_calls: int = 0
+    iterations: int = 0
+
+
+class ReportCompleted(ReportEvent):
+    type: Literal["ReportCompleted"] = "ReportCompleted"
+    title: str
+    sections_total: int
+
+
+class InterviewUnlocked(ReportEvent):
+    type: Literal["InterviewUnlocked"] = "InterviewUnlocked"
+    simulation_id: str
+    live_environment: bool
+
+
+class ReportFailed(ReportEvent):
+    type: Literal["ReportFailed"] = "ReportFailed"
+    stage: str
+    error: str
+    resumable: bool = True
+
+
+class ReportResumed(ReportEvent):
+    type: Literal["ReportResumed"] = "ReportResumed"
+    reason: str = "resume"
+
+
+class InterviewRequested(ReportEvent):
+    type: Literal["InterviewRequested"] = "InterviewRequested"
+    interview_id: str
+    simulation_id: str
+    agent_id: int
+    question: str
+    platform: Platform | None = None
+    mode: Literal["live", "persona"] = "persona"
+
+
+class InterviewAnswered(ReportEvent):
+    type: Literal["InterviewAnswered"] = "InterviewAnswered"
+    interview_id: str
+    agent_id: int
+    answer: str
+    mode: Literal["live", "persona"]
+    platform: Platform | None = None
+
+
+AnyEvent = Annotated[
+    Union[
+        SimulationDiscovered,
+        SimulationGenerationStarted,
+        PlatformStarted,
+        RoundStarted,
+        AgentActed,
+        RoundEnded,
+        PlatformFinished,
+        SimulationCompleted,
+        EnvironmentStatusChanged,
+        IngestRejected,
+        ReportRequested,
+        PlanningStarted,
+        ContextGathered,
+        OutlinePlanned,
+        SectionStarted,
+        LLMRequested,
+        LLMResponded,
+        LLMFailed,
+        ToolProtocolChosen,
+        ThoughtRecorded,
+        ToolCalled,
+        ToolObserved,
+        ToolFailed,
+        ResponseRejected,
+        SectionCompleted,
+        ReportCompleted,
+        InterviewUnlocked,
+        ReportFailed,
+        ReportResumed,
+        InterviewRequested,
+        InterviewAnswered,
+    ],
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
+EVENT_TYPES: dict[str, type[DomainEvent]] = {
+    cls.__name__: cls for cls in AnyEvent.__origin__.__args__  # type: ignore[attr-defined]
+}
