@@ -1,0 +1,113 @@
+"""Turn one simulation folder into events of its `simulation-<id>` stream (DESIGN.md section 3).
+
+`check()` is idempotent and cheap: every watch event, rescan or restart just calls it,
+and it appends whatever the files hold beyond what the log already records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from simreportd.events.errors import ConcurrencyConflict
+from simreportd.events.models import (
+    DomainEvent,
+    EnvironmentStatusChanged,
+    SimulationDiscovered,
+    SimulationGenerationStarted,
+)
+from simreportd.events.store import EventStore
+
+from .folder import SourceFile, read_setup, snapshot
+from .ingest_state import IngestState, events_for_lines
+from .tail import read_lines
+
+log = logging.getLogger("simreportd.daemon.ingest")
+
+
+def simulation_stream(simulation_id: str) -> str:
+    return f"simulation-{simulation_id}"
+
+
+class SimulationIngestor:
+    """Keeps one folder's stream up to date with its files."""
+
+    def __init__(self, store: EventStore, folder: Path, max_line_bytes: int = 1_048_576) -> None:
+        self.store, self.folder, self.max_line_bytes = store, folder, max_line_bytes
+        self.simulation_id = folder.name
+        self.stream = simulation_stream(self.simulation_id)
+        self.state: IngestState | None = None
+        self._lock = asyncio.Lock()
+
+    async def check(self) -> None:
+        """Append everything new in the folder; on a conflict, re-read the stream and try once more."""
+        async with self._lock:
+            for attempt in (1, 2):
+                try:
+                    await self._check()
+                    return
+                except ConcurrencyConflict:
+                    self.state = None  # another writer moved the stream: fold it again
+                    if attempt == 2:
+                        raise
+
+    async def _check(self) -> None:
+        state = await self._state()
+        snap = await asyncio.to_thread(snapshot, self.folder)
+        if not snap.exists:
+            return
+        if state.generation == 0:
+            await self._start_generation(SimulationDiscovered, "discovered")
+        for source in snap.sources:
+            await self._ingest(source)
+        if (completed := state.completion(snap.present)) is not None:
+            await self._append([completed])
+        if snap.env is not None and snap.env.status != state.env_status:
+            await self._append([EnvironmentStatusChanged(
+                simulation_id=self.simulation_id, generation=state.generation, status=snap.env.status,
+                twitter_available=snap.env.twitter_available, reddit_available=snap.env.reddit_available,
+                pid=snap.env.pid)])
+
+    async def _state(self) -> IngestState:
+        if self.state is None:
+            state = IngestState(self.simulation_id)
+            for recorded in await self.store.read_stream(self.stream):
+                state.apply(recorded.event)
+            self.state = state
+        return self.state
+
+    async def _start_generation(self, kind: type[SimulationDiscovered | SimulationGenerationStarted],
+                                reason: str) -> None:
+        state = await self._state()
+        requirement, config, agents = await asyncio.to_thread(read_setup, self.folder)
+        extra = {"reason": reason} if kind is SimulationGenerationStarted else {}
+        event = kind(simulation_id=self.simulation_id, generation=state.generation + 1, folder=str(self.folder),
+                     requirement=requirement, config=config, agents=agents, **extra)
+        await self._append([event])
+        log.info("simulation %s generation %d %s", self.simulation_id, state.generation, reason)
+
+    async def _ingest(self, source: SourceFile) -> None:
+        state = await self._state()
+        decision = state.classify(source.key, source.identity)
+        if decision == "stale":
+            return
+        if decision == "new_generation":
+            await self._start_generation(SimulationGenerationStarted, f"{source.key} was replaced or shrank")
+        offset = state.offset_of(source.key)
+        while lines := await asyncio.to_thread(read_lines, source.path, offset, self.max_line_bytes):
+            before = state.version
+            try:
+                events = events_for_lines(state, source.key, source.platform, source.identity, lines)
+                await self.store.append(self.stream, events, expected_version=before)
+            except BaseException:
+                self.state = None  # the fold ran ahead of the log; rebuild it from the log
+                raise
+            offset = lines[-1].end
+
+    async def _append(self, events: list[DomainEvent]) -> None:
+        state = await self._state()
+        before = state.version
+        await self.store.append(self.stream, events, expected_version=before)
+        for event in events:
+            state.apply(event)

@@ -1,0 +1,134 @@
+"""What ingest knows about one simulation, as a fold of its own stream (DESIGN.md section 2).
+
+The tail position of every file travels in the `source` of the events it produced, so
+this fold *is* the bookkeeping: there is nothing else that could disagree with the log.
+No I/O here: `events_for_lines` turns already-read lines into events and folds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simreportd.events.models import (
+    AgentActed,
+    DomainEvent,
+    EnvironmentStatusChanged,
+    IngestRejected,
+    PlatformFinished,
+    PlatformStarted,
+    RoundEnded,
+    RoundStarted,
+    SimulationCompleted,
+    SimulationDiscovered,
+    SimulationGenerationStarted,
+    Source,
+)
+
+from .parse import Bad, parse_line
+from .tail import FileIdentity, Line
+
+
+@dataclass(frozen=True)
+class FileMark:
+    ino: int
+    head: str
+    end: int
+
+
+@dataclass
+class IngestState:
+    """Fold of a `simulation-<id>` stream: generation, file offsets, platform progress."""
+
+    simulation_id: str
+    version: int = 0
+    generation: int = 0
+    files: dict[str, FileMark] = field(default_factory=dict)
+    retired: set[tuple[str, int, str]] = field(default_factory=set)
+    started: set[str] = field(default_factory=set)
+    finished: dict[str, bool] = field(default_factory=dict)
+    last_round_end: dict[str, int] = field(default_factory=dict)
+    completed: bool = False
+    env_status: str | None = None
+
+    def apply(self, event: DomainEvent) -> None:
+        """Fold one event of this simulation's stream."""
+        self.version += 1
+        if isinstance(event, SimulationDiscovered | SimulationGenerationStarted):
+            self._new_generation(event.generation)
+        source = getattr(event, "source", None)
+        if source is not None:
+            self.files[source.file] = FileMark(source.ino, source.head, source.end)
+        if isinstance(event, PlatformStarted):
+            self.started.add(event.platform)
+        elif isinstance(event, RoundEnded):
+            self.last_round_end[event.platform] = event.round
+        elif isinstance(event, PlatformFinished):
+            self.finished[event.platform] = event.all_rounds_ran
+        elif isinstance(event, SimulationCompleted):
+            self.completed = True
+        elif isinstance(event, EnvironmentStatusChanged):
+            self.env_status = event.status
+
+    def _new_generation(self, generation: int) -> None:
+        self.retired.update((key, mark.ino, mark.head) for key, mark in self.files.items())
+        self.generation = generation
+        self.files, self.started, self.finished, self.last_round_end = {}, set(), {}, {}
+        self.completed = False
+
+    def classify(self, key: str, identity: FileIdentity) -> str:
+        """What to do with a file: `tail` it, `adopt` it from 0, start a `new_generation`, or skip `stale`."""
+        if (key, identity.ino, identity.head) in self.retired:
+            return "stale"
+        mark = self.files.get(key)
+        if mark is None:
+            return "adopt"
+        if (mark.ino, mark.head) == (identity.ino, identity.head) and identity.size >= mark.end:
+            return "tail"
+        return "new_generation"
+
+    def offset_of(self, key: str) -> int:
+        mark = self.files.get(key)
+        return mark.end if mark else 0
+
+    def completion(self, present: set[str]) -> SimulationCompleted | None:
+        """`SimulationCompleted` once every present platform has ended, else None."""
+        platforms = present | self.started
+        if self.completed or not platforms or not platforms <= set(self.finished):
+            return None
+        return SimulationCompleted(simulation_id=self.simulation_id, generation=self.generation,
+                                   platforms=sorted(platforms),  # type: ignore[arg-type]
+                                   all_rounds_ran=all(self.finished[p] for p in platforms))
+
+
+def events_for_lines(
+    state: IngestState, key: str, platform: str | None, identity: FileIdentity, lines: list[Line]
+) -> list[DomainEvent]:
+    """One event per line (a rejection for a bad one), folded into `state` as they are made."""
+    out: list[DomainEvent] = []
+    for line in lines:
+        source = Source(file=key, ino=identity.ino, head=identity.head, offset=line.offset, end=line.end)
+        event = _event_for_line(state, key, platform, line, source)
+        state.apply(event)
+        out.append(event)
+    return out
+
+
+def _event_for_line(state: IngestState, key: str, platform: str | None, line: Line, source: Source) -> DomainEvent:
+    ids = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
+    parsed = Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)") if line.too_long \
+        else parse_line(line.raw, platform)
+    if isinstance(parsed, Bad):
+        excerpt = line.raw[:200].decode("utf-8", errors="replace")
+        return IngestRejected(**ids, file=key, offset=line.offset, reason=parsed.reason, excerpt=excerpt)
+    f, p = parsed.fields, parsed.platform
+    if parsed.kind == "action":
+        return AgentActed(**ids, platform=p, **f)
+    if parsed.kind == "simulation_start":
+        return PlatformStarted(**ids, platform=p, agents_count=f["agents_count"])
+    if parsed.kind == "round_start":
+        return RoundStarted(**ids, platform=p, round=f["round"], simulated_hour=f["simulated_hour"])
+    if parsed.kind == "round_end":
+        return RoundEnded(**ids, platform=p, round=f["round"], actions_count=f["actions_count"])
+    total = f["total_rounds"]
+    return PlatformFinished(**ids, platform=p, total_rounds=total, total_actions=f["total_actions"],
+                            all_rounds_ran=state.last_round_end.get(p) == total)

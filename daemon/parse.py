@@ -1,0 +1,102 @@
+"""Parse one actions.jsonl line (FORMATS.md section 1.1) into fields, or say why it is bad.
+
+Liberal in what it reads (unknown action types and extra keys are kept), strict about
+what the model needs (ints are ints, args are an object). No I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+PLATFORMS = ("twitter", "reddit")
+EVENT_TYPES = ("simulation_start", "round_start", "round_end", "simulation_end")
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    kind: str  # "action" or one of EVENT_TYPES
+    platform: str
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Bad:
+    reason: str
+
+
+def parse_line(raw: bytes, platform: str | None) -> Parsed | Bad:
+    """Fields of one line; `platform` is the folder's platform, None for the old combined file."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Bad(f"invalid UTF-8 at byte {exc.start}")
+    if not text.strip():
+        return Bad("blank line")
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return Bad(f"not JSON: {exc.msg} at column {exc.colno}")
+    if not isinstance(obj, dict):
+        return Bad(f"not a JSON object but {type(obj).__name__}")
+    line_platform = obj.get("platform")
+    platform = platform or (line_platform if line_platform in PLATFORMS else None)
+    if platform is None:
+        return Bad(f"no usable platform (got {line_platform!r}); expected one of {', '.join(PLATFORMS)}")
+    if "event_type" in obj:
+        return _parse_event(obj, platform)
+    return _parse_action(obj, platform)
+
+
+def _parse_event(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+    kind = obj["event_type"]
+    if kind not in EVENT_TYPES:
+        return Bad(f"unknown event_type {kind!r}")
+    needs = {"round_start": ("round",), "round_end": ("round",), "simulation_end": ("total_rounds",)}
+    for key in needs.get(kind, ()):
+        if (problem := _int_problem(obj, key)) is not None:
+            return Bad(problem)
+    fields = {
+        "round": obj.get("round"),
+        "simulated_hour": _int_or_none(obj.get("simulated_hour")),
+        "actions_count": _int_or_none(obj.get("actions_count")),
+        "total_rounds": obj.get("total_rounds") if kind == "simulation_end" else None,
+        "total_actions": _int_or_none(obj.get("total_actions")),
+        "agents_count": _int_or_none(obj.get("agents_count")),
+    }
+    return Parsed(kind, platform, fields)
+
+
+def _parse_action(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+    for key in ("round", "agent_id"):
+        if (problem := _int_problem(obj, key)) is not None:
+            return Bad(problem)
+    action_type = obj.get("action_type")
+    if not isinstance(action_type, str) or not action_type:
+        return Bad(f"'action_type' must be a non-empty string, got {action_type!r}")
+    args = obj.get("action_args") or {}
+    if not isinstance(args, dict):
+        return Bad(f"'action_args' must be an object, got {type(args).__name__}")
+    return Parsed("action", platform, {
+        "round": obj["round"],
+        "agent_id": obj["agent_id"],
+        "agent_name": str(obj.get("agent_name") or ""),
+        "action_type": action_type.upper(),
+        "action_args": args,
+        "timestamp": str(obj["timestamp"]) if obj.get("timestamp") is not None else None,
+        "success": obj.get("success") is not False,
+    })
+
+
+def _int_problem(obj: dict[str, Any], key: str) -> str | None:
+    if key not in obj:
+        return f"missing key {key!r}"
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{key!r} must be an integer, got {type(value).__name__} {value!r}"[:200]
+    return None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,288 @@
+"""The story `simreportd simulate` tells: a topic, camps with stances, a spike and a divergence.
+
+Pure and deterministic: everything is drawn from a `random.Random(seed)`, so one seed is
+always the same simulation, byte for byte.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+FIRST = ["Mei", "Jonas", "Amara", "Luis", "Priya", "Tomasz", "Hana", "Kofi", "Elena", "Ravi", "Sofia", "Dmitri",
+         "Aiko", "Mateo", "Fatima", "Liam", "Zara", "Chen", "Noor", "Oskar", "Ines", "Tariq", "Yuki", "Bea"]
+LAST = ["Lin", "Weber", "Okafor", "Garcia", "Nair", "Kowalski", "Sato", "Mensah", "Rossi", "Iyer", "Costa",
+        "Ivanov", "Tanaka", "Silva", "Haddad", "Byrne", "Ahmed", "Zhou", "Karimi", "Berg", "Duarte", "Aziz"]
+ENTITY_TYPES = ["Resident", "Shop owner", "Commuter", "Journalist", "City official", "Student", "Cyclist",
+                "Delivery driver", "Researcher", "Parent"]
+STANCES = ["supportive", "opposing", "neutral", "observer"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    topic: str
+    short: str
+    requirement: str
+    trigger: str
+    hot_topics: list[str]
+    lines: dict[str, list[str]]
+    spike_lines: dict[str, list[str]]
+    comments: dict[str, list[str]]
+
+
+SCENARIOS = [
+    Scenario(
+        topic="the city council's proposal for a downtown congestion charge",
+        short="congestion charge",
+        requirement="How will residents react to the proposed downtown congestion charge, which arguments "
+        "will dominate, and how does the debate differ between Twitter and Reddit?",
+        trigger="A leaked council memo suggests part of the charge revenue would fund a stadium, not buses.",
+        hot_topics=["congestion charge", "bus lanes", "air quality", "small business", "stadium memo"],
+        lines={
+            "supportive": [
+                "The congestion charge is overdue: the trial cut bus journey times by {n} minutes on the ring road.",
+                "Cleaner air downtown is worth {p} a day. My kid's asthma inhaler use dropped during the trial.",
+                "Every city that priced congestion saw traffic fall by about {pct}%. Why would we be different?",
+                "If the revenue goes to bus lanes, the congestion charge pays for itself within {n} months.",
+            ],
+            "opposing": [
+                "A {p} daily congestion charge is a tax on people who cannot work from home.",
+                "Small shops on Market Street will lose {pct}% of their customers to the out-of-town malls.",
+                "Nobody asked night-shift workers. The buses stop at 11pm and the congestion charge doesn't.",
+                "The congestion charge punishes the suburbs while the council drives chauffeured cars.",
+            ],
+            "neutral": [
+                "Has anyone seen the actual numbers for the congestion charge? The consultation PDF is {n} pages.",
+                "I'd support a congestion charge with exemptions for carers and night workers. Is that on the table?",
+                "Trying to understand the congestion charge zones. Is the harbour inside the boundary or not?",
+            ],
+            "observer": [
+                "Live from the town hall: {n} people queued to speak about the congestion charge tonight.",
+                "Poll of {n} residents: {pct}% support the congestion charge if revenue is ring-fenced for transit.",
+            ],
+        },
+        spike_lines={
+            "supportive": [
+                "If the stadium memo is true I'm out. I backed the congestion charge for buses, not for a stadium.",
+                "Ring-fence the revenue in law and the congestion charge still makes sense. Don't let the memo kill it.",
+            ],
+            "opposing": [
+                "There it is: the congestion charge was never about air quality. It's a stadium fund.",
+                "The stadium memo proves it. Scrap the congestion charge and audit the council.",
+            ],
+            "neutral": [
+                "Can the council confirm or deny the stadium memo before the congestion charge vote?",
+                "The stadium memo changes my mind on the congestion charge unless there's a legal ring-fence.",
+            ],
+            "observer": [
+                "Council spokesperson: the leaked memo is 'an early draft' and the charge revenue is 'not allocated'.",
+            ],
+        },
+        comments={
+            "supportive": ["Agreed, the bus data is hard to argue with.", "This is the point people miss."],
+            "opposing": ["Easy to say if you live downtown.", "And who checks where the money goes?"],
+            "neutral": ["Source for that number?", "Both sides have a point here."],
+            "observer": ["Adding this to the thread tracker.", "The council meets again on Thursday."],
+        },
+    ),
+    Scenario(
+        topic="a university's plan to replace exams with AI-proctored coursework",
+        short="AI proctoring",
+        requirement="How will students and staff react to AI-proctored coursework replacing exams, what "
+        "concerns spread fastest, and where do Twitter and Reddit part ways?",
+        trigger="A student shows the proctoring software flagged her for 'suspicious eye movement' during a seizure.",
+        hot_topics=["AI proctoring", "privacy", "exam stress", "accessibility", "false flags"],
+        lines={
+            "supportive": [
+                "AI proctoring lets us drop the {n}-hour exam marathon. Coursework measures real skills.",
+                "Exam stress sent {pct}% of my cohort to counselling. Anything that replaces finals is progress.",
+                "The pilot had {n} modules and fewer academic-misconduct cases than exams ever did.",
+            ],
+            "opposing": [
+                "AI proctoring means a camera in my bedroom for {n} hours a week. That is surveillance.",
+                "Nobody has audited the AI proctoring model. {pct}% false flags in the pilot is not a rounding error.",
+                "Students without a quiet room at home will be flagged by AI proctoring more often. That's the design.",
+            ],
+            "neutral": [
+                "Genuine question: who stores the AI proctoring recordings, and for how long?",
+                "I like coursework, I'm unsure about AI proctoring. Can we have one without the other?",
+            ],
+            "observer": [
+                "Student union survey, {n} replies: {pct}% oppose AI proctoring in its current form.",
+            ],
+        },
+        spike_lines={
+            "supportive": ["The seizure case is awful. Fix the flagging rules before launch, but keep coursework."],
+            "opposing": ["A seizure flagged as cheating. AI proctoring must be stopped now.",
+                         "This is what we warned about: AI proctoring punishes disabled students."],
+            "neutral": ["After the seizure story I need to see the appeal process for AI proctoring flags."],
+            "observer": ["The university says the flag in the seizure case was 'reviewed by a human and cleared'."],
+        },
+        comments={
+            "supportive": ["Coursework is the real win here.", "Exams were never fair either."],
+            "opposing": ["Privacy matters more than convenience.", "Exactly, and nobody can appeal the model."],
+            "neutral": ["Is there a written policy yet?", "Interesting point, need more data."],
+            "observer": ["Tracking the union's response.", "Senate votes next month."],
+        },
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Agent:
+    agent_id: int
+    name: str
+    username: str
+    entity_type: str
+    stance: str
+    activity: float
+    influence: float
+    bio: str
+    age: int
+    mbti: str
+    country: str
+
+
+@dataclass
+class Story:
+    """A whole simulation decided up front: agents, and per platform the lines of each round."""
+
+    simulation_id: str
+    scenario: Scenario
+    agents: list[Agent]
+    rounds: int
+    spike_round: int
+    start: datetime
+    lines: dict[str, list[list[dict[str, Any]]]] = field(default_factory=dict)
+
+
+def make_agents(rng: random.Random, count: int, scenario: Scenario) -> list[Agent]:
+    agents = []
+    for i in range(count):
+        first, last = rng.choice(FIRST), rng.choice(LAST)
+        stance = STANCES[i % len(STANCES)] if i < len(STANCES) else rng.choices(STANCES, [4, 4, 2, 1])[0]
+        entity = rng.choice(ENTITY_TYPES)
+        bio = f"{entity} in the city. {stance.capitalize()} on {scenario.short}. Posts about {rng.choice(scenario.hot_topics)}."
+        agents.append(Agent(i, f"{first} {last}", f"{first.lower()}_{last.lower()}{i}", entity, stance,
+                            round(rng.uniform(0.3, 1.0), 2), round(rng.uniform(0.5, 3.0), 2), bio,
+                            rng.randint(19, 71), rng.choice(["INTJ", "ENFP", "ISTJ", "ENTP", "INFJ", "ESFJ"]),
+                            rng.choice(["UK", "Germany", "Japan", "Brazil", "Kenya", "India"])))
+    return agents
+
+
+def make_story(seed: int, agents: int, rounds: int) -> Story:
+    """Decide every line of a simulation from `seed`."""
+    rng = random.Random(seed)
+    scenario = SCENARIOS[seed % len(SCENARIOS)]
+    simulation_id = f"sim_{rng.getrandbits(48):012x}"
+    story = Story(simulation_id, scenario, make_agents(rng, agents, scenario), rounds,
+                  spike_round=max(2, round(rounds * 0.4)), start=datetime(2026, 3, 2, 8, 0, 0))
+    for platform in ("twitter", "reddit"):
+        story.lines[platform] = PlatformWriter(story, platform, random.Random(f"{seed}:{platform}")).rounds()
+    return story
+
+
+class PlatformWriter:
+    """Writes one platform's action lines, round by round, with the enriched args of the real runner."""
+
+    def __init__(self, story: Story, platform: str, rng: random.Random) -> None:
+        self.story, self.platform, self.rng = story, platform, rng
+        self.posts: list[dict[str, Any]] = []
+        self.comments: list[dict[str, Any]] = []
+        self.next_post, self.next_comment = 1, 1
+
+    def rounds(self) -> list[list[dict[str, Any]]]:
+        return [self.actions_of(r) for r in range(self.story.rounds + 1)]
+
+    def volume(self, round_no: int) -> float:
+        """Relative activity: a spike at the trigger, then Reddit keeps arguing while Twitter moves on."""
+        s = self.story.spike_round
+        if round_no == s:
+            return 3.2
+        if round_no > s:
+            fade = 0.55 if self.platform == "twitter" else 1.6
+            return fade if round_no > s + 1 else 1.8
+        return 1.0
+
+    def actions_of(self, round_no: int) -> list[dict[str, Any]]:
+        ts = self.story.start + timedelta(minutes=60 * round_no)
+        if round_no == 0:
+            seeds = [a for a in self.story.agents if a.stance != "observer"][:4]
+            return [self.create_post(a, round_no, ts, self.pick_line(a, False)) for a in seeds]
+        actions = []
+        spike = round_no >= self.story.spike_round
+        for agent in self.story.agents:
+            if self.rng.random() < agent.activity * 0.35 * self.volume(round_no):
+                actions.append(self.act(agent, round_no, ts + timedelta(seconds=len(actions) * 7), spike))
+        return actions
+
+    def pick_line(self, agent: Agent, spike: bool) -> str:
+        pool = self.story.scenario.spike_lines if spike and self.rng.random() < 0.6 else self.story.scenario.lines
+        template = self.rng.choice(pool[agent.stance])
+        return template.format(n=self.rng.randint(3, 40), pct=self.rng.randint(12, 68),
+                               p=f"£{self.rng.randint(4, 15)}")
+
+    def act(self, agent: Agent, round_no: int, ts: datetime, spike: bool) -> dict[str, Any]:
+        weights = {"twitter": [30, 26, 12, 10, 6, 4, 3, 3, 3, 3], "reddit": [22, 18, 4, 3, 4, 2, 30, 12, 3, 2]}
+        kinds = ["CREATE_POST", "LIKE_POST", "REPOST", "QUOTE_POST", "FOLLOW", "DISLIKE_POST",
+                 "CREATE_COMMENT", "LIKE_COMMENT", "SEARCH_POSTS", "DO_NOTHING"]
+        kind = self.rng.choices(kinds, weights[self.platform])[0]
+        if kind != "CREATE_POST" and not self.posts:
+            kind = "CREATE_POST"
+        if kind == "CREATE_POST":
+            return self.create_post(agent, round_no, ts, self.pick_line(agent, spike))
+        target = self.choose_post(agent, kind)
+        author = self.story.agents[target["agent_id"]]
+        if kind in ("LIKE_POST", "DISLIKE_POST"):
+            args = {"post_id": target["post_id"], "post_content": target["content"], "post_author_name": author.name}
+        elif kind == "REPOST":
+            args = {"post_id": target["post_id"], "new_post_id": self.new_post_id(),
+                    "original_content": target["content"], "original_author_name": author.name}
+        elif kind == "QUOTE_POST":
+            quote = self.pick_line(agent, spike)
+            args = {"quoted_id": target["post_id"], "new_post_id": self.new_post_id(), "quote_content": quote,
+                    "original_content": target["content"], "original_author_name": author.name}
+            self.posts.append({"post_id": args["new_post_id"], "content": quote, "agent_id": agent.agent_id})
+        elif kind == "FOLLOW":
+            args = {"target_user_name": author.name}
+        elif kind == "CREATE_COMMENT":
+            content = self.rng.choice(self.story.scenario.comments[agent.stance])
+            comment = {"comment_id": self.next_comment, "post_id": target["post_id"], "content": content,
+                       "agent_id": agent.agent_id}
+            self.next_comment += 1
+            self.comments.append(comment)
+            args = {"content": content, "post_id": target["post_id"], "comment_id": comment["comment_id"]}
+        elif kind == "LIKE_COMMENT" and self.comments:
+            comment = self.rng.choice(self.comments)
+            args = {"comment_id": comment["comment_id"], "comment_content": comment["content"],
+                    "comment_author_name": self.story.agents[comment["agent_id"]].name}
+        elif kind == "SEARCH_POSTS":
+            args = {"query": self.rng.choice(self.story.scenario.hot_topics)}
+        else:
+            kind, args = "DO_NOTHING", {}
+        return self.line(agent, round_no, ts, kind, args)
+
+    def choose_post(self, agent: Agent, kind: str) -> dict[str, Any]:
+        """Agents mostly engage with the recent posts of influential authors; camps favour their own."""
+        recent = self.posts[-40:]
+        def weight(p: dict[str, Any]) -> float:
+            author = self.story.agents[p["agent_id"]]
+            same = author.stance == agent.stance
+            return author.influence * (2.5 if same == (kind != "DISLIKE_POST") else 0.6)
+        return self.rng.choices(recent, [weight(p) for p in recent])[0]
+
+    def new_post_id(self) -> int:
+        self.next_post += 1
+        return self.next_post - 1
+
+    def create_post(self, agent: Agent, round_no: int, ts: datetime, content: str) -> dict[str, Any]:
+        post = {"post_id": self.new_post_id(), "content": content, "agent_id": agent.agent_id}
+        self.posts.append(post)
+        return self.line(agent, round_no, ts, "CREATE_POST", {"content": content, "post_id": post["post_id"]})
+
+    def line(self, agent: Agent, round_no: int, ts: datetime, kind: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {"round": round_no, "timestamp": ts.isoformat(), "agent_id": agent.agent_id,
+                "agent_name": agent.name, "action_type": kind, "action_args": args, "result": None,
+                "success": True}

@@ -1,0 +1,78 @@
+"""Read whole lines of a growing file by byte offset, in bounded memory.
+
+Only complete lines (ending in `\\n`) are returned: a half-written last line stays unread
+until its end arrives. A line longer than the limit is returned as `too_long` with a short
+excerpt, and reading goes on after its end without ever holding it whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+CHUNK = 4 * 1024 * 1024
+EXCERPT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    offset: int
+    end: int
+    raw: bytes
+    too_long: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """What tells one incarnation of a file from another: inode and a hash of its first line."""
+
+    ino: int
+    size: int
+    head: str
+
+
+def identify(path: Path) -> FileIdentity | None:
+    """The file's identity, or None while it is missing or has no complete first line yet."""
+    try:
+        with path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            first = f.readline(64 * 1024)
+    except OSError:
+        return None
+    if not first.endswith(b"\n"):
+        return None
+    return FileIdentity(st.st_ino, st.st_size, hashlib.sha1(first).hexdigest()[:16])
+
+
+def read_lines(path: Path, offset: int, max_line_bytes: int, budget: int = CHUNK) -> list[Line]:
+    """Complete lines starting at `offset`, about `budget` bytes of them at most."""
+    with path.open("rb") as f:
+        f.seek(offset)
+        buf = f.read(max(budget, 1))
+        lines: list[Line] = []
+        pos = 0
+        while (nl := buf.find(b"\n", pos)) != -1:
+            raw = buf[pos:nl]
+            too_long = len(raw) > max_line_bytes
+            lines.append(Line(offset + pos, offset + nl + 1, raw[:EXCERPT] if too_long else raw, too_long))
+            pos = nl + 1
+        if not lines and len(buf) == budget:
+            end = _find_line_end(f, offset + len(buf))
+            if end is not None:
+                lines.append(Line(offset, end, buf[:EXCERPT], too_long=True))
+        return lines
+
+
+def _find_line_end(f: BinaryIO, start: int) -> int | None:
+    """Offset just past the next newline at or after `start`, or None if the line has not ended."""
+    f.seek(start)
+    position = start
+    while chunk := f.read(1024 * 1024):
+        nl = chunk.find(b"\n")
+        if nl != -1:
+            return position + nl + 1
+        position += len(chunk)
+    return None

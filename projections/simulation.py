@@ -1,0 +1,200 @@
+"""The simulation model: what the report tools query (DESIGN.md section 5).
+
+Per simulation generation: platforms, rounds, agents and profiles, posts/comments/quotes
+with an FTS5 index, interaction edges (undone ones marked), activity counts. A pure fold:
+each event becomes parameterised SQL writes; look-ups (who wrote post 42?) are
+subqueries, so the fold itself reads nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from simreportd.events.codec import Recorded
+
+from .base import Write
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sim_generations (
+    simulation_id TEXT, generation INTEGER, folder TEXT, requirement TEXT, config TEXT,
+    status TEXT, all_rounds_ran INTEGER, started_position INTEGER, completed_position INTEGER,
+    PRIMARY KEY (simulation_id, generation));
+CREATE TABLE IF NOT EXISTS sim_agents (
+    simulation_id TEXT, generation INTEGER, agent_id INTEGER, name TEXT, username TEXT, bio TEXT,
+    persona TEXT, stance TEXT, entity_type TEXT, profession TEXT, influence REAL,
+    PRIMARY KEY (simulation_id, generation, agent_id));
+CREATE TABLE IF NOT EXISTS sim_platforms (
+    simulation_id TEXT, generation INTEGER, platform TEXT, status TEXT, agents_count INTEGER,
+    total_rounds INTEGER, total_actions INTEGER, all_rounds_ran INTEGER, actions INTEGER DEFAULT 0,
+    PRIMARY KEY (simulation_id, generation, platform));
+CREATE TABLE IF NOT EXISTS sim_rounds (
+    simulation_id TEXT, generation INTEGER, platform TEXT, round INTEGER, simulated_hour INTEGER,
+    actions INTEGER DEFAULT 0, PRIMARY KEY (simulation_id, generation, platform, round));
+CREATE TABLE IF NOT EXISTS sim_activity (
+    simulation_id TEXT, generation INTEGER, platform TEXT, agent_id INTEGER, actions INTEGER DEFAULT 0,
+    posts INTEGER DEFAULT 0, PRIMARY KEY (simulation_id, generation, platform, agent_id));
+CREATE TABLE IF NOT EXISTS sim_action_mix (
+    simulation_id TEXT, generation INTEGER, platform TEXT, action_type TEXT, count INTEGER DEFAULT 0,
+    PRIMARY KEY (simulation_id, generation, platform, action_type));
+CREATE TABLE IF NOT EXISTS sim_posts (
+    id INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, ref TEXT, kind TEXT,
+    post_id INTEGER, parent_post_id INTEGER, agent_id INTEGER, round INTEGER, content TEXT,
+    quoted_content TEXT, quoted_author TEXT, position INTEGER);
+CREATE INDEX IF NOT EXISTS sim_posts_by_id ON sim_posts (simulation_id, generation, platform, post_id);
+CREATE INDEX IF NOT EXISTS sim_posts_by_agent ON sim_posts (simulation_id, generation, agent_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS sim_posts_fts USING fts5(
+    content, content='sim_posts', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS sim_edges (
+    position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, round INTEGER,
+    kind TEXT, src_agent INTEGER, dst_agent INTEGER, dst_name TEXT, target_ref TEXT, undone INTEGER DEFAULT 0);
+CREATE INDEX IF NOT EXISTS sim_edges_by_src ON sim_edges (simulation_id, generation, src_agent, kind);
+CREATE TABLE IF NOT EXISTS sim_env (
+    simulation_id TEXT PRIMARY KEY, generation INTEGER, status TEXT, twitter_available INTEGER,
+    reddit_available INTEGER, pid INTEGER, position INTEGER);
+CREATE TABLE IF NOT EXISTS sim_rejections (
+    position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, file TEXT, "offset" INTEGER,
+    reason TEXT, excerpt TEXT);
+"""
+
+# Action -> (edge kind, how the target is named in action_args)
+EDGES = {
+    "LIKE_POST": ("like", "post_id", "post_author_name"),
+    "DISLIKE_POST": ("dislike", "post_id", "post_author_name"),
+    "REPOST": ("repost", "post_id", "original_author_name"),
+    "QUOTE_POST": ("quote", "quoted_id", "original_author_name"),
+    "CREATE_COMMENT": ("comment", "post_id", None),
+    "LIKE_COMMENT": ("like_comment", None, "comment_author_name"),
+    "DISLIKE_COMMENT": ("dislike_comment", None, "comment_author_name"),
+    "FOLLOW": ("follow", None, "target_user_name"),
+    "MUTE": ("mute", None, "target_user_name"),
+}
+UNDO = {"UNFOLLOW": "follow", "UNLIKE_POST": "like", "UNDO_LIKE_POST": "like", "UNDO_DISLIKE_POST": "dislike",
+        "UNMUTE": "mute", "UNDO_REPOST": "repost"}
+
+KEY = "simulation_id = ? AND generation = ?"
+AUTHOR_OF_POST = f"(SELECT agent_id FROM sim_posts WHERE {KEY} AND platform = ? AND post_id = ? LIMIT 1)"
+AGENT_NAMED = f"(SELECT agent_id FROM sim_agents WHERE {KEY} AND name = ? LIMIT 1)"
+
+
+class SimulationModel:
+    """Projection of the simulation streams into the tables above."""
+
+    name = "simulation"
+    schema = SCHEMA
+    tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
+              "sim_posts", "sim_edges", "sim_env", "sim_rejections")
+    extra_tables = ("sim_posts_fts",)
+    types = frozenset({
+        "SimulationDiscovered", "SimulationGenerationStarted", "PlatformStarted", "RoundStarted", "AgentActed",
+        "PlatformFinished", "SimulationCompleted", "EnvironmentStatusChanged", "IngestRejected"})
+
+    def apply(self, recorded: Recorded) -> Iterable[Write]:
+        d = recorded.data
+        handler = getattr(self, "_" + recorded.type)
+        return handler(d, (d["simulation_id"], d["generation"]), recorded.position)
+
+    def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
+               (*key, d["folder"], d.get("requirement", ""), json.dumps(d.get("config", {}), sort_keys=True), pos))
+        for a in d.get("agents", []):
+            yield ("INSERT OR REPLACE INTO sim_agents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (*key, a["agent_id"], a.get("name", ""), a.get("username", ""), a.get("bio", ""),
+                    a.get("persona", ""), a.get("stance", ""), a.get("entity_type", ""), a.get("profession", ""),
+                    a.get("influence")))
+            text = " ".join(str(a.get(k) or "") for k in ("name", "username", "bio", "persona", "entity_type"))
+            yield from _post_row(key, "", f"agent:{a['agent_id']}", "profile", None, None, a["agent_id"], None,
+                                 text, None, None, pos)
+
+    _SimulationGenerationStarted = _SimulationDiscovered
+
+    def _PlatformStarted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, agents_count)"
+               " VALUES (?, ?, ?, 'running', ?) ON CONFLICT DO UPDATE SET status = 'running'",
+               (*key, d["platform"], d.get("agents_count")))
+
+    def _RoundStarted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        yield ("INSERT INTO sim_rounds (simulation_id, generation, platform, round, simulated_hour)"
+               " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET simulated_hour = excluded.simulated_hour",
+               (*key, d["platform"], d["round"], d.get("simulated_hour")))
+
+    def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        p, r, agent, kind, args = d["platform"], d["round"], d["agent_id"], d["action_type"], d["action_args"]
+        yield from _counts(key, p, r, agent, kind)
+        if kind == "CREATE_POST":
+            yield from _post_row(key, p, _ref("post", p, args.get("post_id"), pos), "post", args.get("post_id"),
+                                 None, agent, r, args.get("content"), None, None, pos)
+        elif kind == "QUOTE_POST":
+            yield from _post_row(key, p, _ref("post", p, args.get("new_post_id"), pos), "quote",
+                                 args.get("new_post_id"), args.get("quoted_id"), agent, r, args.get("quote_content"),
+                                 args.get("original_content"), args.get("original_author_name"), pos)
+        elif kind == "CREATE_COMMENT":
+            yield from _post_row(key, p, _ref("comment", p, args.get("comment_id"), pos), "comment",
+                                 args.get("comment_id"), args.get("post_id"), agent, r, args.get("content"),
+                                 None, None, pos)
+        if kind in EDGES:
+            yield _edge(key, p, r, agent, kind, args, pos)
+        elif kind in UNDO:
+            target = args.get("target_user_name") or args.get("post_author_name") or ""
+            yield (f"UPDATE sim_edges SET undone = 1 WHERE position = (SELECT max(position) FROM sim_edges"
+                   f" WHERE {KEY} AND platform = ? AND kind = ? AND src_agent = ? AND undone = 0"
+                   " AND (dst_name = ? OR target_ref = ?))",
+                   (*key, p, UNDO[kind], agent, target, _ref("post", p, args.get("post_id"), 0)))
+
+    def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, total_rounds, total_actions,"
+               " all_rounds_ran) VALUES (?, ?, ?, 'finished', ?, ?, ?) ON CONFLICT DO UPDATE SET status = 'finished',"
+               " total_rounds = excluded.total_rounds, total_actions = excluded.total_actions,"
+               " all_rounds_ran = excluded.all_rounds_ran",
+               (*key, d["platform"], d["total_rounds"], d.get("total_actions"), int(d["all_rounds_ran"])))
+
+    def _SimulationCompleted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        yield (f"UPDATE sim_generations SET status = 'completed', all_rounds_ran = ?, completed_position = ?"
+               f" WHERE {KEY}", (int(d["all_rounds_ran"]), pos, *key))
+
+    def _EnvironmentStatusChanged(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        yield ("INSERT OR REPLACE INTO sim_env VALUES (?, ?, ?, ?, ?, ?, ?)",
+               (*key, d["status"], int(d.get("twitter_available", False)), int(d.get("reddit_available", False)),
+                d.get("pid"), pos))
+
+    def _IngestRejected(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?)",
+               (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"]))
+
+
+def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
+    """Citation id: the simulator's own id when it gave one, else one made from the event position."""
+    return f"{kind}:{platform}:{native_id}" if isinstance(native_id, int) else f"{kind}:{platform}:e{position}"
+
+
+def _counts(key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> Iterable[Write]:
+    is_post = int(kind in ("CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"))
+    yield ("INSERT INTO sim_rounds (simulation_id, generation, platform, round, actions) VALUES (?, ?, ?, ?, 1)"
+           " ON CONFLICT DO UPDATE SET actions = actions + 1", (*key, p, r))
+    yield ("INSERT INTO sim_activity VALUES (?, ?, ?, ?, 1, ?)"
+           " ON CONFLICT DO UPDATE SET actions = actions + 1, posts = posts + excluded.posts", (*key, p, agent, is_post))
+    yield ("INSERT INTO sim_action_mix VALUES (?, ?, ?, ?, 1) ON CONFLICT DO UPDATE SET count = count + 1",
+           (*key, p, kind))
+    yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, actions)"
+           " VALUES (?, ?, ?, 'running', 1) ON CONFLICT DO UPDATE SET actions = actions + 1", (*key, p))
+
+
+def _post_row(key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, parent: Any, agent: int,
+              r: int | None, content: Any, quoted: Any, quoted_author: Any, pos: int) -> Iterable[Write]:
+    text = str(content or "")
+    yield ("INSERT INTO sim_posts (simulation_id, generation, platform, ref, kind, post_id, parent_post_id,"
+           " agent_id, round, content, quoted_content, quoted_author, position)"
+           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+           (*key, p, ref, kind, post_id if isinstance(post_id, int) else None,
+            parent if isinstance(parent, int) else None, agent, r, text, quoted, quoted_author, pos))
+    yield ("INSERT INTO sim_posts_fts (rowid, content) VALUES (last_insert_rowid(), ?)", (text,))
+
+
+def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any], pos: int) -> Write:
+    edge, id_key, name_key = EDGES[kind]
+    target_id = args.get(id_key) if id_key else None
+    name = str(args.get(name_key) or "") if name_key else ""
+    target_ref = _ref("post", p, target_id, 0) if isinstance(target_id, int) else None
+    return (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}), ?, ?, 0)",
+            (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, name, target_ref))
