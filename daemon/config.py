@@ -42,6 +42,7 @@ class LLMConfig(Section):
     tool_protocol: Literal["auto", "native", "text"] = "auto"
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
+    retry_backoff_s: float = Field(default=1.0, ge=0)
     max_concurrency: int = Field(default=4, ge=1)
     requests_per_minute: int = Field(default=0, ge=0)
     temperature: float = Field(default=0.3, ge=0, le=2)

@@ -149,6 +149,7 @@ class ReportRequested(ReportEvent):
     trigger: str = "auto"
     provider: str = "offline"
     model: str = ""
+    settings: dict[str, Any] = Field(default_factory=dict)
     forked_from: str | None = None
 
 
@@ -288,6 +289,7 @@ class ResponseRejected(ReportEvent):
     reason: RejectionReason
     detail: str = ""
     feedback: str = ""
+    tool_call_ids: list[str] = Field(default_factory=list)
 
 
 class SectionCompleted(ReportEvent):

@@ -1,0 +1,154 @@
+"""LLM providers: what the runner calls to perform a `CallLLM` effect (DESIGN.md section 4).
+
+`openai` speaks to any OpenAI-compatible server with the client's own retries off: the
+runner retries, so every attempt is an event. Errors are translated here, once, into
+`LLMError` with the fields the core needs to decide (retryable? Retry-After? tools refused?).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import openai
+
+from simreportd.events.errors import SimreportdError
+from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
+
+from .interpret import coerce_arguments
+from .toolspec import openai_tools
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    usage: TokenUsage = TokenUsage()
+    finish_reason: str | None = None
+
+
+class LLMError(SimreportdError):
+    """A failed LLM call, described well enough for the core to decide what to do next."""
+
+    def __init__(self, kind: str, message: str, *, status_code: int | None = None,
+                 retry_after_s: float | None = None, retryable: bool = True, tools_refused: bool = False) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind, self.message, self.status_code = kind, message, status_code
+        self.retry_after_s, self.retryable, self.tools_refused = retry_after_s, retryable, tools_refused
+
+
+class LLMProvider(Protocol):
+    name: str
+
+    async def complete(self, request: LLMRequested, messages: list[dict[str, Any]], attempt: int) -> Completion:
+        """Answer one recorded request; raise LLMError on failure."""
+        ...
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token: used when a server sends no usage."""
+    return max(1, len(text) // 4) if text else 0
+
+
+class RateLimiter:
+    """At most `per_minute` request starts per minute (0 = unlimited), spaced evenly."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.interval = 60.0 / per_minute if per_minute > 0 else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            wait, self._next = max(0.0, self._next - now), max(now, self._next) + self.interval
+        if wait:
+            await asyncio.sleep(wait)
+
+
+class OpenAIProvider:
+    """Any OpenAI-compatible chat completions server (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter)."""
+
+    name = "openai"
+
+    def __init__(self, base_url: str, api_key: str, timeout_s: float, max_concurrency: int,
+                 requests_per_minute: int = 0) -> None:
+        self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
+                                         timeout=timeout_s, max_retries=0)
+        self.semaphore = asyncio.Semaphore(max_concurrency)  # shared by every report of this daemon
+        self.rate = RateLimiter(requests_per_minute)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def complete(self, request: LLMRequested, messages: list[dict[str, Any]], attempt: int) -> Completion:
+        kwargs: dict[str, Any] = {"model": request.model, "messages": messages, **request.params}
+        if request.tools and request.protocol == "native":
+            kwargs["tools"] = openai_tools(request.tools)
+        async with self.semaphore:
+            await self.rate.acquire()
+            try:
+                response = await self.client.chat.completions.create(**kwargs)
+            except openai.APIStatusError as exc:
+                raise _status_error(exc) from exc
+            except openai.APITimeoutError as exc:
+                raise LLMError("timeout", f"no answer within the timeout ({exc})") from exc
+            except openai.APIConnectionError as exc:
+                raise LLMError("connection", f"cannot reach the server: {exc}") from exc
+            except (openai.APIError, ValueError) as exc:
+                raise LLMError("invalid_response", str(exc)[:300]) from exc
+        return _completion(response, request.call_id, messages)
+
+
+def _status_error(exc: openai.APIStatusError) -> LLMError:
+    status = exc.status_code
+    text = str(exc)[:500]
+    refused = status in (400, 404, 422, 501) and any(w in text.lower() for w in ("tool", "function"))
+    return LLMError("rate_limited" if status == 429 else f"http_{status}", text, status_code=status,
+                    retry_after_s=retry_after(exc.response.headers),
+                    retryable=status in (408, 409, 429) or status >= 500, tools_refused=refused)
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _completion(response: Any, call_id: str, messages: list[dict[str, Any]]) -> Completion:
+    """Tolerate what real servers send: no choices, None content, string arguments, no ids, no usage."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise LLMError("empty_choices", "the server answered with no choices")
+    message = choices[0].message
+    content = message.content or ""
+    calls = []
+    for n, tc in enumerate(message.tool_calls or [], 1):
+        function = getattr(tc, "function", None)
+        if function is None or not getattr(function, "name", None):
+            continue
+        calls.append(ToolCallRequest(id=tc.id or f"{call_id}-t{n}", name=function.name,
+                                     arguments=coerce_arguments(function.arguments)))
+    usage = getattr(response, "usage", None)
+    if usage is not None and usage.prompt_tokens is not None:
+        tokens = TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens or 0)
+    else:
+        prompt = sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
+        tokens = TokenUsage(prompt_tokens=prompt, completion_tokens=estimate_tokens(content), estimated=True)
+    return Completion(content, calls, tokens, choices[0].finish_reason)

@@ -1,0 +1,125 @@
+"""Perform the core's effects and append their results (DESIGN.md section 1, rule 3).
+
+The runner is the only part of the agent that waits, calls out or reads the clock. It
+folds the report stream, asks `core.decide` what to do, does it, appends the outcome,
+and repeats. Killed at any moment, it is restarted by folding the stream again: only an
+effect whose result was not yet appended is performed a second time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Protocol
+
+from simreportd.events.models import (
+    ContextGathered,
+    DomainEvent,
+    InterviewUnlocked,
+    LLMFailed,
+    LLMResponded,
+    ReportFailed,
+    ToolFailed,
+    ToolObserved,
+)
+from simreportd.events.store import EventStore
+
+from . import core
+from .providers import LLMError, LLMProvider
+from .state import ReportState
+from .tools import SimulationTools, ToolError
+
+log = logging.getLogger("simreportd.agent.runner")
+
+
+def report_stream(report_id: str) -> str:
+    return f"report-{report_id}"
+
+
+class Environment(Protocol):
+    async def alive(self, simulation_id: str) -> bool:
+        """Whether the simulation's environment can answer live interviews now."""
+        ...
+
+
+class ReportRunner:
+    """Drives one report to completion, failure, or a stop."""
+
+    def __init__(self, store: EventStore, tools: SimulationTools, provider: LLMProvider,
+                 environment: Environment) -> None:
+        self.store, self.tools, self.provider, self.environment = store, tools, provider, environment
+
+    async def run(self, report_id: str) -> ReportState:
+        """Run the report until the core says stop; return its final state."""
+        stream = report_stream(report_id)
+        state = core.fold([r.event for r in await self.store.read_stream(stream)], report_id)
+        while True:
+            effect = core.decide(state)
+            if isinstance(effect, core.Stop):
+                return state
+            try:
+                events = await self._perform(state, effect)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # unexpected: logged once here, and a resumable terminal event
+                log.exception("report %s: unexpected error performing %s", report_id, type(effect).__name__)
+                events = [ReportFailed(report_id=report_id, stage=type(effect).__name__, resumable=True,
+                                       error=f"{type(exc).__name__}: {exc}")]
+            await self.store.append(stream, events, expected_version=state.version)
+            for event in events:
+                state.apply(event)
+
+    async def _perform(self, s: ReportState, effect: core.Effect) -> list[DomainEvent]:
+        if isinstance(effect, core.Emit):
+            return list(effect.events)
+        if isinstance(effect, core.GatherContext):
+            context = await self.tools.context(effect.simulation_id, effect.generation)
+            return [ContextGathered(report_id=s.report_id, context=context)]
+        if isinstance(effect, core.CallLLM):
+            return [await self._call_llm(s, effect)]
+        if isinstance(effect, core.RunTool):
+            return [await self._run_tool(s, effect)]
+        if isinstance(effect, core.UnlockInterviews):
+            live = await self.environment.alive(effect.simulation_id)
+            return [InterviewUnlocked(report_id=s.report_id, simulation_id=effect.simulation_id,
+                                      live_environment=live)]
+        raise TypeError(f"unknown effect {effect!r}")
+
+    async def _call_llm(self, s: ReportState, effect: core.CallLLM) -> DomainEvent:
+        if effect.delay_s > 0:
+            await asyncio.sleep(effect.delay_s)
+        request = effect.request
+        started = time.perf_counter()
+        try:
+            completion = await self.provider.complete(request, effect.messages, effect.attempt)
+        except LLMError as exc:
+            log.warning("report %s: %s attempt %d failed: %s", s.report_id, request.call_id, effect.attempt, exc)
+            return LLMFailed(report_id=s.report_id, call_id=request.call_id, attempt=effect.attempt, kind=exc.kind,
+                             message=exc.message, status_code=exc.status_code, retry_after_s=exc.retry_after_s,
+                             retryable=exc.retryable, tools_refused=exc.tools_refused)
+        return LLMResponded(report_id=s.report_id, call_id=request.call_id, attempt=effect.attempt,
+                            content=completion.content, tool_calls=completion.tool_calls, usage=completion.usage,
+                            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                            finish_reason=completion.finish_reason)
+
+    async def _run_tool(self, s: ReportState, effect: core.RunTool) -> DomainEvent:
+        call = effect.call
+        assert s.request is not None
+        started = time.perf_counter()
+        try:
+            result = await self.tools.run(call.tool, call.arguments, s.request.simulation_id, s.request.generation)
+        except ToolError as exc:
+            return ToolFailed(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
+                              tool=call.tool, error=str(exc))
+        return ToolObserved(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
+                            tool=call.tool, result=result, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+
+
+def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> dict[str, Any]:
+    """The rules a report keeps for its whole life, recorded in its ReportRequested."""
+    return {"min_tool_calls": agent.min_tool_calls, "max_tool_calls": agent.max_tool_calls,
+            "max_iterations": agent.max_iterations, "conflict_retries": agent.conflict_retries,
+            "outline_retries": agent.outline_retries, "max_retries": llm.max_retries,
+            "retry_backoff_s": llm.retry_backoff_s, "tool_protocol": llm.tool_protocol,
+            "temperature": llm.temperature, "max_tokens": llm.max_tokens, "tools": list(tools)}

@@ -1,0 +1,215 @@
+"""The report agent's whole state as a fold of its stream (DESIGN.md section 1, rule 2).
+
+Outline, current section, iteration, tool count, used tools and the conversation are all
+derived here from events; nothing else is kept. After a crash the runner folds the
+stream again and `core.decide` picks up exactly where the log stops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from simreportd.events.models import (
+    ContextGathered,
+    DomainEvent,
+    InterviewUnlocked,
+    LLMFailed,
+    LLMRequested,
+    LLMResponded,
+    OutlinePlanned,
+    PlanningStarted,
+    ReportCompleted,
+    ReportFailed,
+    ReportRequested,
+    ReportResumed,
+    ResponseRejected,
+    SectionCompleted,
+    SectionStarted,
+    ThoughtRecorded,
+    ToolCalled,
+    ToolFailed,
+    ToolObserved,
+    ToolProtocolChosen,
+)
+
+from . import prompts
+
+
+@dataclass
+class Conversation:
+    """One LLM conversation (the outline, or one section): messages sent, and those waiting to be sent."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    awaiting: LLMRequested | None = None
+    attempts: int = 0  # the last attempt number of the outstanding request (never reused)
+    failures: int = 0  # consecutive failures since the request or the last resume
+    last_failure: LLMFailed | None = None
+    unread: LLMResponded | None = None
+    requests: int = 0
+
+
+@dataclass
+class SectionState:
+    index: int
+    title: str
+    iterations: int = 0
+    tool_calls: int = 0
+    used_tools: list[str] = field(default_factory=list)
+    conflicts: int = 0
+    open_calls: list[ToolCalled] = field(default_factory=list)
+    final_requested: bool = False
+    observations: list[ToolObserved] = field(default_factory=list)
+
+
+@dataclass
+class ReportState:
+    """Fold of a `report-<id>` stream."""
+
+    report_id: str
+    version: int = 0
+    request: ReportRequested | None = None
+    planning_started: bool = False
+    context: dict[str, Any] | None = None
+    outline: OutlinePlanned | None = None
+    outline_rejections: int = 0
+    protocol: str | None = None
+    sections: dict[int, SectionState] = field(default_factory=dict)
+    completed: dict[int, SectionCompleted] = field(default_factory=dict)
+    conversation: Conversation = field(default_factory=Conversation)
+    llm_calls: int = 0
+    report_completed: bool = False
+    unlocked: bool = False
+    failed: ReportFailed | None = None
+    tools: tuple[str, ...] = ()  # from ReportRequested.settings: a report keeps the rules it started with
+    limits: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def current(self) -> SectionState | None:
+        open_sections = [s for i, s in sorted(self.sections.items()) if i not in self.completed]
+        return open_sections[0] if open_sections else None
+
+    def apply(self, event: DomainEvent) -> None:
+        """Fold one event; unknown types (interviews, notifications) only move the version."""
+        self.version += 1
+        handler = getattr(self, "_on_" + event.type_name, None)
+        if handler is not None:
+            handler(event)
+
+    def _on_ReportRequested(self, e: ReportRequested) -> None:
+        self.request = e
+        self.tools = tuple(e.settings.get("tools", ()))
+        self.limits = {k: v for k, v in e.settings.items() if isinstance(v, int)}
+
+    def _on_PlanningStarted(self, e: PlanningStarted) -> None:
+        self.planning_started = True
+
+    def _on_ContextGathered(self, e: ContextGathered) -> None:
+        self.context = e.context
+
+    def _on_OutlinePlanned(self, e: OutlinePlanned) -> None:
+        self.outline = e
+        self.conversation = Conversation()
+
+    def _on_ToolProtocolChosen(self, e: ToolProtocolChosen) -> None:
+        self.protocol = e.protocol
+        self.conversation = Conversation()  # the conversation restarts in the new protocol
+
+    def _on_SectionStarted(self, e: SectionStarted) -> None:
+        self.sections[e.section_index] = SectionState(e.section_index, e.title)
+        self.conversation = Conversation()
+
+    def _on_LLMRequested(self, e: LLMRequested) -> None:
+        c = self.conversation
+        c.messages.extend(e.messages_added)
+        c.pending, c.awaiting, c.attempts, c.failures, c.last_failure = [], e, 0, 0, None
+        c.requests += 1
+        self.llm_calls += 1
+        section = self.sections.get(e.section_index)
+        if section is not None and not e.tools and e.purpose == "section":
+            section.final_requested = True
+
+    def _on_LLMFailed(self, e: LLMFailed) -> None:
+        self.conversation.attempts = e.attempt
+        self.conversation.failures += 1
+        self.conversation.last_failure = e
+
+    def _on_LLMResponded(self, e: LLMResponded) -> None:
+        c = self.conversation
+        c.attempts = e.attempt
+        c.awaiting, c.unread, c.last_failure = None, e, None
+        message: dict[str, Any] = {"role": "assistant", "content": e.content}
+        if e.tool_calls:
+            message["tool_calls"] = [
+                {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": prompts.dumps(t.arguments)}}
+                for t in e.tool_calls]
+        c.messages.append(message)
+        if (section := self.current) is not None and self.outline is not None:
+            section.iterations += 1
+
+    def _on_ThoughtRecorded(self, e: ThoughtRecorded) -> None:
+        self.conversation.unread = None
+
+    def _on_ResponseRejected(self, e: ResponseRejected) -> None:
+        c = self.conversation
+        c.unread = None
+        for tool_call_id in e.tool_call_ids:
+            c.pending.append(self._result_message(tool_call_id, "not executed", f"Not executed. {e.feedback}"))
+        if e.feedback and not e.tool_call_ids:
+            c.pending.append({"role": "user", "content": e.feedback})
+        if e.reason == "invalid_outline":
+            self.outline_rejections += 1
+        if e.reason == "tool_and_final_answer" and (section := self.current) is not None:
+            section.conflicts += 1
+
+    def _on_ToolCalled(self, e: ToolCalled) -> None:
+        self.conversation.unread = None
+        section = self.sections[e.section_index]
+        section.open_calls.append(e)
+        section.tool_calls += 1
+        if e.tool not in section.used_tools:
+            section.used_tools.append(e.tool)
+
+    def _on_ToolObserved(self, e: ToolObserved) -> None:
+        section = self._close_call(e.section_index, e.call_id)
+        section.observations.append(e)
+        self.conversation.pending.append(self._result_message(e.call_id, e.tool, e.result, section))
+
+    def _on_ToolFailed(self, e: ToolFailed) -> None:
+        section = self._close_call(e.section_index, e.call_id)
+        self.conversation.pending.append(self._result_message(e.call_id, e.tool, f"Tool error: {e.error}", section))
+
+    def _on_SectionCompleted(self, e: SectionCompleted) -> None:
+        self.completed[e.section_index] = e
+        self.conversation = Conversation()
+
+    def _on_ReportCompleted(self, e: ReportCompleted) -> None:
+        self.report_completed = True
+
+    def _on_InterviewUnlocked(self, e: InterviewUnlocked) -> None:
+        self.unlocked = True
+
+    def _on_ReportFailed(self, e: ReportFailed) -> None:
+        self.failed = e
+
+    def _on_ReportResumed(self, e: ReportResumed) -> None:
+        self.failed = None
+        self.conversation.failures = 0
+        self.conversation.last_failure = None
+
+    def _close_call(self, index: int, call_id: str) -> SectionState:
+        section = self.sections[index]
+        section.open_calls = [c for c in section.open_calls if c.call_id != call_id]
+        return section
+
+    def _result_message(self, call_id: str, tool: str, result: str, section: SectionState | None = None) -> dict[str, Any]:
+        """A tool result as the protocol wants it, with the budget hint restated after it."""
+        hint = ""
+        if section is not None:
+            unused = [t for t in self.tools if t not in section.used_tools]
+            hint = prompts.budget_hint(unused, section.tool_calls, self.limits["max_tool_calls"],
+                                       self.limits["min_tool_calls"])
+        if self.protocol == "text":
+            return {"role": "user", "content": "Observation:\n" + prompts.observation(tool, result, hint)}
+        return {"role": "tool", "tool_call_id": call_id, "content": prompts.observation(tool, result, hint)}

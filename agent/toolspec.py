@@ -1,0 +1,60 @@
+"""The report tools as the model sees them: names, descriptions, JSON schemas (DESIGN.md section 4).
+
+Pure data. `agent/tools.py` implements them against the simulation model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TOOL_SPECS: dict[str, dict[str, Any]] = {
+    "insight_forge": {
+        "description": "Deep analysis of one question: splits it into sub-questions, searches each, profiles "
+        "the agents involved (stance, activity) and the interaction chains between them (reposts, quotes, "
+        "comments, likes, follows).",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+    "panorama_search": {
+        "description": "The whole timeline of a topic across rounds: current statements separated from "
+        "earlier ones that later statements or undone actions superseded.",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string"}, "include_expired": {"type": "boolean", "default": True}},
+            "required": ["query"]},
+    },
+    "quick_search": {
+        "description": "Ranked keyword search over posts, comments, quotes and profiles of this simulation.",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string"}, "limit": {"type": "integer", "default": 10, "minimum": 1, "maximum": 50}},
+            "required": ["query"]},
+    },
+    "simulation_analytics": {
+        "description": "Actions per round per platform, turning points (rounds with at least 2x the rolling "
+        "mean volume), Twitter/Reddit divergence, the most active agents and the action mix.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+    "interview_agents": {
+        "description": "Interview simulated agents about a topic (live when the simulation environment is "
+        "alive, otherwise in persona from their profile and posts).",
+        "parameters": {"type": "object", "properties": {
+            "interview_topic": {"type": "string"},
+            "max_agents": {"type": "integer", "default": 5, "minimum": 1, "maximum": 10}},
+            "required": ["interview_topic"]},
+    },
+}
+
+REPORT_TOOLS = ("insight_forge", "panorama_search", "quick_search", "simulation_analytics")
+
+
+def openai_tools(names: list[str]) -> list[dict[str, Any]]:
+    """The `tools` argument of a chat completion for these tool names."""
+    return [{"type": "function", "function": {"name": n, **TOOL_SPECS[n]}} for n in names]
+
+
+def text_protocol_catalogue(names: list[str]) -> str:
+    """How the text protocol describes the tools inside the system prompt."""
+    lines = []
+    for name in names:
+        spec = TOOL_SPECS[name]
+        params = ", ".join(spec["parameters"]["properties"]) or "no parameters"
+        lines.append(f"- {name}({params}): {spec['description']}")
+    return "\n".join(lines)
