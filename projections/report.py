@@ -1,0 +1,168 @@
+"""The report view and the MiroFish agent log (DESIGN.md section 5, FORMATS.md section 3).
+
+Status, progress, outline, sections, interview unlock, tokens, timings and error of every
+report, plus one `agent_log` row per line of the upstream-compatible agent_log.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from simreportd.events.codec import Recorded
+
+from .base import Write
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS reports (
+    report_id TEXT PRIMARY KEY, simulation_id TEXT, generation INTEGER, status TEXT, progress INTEGER,
+    message TEXT, title TEXT, summary TEXT, outline TEXT, sections_total INTEGER, completed_sections INTEGER,
+    current_section INTEGER, interview_unlocked INTEGER, live_environment INTEGER, provider TEXT, model TEXT,
+    trigger TEXT, forked_from TEXT, protocol TEXT, llm_calls INTEGER, llm_failures INTEGER, tool_calls INTEGER,
+    rejections INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, tokens_estimated INTEGER,
+    error TEXT, failed_stage TEXT, resumable INTEGER, created_at TEXT, completed_at TEXT, updated_at TEXT,
+    last_position INTEGER);
+CREATE TABLE IF NOT EXISTS report_sections (
+    report_id TEXT, section_index INTEGER, title TEXT, description TEXT, status TEXT, content TEXT,
+    tool_calls INTEGER, iterations INTEGER, forced INTEGER, completed_at TEXT, position INTEGER,
+    PRIMARY KEY (report_id, section_index));
+CREATE TABLE IF NOT EXISTS agent_log (
+    report_id TEXT, line_no INTEGER, position INTEGER, line TEXT, PRIMARY KEY (report_id, line_no));
+"""
+
+COUNT_COLUMNS = {"LLMRequested": "llm_calls", "LLMFailed": "llm_failures", "ToolCalled": "tool_calls",
+                 "ResponseRejected": "rejections"}
+LOG_ACTIONS = {"ReportRequested": "report_start", "PlanningStarted": "planning_start",
+               "OutlinePlanned": "planning_complete", "SectionStarted": "section_start",
+               "LLMResponded": "llm_response", "ToolCalled": "tool_call", "ToolObserved": "tool_result",
+               "ReportCompleted": "report_complete", "ReportFailed": "error", "LLMFailed": "error"}
+
+
+def progress_for(completed: int, total: int) -> int:
+    """10 once planned, then an equal share of 85 per section; 100 only when the report completes."""
+    return 10 + (85 * completed) // total if total else 10
+
+
+class ReportView:
+    name = "report"
+    schema = SCHEMA
+    tables = ("reports", "report_sections", "agent_log")
+    types = frozenset({
+        "ReportRequested", "PlanningStarted", "OutlinePlanned", "SectionStarted", "LLMRequested", "LLMResponded",
+        "LLMFailed", "ToolCalled", "ToolObserved", "ResponseRejected", "SectionCompleted", "ReportCompleted",
+        "InterviewUnlocked", "ReportFailed", "ReportResumed", "ToolProtocolChosen"})
+
+    def apply(self, recorded: Recorded) -> Iterable[Write]:
+        d, t, at = recorded.data, recorded.type, recorded.recorded_at
+        rid = d["report_id"]
+        handler = getattr(self, "_" + t, None)
+        if handler is not None:
+            yield from handler(d, at)
+        if t in COUNT_COLUMNS:
+            column = COUNT_COLUMNS[t]
+            yield (f"UPDATE reports SET {column} = {column} + 1 WHERE report_id = ?", (rid,))
+        yield ("UPDATE reports SET updated_at = ?, last_position = ? WHERE report_id = ?", (at, recorded.position, rid))
+        yield from _log_lines(recorded)
+
+    def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("INSERT OR REPLACE INTO reports VALUES (?, ?, ?, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
+               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0)",
+               (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
+                d.get("trigger", ""), d.get("forked_from"), at, at))
+
+    def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET status = 'planning', progress = 5, message = 'Planning the outline'"
+               " WHERE report_id = ?", (d["report_id"],))
+
+    def _ToolProtocolChosen(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET protocol = ? WHERE report_id = ?", (d["protocol"], d["report_id"]))
+
+    def _OutlinePlanned(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        sections = d["sections"]
+        yield ("UPDATE reports SET status = 'generating', progress = 10, message = 'Outline planned', title = ?,"
+               " summary = ?, outline = ?, sections_total = ? WHERE report_id = ?",
+               (d["title"], d["summary"], json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
+        for i, section in enumerate(sections, 1):
+            yield ("INSERT OR REPLACE INTO report_sections VALUES (?, ?, ?, ?, 'pending', NULL, 0, 0, 0, NULL, NULL)",
+                   (d["report_id"], i, section["title"], section.get("description", "")))
+
+    def _SectionStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET current_section = ?, message = ? WHERE report_id = ?",
+               (d["section_index"], f"Writing section {d['section_index']}: {d['title']}", d["report_id"]))
+        yield ("UPDATE report_sections SET status = 'generating' WHERE report_id = ? AND section_index = ?",
+               (d["report_id"], d["section_index"]))
+
+    def _LLMResponded(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        usage = d.get("usage") or {}
+        yield ("UPDATE reports SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?,"
+               " tokens_estimated = max(tokens_estimated, ?) WHERE report_id = ?",
+               (usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), int(bool(usage.get("estimated"))),
+                d["report_id"]))
+
+    def _SectionCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        rid, i = d["report_id"], d["section_index"]
+        yield ("UPDATE report_sections SET status = 'completed', content = ?, tool_calls = ?, iterations = ?,"
+               " forced = ?, completed_at = ? WHERE report_id = ? AND section_index = ?",
+               (d["content"], d.get("tool_calls", 0), d.get("iterations", 0), int(d.get("forced", False)), at, rid, i))
+        yield ("UPDATE reports SET completed_sections = completed_sections + 1, message = ?,"
+               " progress = 10 + (85 * (completed_sections + 1)) / max(sections_total, 1) WHERE report_id = ?",
+               (f"Section {i} completed: {d['title']}", rid))
+
+    def _ReportCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET status = 'completed', progress = 100, message = 'Report completed',"
+               " current_section = NULL, completed_at = ? WHERE report_id = ?", (at, d["report_id"]))
+
+    def _InterviewUnlocked(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET interview_unlocked = 1, live_environment = ? WHERE report_id = ?",
+               (int(d["live_environment"]), d["report_id"]))
+
+    def _ReportFailed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET status = 'failed', error = ?, failed_stage = ?, resumable = ?, message = ?"
+               " WHERE report_id = ?", (d["error"], d["stage"], int(d.get("resumable", True)),
+                                        f"Failed during {d['stage']}", d["report_id"]))
+
+    def _ReportResumed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET status = CASE WHEN sections_total > 0 THEN 'generating' ELSE 'planning' END,"
+               " error = NULL, failed_stage = NULL, message = 'Resumed' WHERE report_id = ?", (d["report_id"],))
+
+
+def _log_lines(recorded: Recorded) -> Iterable[Write]:
+    """The agent_log.jsonl lines this event stands for (section completion writes two)."""
+    d, t = recorded.data, recorded.type
+    actions = ["section_content", "section_complete"] if t == "SectionCompleted" else \
+        [LOG_ACTIONS[t]] if t in LOG_ACTIONS else []
+    for action in actions:
+        yield ("INSERT INTO agent_log SELECT ?, (SELECT count(*) FROM agent_log WHERE report_id = ?), ?,"
+               " json_set(?, '$.elapsed_seconds', round((julianday(?) - julianday(r.created_at)) * 86400, 3),"
+               " '$.section_title', (SELECT s.title FROM report_sections s WHERE s.report_id = r.report_id"
+               " AND s.section_index = ?)) FROM reports r WHERE r.report_id = ?",
+               (d["report_id"], d["report_id"], recorded.position, _log_line(recorded, action),
+                recorded.recorded_at, d.get("section_index"), d["report_id"]))
+
+
+def _log_line(recorded: Recorded, action: str) -> str:
+    d = recorded.data
+    stage = "planning" if recorded.type in ("ReportRequested", "PlanningStarted", "OutlinePlanned") else \
+        "complete" if recorded.type == "ReportCompleted" else "generating"
+    details: dict[str, Any]
+    if action == "section_content":
+        details = {"content": d["content"], "content_length": len(d["content"])}
+    elif action == "tool_call":
+        details = {"tool_name": d["tool"], "parameters": d["arguments"], "iteration": d["iteration"]}
+    elif action == "tool_result":
+        details = {"tool_name": d["tool"], "result": d["result"], "result_length": len(d["result"])}
+    elif action == "llm_response":
+        details = {"response": d.get("content", ""), "has_tool_calls": bool(d.get("tool_calls")),
+                   "tool_calls": d.get("tool_calls", [])}
+    else:
+        details = {k: v for k, v in d.items() if k not in ("report_id", "context")}
+    return json.dumps({
+        "timestamp": _local_iso(recorded.recorded_at), "elapsed_seconds": 0.0, "report_id": d["report_id"],
+        "action": action, "stage": stage, "section_title": None,
+        "section_index": d.get("section_index"), "details": details}, ensure_ascii=False, sort_keys=False)
+
+
+def _local_iso(recorded_at: str) -> str:
+    return datetime.fromisoformat(recorded_at).isoformat()

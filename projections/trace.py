@@ -1,0 +1,75 @@
+"""The trace view: every step the report agent took, with latency and tokens (DESIGN.md section 5).
+
+One row per event; the HTTP layer nests them as report > sections > iterations > steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from simreportd.events.codec import Recorded
+
+from .base import Write
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS trace_steps (
+    position INTEGER PRIMARY KEY, report_id TEXT, section_index INTEGER, iteration INTEGER, kind TEXT,
+    label TEXT, detail TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_ms REAL, recorded_at TEXT);
+CREATE INDEX IF NOT EXISTS trace_by_report ON trace_steps (report_id, position);
+"""
+
+KINDS = {
+    "PlanningStarted": "planning", "ContextGathered": "context", "OutlinePlanned": "outline",
+    "ToolProtocolChosen": "protocol", "SectionStarted": "section", "LLMRequested": "llm_request",
+    "LLMResponded": "llm_response", "LLMFailed": "llm_failed", "ThoughtRecorded": "thought",
+    "ToolCalled": "tool_call", "ToolObserved": "observation", "ToolFailed": "tool_failed",
+    "ResponseRejected": "rejection", "SectionCompleted": "final_answer", "ReportCompleted": "completed",
+    "InterviewUnlocked": "interview_unlocked", "ReportFailed": "failed", "ReportResumed": "resumed",
+}
+
+
+class TraceView:
+    name = "trace"
+    schema = SCHEMA
+    tables = ("trace_steps",)
+    types = frozenset(KINDS)
+
+    def apply(self, recorded: Recorded) -> Iterable[Write]:
+        d = recorded.data
+        label, detail = describe(recorded.type, d)
+        usage = d.get("usage") or {}
+        yield ("INSERT OR REPLACE INTO trace_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (recorded.position, d["report_id"], d.get("section_index", 0), d.get("iteration"),
+                KINDS[recorded.type], label, detail, usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                d.get("latency_ms"), recorded.recorded_at))
+
+
+def describe(type_name: str, d: dict[str, Any]) -> tuple[str, str]:
+    """A short label and the readable detail of one step."""
+    if type_name == "LLMRequested":
+        return f"{d['purpose']} request {d['call_id']}", f"{len(d['messages_added'])} new message(s), " \
+                                                         f"fingerprint {d['fingerprint'][:12]}"
+    if type_name == "LLMResponded":
+        calls = ", ".join(t["name"] for t in d.get("tool_calls", []))
+        return f"response {d['call_id']}" + (f" -> {calls}" if calls else ""), d.get("content", "")
+    if type_name == "LLMFailed":
+        return f"{d['kind']} (attempt {d['attempt']})", d["message"]
+    if type_name == "ToolCalled":
+        return d["tool"], json.dumps(d["arguments"], sort_keys=True, ensure_ascii=False)
+    if type_name in ("ToolObserved", "ToolFailed"):
+        return d["tool"], d.get("result", d.get("error", ""))
+    if type_name == "ResponseRejected":
+        return d["reason"], d.get("detail") or d.get("feedback", "")
+    if type_name == "ThoughtRecorded":
+        return "thought", d["text"]
+    if type_name == "SectionCompleted":
+        return d["title"], d["content"]
+    if type_name == "OutlinePlanned":
+        return d["title"], "\n".join(s["title"] for s in d["sections"])
+    if type_name == "ContextGathered":
+        return "context", json.dumps(d["context"], sort_keys=True, ensure_ascii=False)[:2000]
+    if type_name == "ReportFailed":
+        return d["stage"], d["error"]
+    return type_name, d.get("title", "") or d.get("reason", "") or d.get("protocol", "")
