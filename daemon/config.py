@@ -95,6 +95,14 @@ class Config(Section):
     server: ServerConfig = ServerConfig()
     log: LogConfig = LogConfig()
 
+    def with_paths(self, store: Path, roots: list[Path], output_dir: Path) -> Config:
+        """A copy that keeps everything under other folders (the demo puts all it writes under one DIR)."""
+        return self.model_copy(update={
+            "store": self.store.model_copy(update={"path": store}),
+            "watch": self.watch.model_copy(update={"roots": roots}),
+            "reports": self.reports.model_copy(update={"output_dir": output_dir}),
+        })
+
     def resolve_paths(self, base: Path) -> Config:
         """Make relative paths relative to `base` (the config file's folder)."""
 

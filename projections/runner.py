@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 from simreportd.events.codec import Recorded
@@ -50,6 +50,8 @@ class ProjectionRunner:
         self._lock = asyncio.Lock()
         self._position = 0
         self._moved = asyncio.Event()
+        # Called after each committed batch (the file export hangs here): failures are logged, not fatal.
+        self.listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
         self.fingerprint = hashlib.sha256("\n".join(p.schema for p in self.projections).encode()).hexdigest()
 
     async def __aenter__(self) -> ProjectionRunner:
@@ -60,8 +62,9 @@ class ProjectionRunner:
         conn = connect_views(self.path, readonly=False)
         conn.executescript(META_SCHEMA)
         self._conn = conn
-        if self._stored_fingerprint() != self.fingerprint:
-            log.info("read-model schema changed; rebuilding from the log")
+        stored = self._stored_fingerprint()
+        if stored != self.fingerprint:
+            log.info("read models %s; building them from the log", "created" if stored is None else "changed")
             self._reset()
         self._position = self._read_checkpoint()
         return conn
@@ -93,6 +96,7 @@ class ProjectionRunner:
                 await asyncio.to_thread(self._apply_batch, batch)
             moved, self._moved = self._moved, asyncio.Event()
             moved.set()
+            await self._notify(batch)
         return self._position
 
     async def run(self) -> None:
@@ -105,6 +109,13 @@ class ProjectionRunner:
                 continue
             except StoreClosed:
                 return
+
+    async def _notify(self, batch: list[Recorded]) -> None:
+        for listener in self.listeners:
+            try:
+                await listener(batch)
+            except Exception:
+                log.exception("a read-model listener failed on events %d..%d", batch[0].position, batch[-1].position)
 
     async def wait_for(self, position: int, timeout: float = 30.0) -> None:
         """Return once the read models include `position`."""

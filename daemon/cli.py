@@ -1,0 +1,120 @@
+"""`simreportd`: the command line, the front door of the daemon (DESIGN.md section 8).
+
+Exit codes: 0 success, 1 a failed run, 2 bad usage or configuration. Our errors are
+printed as one line that says what to do, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from simreportd import __version__
+from simreportd.events.errors import ConfigError, SimreportdError
+
+from . import commands
+from .config import Config, load_config
+from .logs import setup_logging
+
+Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(_config_path(args))
+        setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
+        return asyncio.run(_until_signalled(args.handler(args, config)))
+    except ConfigError as exc:
+        print(f"simreportd: {exc}", file=sys.stderr)
+        return 2
+    except SimreportdError as exc:
+        print(f"simreportd: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _config_path(args: argparse.Namespace) -> Path | None:
+    """-c PATH, else $SIMREPORTD_CONFIG, else ./config.toml if present, else the embedded defaults."""
+    if args.config:
+        return Path(args.config)
+    if env := os.environ.get("SIMREPORTD_CONFIG"):
+        return Path(env)
+    local = Path("config.toml")
+    return local if local.is_file() else None
+
+
+async def _until_signalled(work: Awaitable[int]) -> int:
+    """Run `work`; SIGTERM or SIGINT cancel it cleanly (exit code 0 for a daemon asked to stop)."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-c", "--config", metavar="PATH", help="config.toml to use (default: ./config.toml, "
+                        "or the embedded defaults)")
+    parser = argparse.ArgumentParser(prog="simreportd", parents=[common], description=(
+        "Watch social-simulation output folders, record everything as events in SQLite, and write "
+        "reports about each run."))
+    parser.add_argument("--version", action="version", version=f"simreportd {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Handler, text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=text, description=text)
+        p.set_defaults(handler=handler)
+        return p
+
+    command("run", commands.run, "Run the daemon: watch [watch] roots, ingest, write reports.")
+    p = command("demo", commands.demo, "Simulate a run, ingest it and write its report, all under DIR "
+                "(no API key, no network needed).")
+    p.add_argument("dir", nargs="?", default="simreportd-demo", metavar="DIR")
+    p = command("simulate", commands.simulate, "Write a realistic MiroFish simulation folder into DIR.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--agents", type=int, default=24)
+    p.add_argument("--rounds", type=int, default=12)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--live", action="store_true", help="write rounds over time, then answer interviews")
+    p.add_argument("--round-seconds", type=float, default=0.5)
+    p.add_argument("--restart", action="store_true", help="delete and rewrite the run files (force restart)")
+    p.add_argument("--oasis-db", action="store_true", help="also write the OASIS SQLite databases")
+    p = command("report", commands.report, "Ingest SIM_DIR and generate its report.")
+    p.add_argument("sim_dir", metavar="SIM_DIR")
+    p.add_argument("--wait", action="store_true", help="return when the report ends; print its id last")
+    p = command("resume", commands.resume, "Continue a failed report from its last recorded step.")
+    p.add_argument("report_id", metavar="REPORT_ID")
+    command("rebuild", commands.rebuild, "Drop every read model and export, replay the log, compare digests.")
+    p = command("export", commands.export, "Write a report's MiroFish-compatible folder into DIR.")
+    p.add_argument("report_id", metavar="REPORT_ID")
+    p.add_argument("dir", metavar="DIR")
+    p = command("events", commands.events, "Print events as JSON lines.")
+    p.add_argument("--after", type=int, default=0, metavar="N")
+    p.add_argument("--stream", metavar="S")
+    p.add_argument("--type", dest="types", action="append", metavar="T")
+    p.add_argument("--follow", action="store_true", help="keep printing new events")
+    p = command("status", commands.status, "Show the store, simulations and reports.")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

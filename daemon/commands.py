@@ -1,0 +1,223 @@
+"""What each `simreportd` command does, one coroutine per command (parsing lives in cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from simreportd.agent.runner import report_stream
+from simreportd.agent.state import ReportState
+from simreportd.events.errors import NotFound, SimreportdError
+from simreportd.events.store import CaughtUp, EventStore
+from simreportd.projections.runner import connect_views, rows_as_dicts, views_path_for
+
+from .config import Config
+from .ingest import simulation_stream
+from .progress import follow_report
+from .reports import auto_report_id
+from .service import Daemon
+from .simulate import simulate as write_simulation
+
+
+async def run(args: argparse.Namespace, config: Config) -> int:
+    async with Daemon(config) as daemon:
+        await daemon.run()
+    return 0
+
+
+@contextlib.asynccontextmanager
+async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
+    """The daemon's background work (projections, report scheduling) for the length of a command."""
+    task = asyncio.create_task(daemon.run(ingest=ingest))
+    try:
+        yield daemon
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def demo(args: argparse.Namespace, config: Config) -> int:
+    root = Path(args.dir).resolve()
+    folder = root / "simulations" / "sim_demo"
+    config = config.with_paths(store=root / "state" / "events.sqlite3", roots=[root / "simulations"],
+                               output_dir=root / "reports")
+    if not (folder / "simulation_config.json").exists():
+        story = write_simulation(folder, agents=40, rounds=16, seed=7)
+        say(f"Simulated {len(story.agents)} agents over {story.rounds} rounds into {folder}")
+    async with Daemon(config) as daemon:
+        await daemon.watcher.rescan()
+        generation = await completed_generation(daemon.store, folder.name)
+        report_id = await daemon.reports.request(folder.name, generation, trigger="auto",
+                                                 report_id=auto_report_id(folder.name, generation))
+        state = await generate(daemon, report_id)
+    return finish(config, report_id, state)
+
+
+async def report(args: argparse.Namespace, config: Config) -> int:
+    folder = Path(args.sim_dir).resolve()
+    if not folder.is_dir():
+        raise SimreportdError(f"{folder} is not a folder; pass the simulation folder (the one holding "
+                              "simulation_config.json or twitter/actions.jsonl)")
+    config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
+    async with Daemon(config, folders=[folder]) as daemon:
+        await daemon.watcher.check(folder)
+        report_id = await daemon.reports.request(folder.name, trigger="cli")
+        if not args.wait:
+            print(report_id)
+            return 0
+        state = await generate(daemon, report_id)
+    return finish(config, report_id, state)
+
+
+async def resume(args: argparse.Namespace, config: Config) -> int:
+    async with Daemon(config) as daemon:
+        await daemon.reports.resume(args.report_id)
+        state = await generate(daemon, args.report_id)
+    return finish(config, args.report_id, state)
+
+
+async def generate(daemon: Daemon, report_id: str) -> ReportState:
+    """Run one report here, printing its progress, until it completes or fails."""
+    async with running(daemon):
+        progress = asyncio.create_task(follow_report(daemon.store, report_id, sys.stderr))
+        state = await daemon.reports.wait(report_id)
+        await daemon.views.wait_for(await daemon.store.last_position(), timeout=600)
+        await daemon.exporter.export(report_id)
+        progress.cancel()
+        await asyncio.gather(progress, return_exceptions=True)
+    return state
+
+
+def finish(config: Config, report_id: str, state: ReportState) -> int:
+    """Say where the report is; exit 1 if it failed."""
+    folder = config.reports.output_dir / report_id
+    if state.failed is not None:
+        say(f"Report {report_id} failed during {state.failed.stage}: {state.failed.error}")
+        say(f"Fix the cause, then continue it with: simreportd resume {report_id}")
+        print(report_id)
+        return 1
+    title = state.outline.title if state.outline else report_id
+    say(f"\nReport ready: {title}")
+    say(f"  full report  {folder / 'full_report.md'}")
+    say(f"  sections     {folder}/section_NN.md  (MiroFish-compatible folder: {folder})")
+    say(f"  trace        {folder / 'agent_log.jsonl'}  and  simreportd events --stream {report_stream(report_id)}")
+    say(f"  event store  {config.store.path}")
+    print(report_id)
+    return 0
+
+
+async def completed_generation(store: EventStore, simulation_id: str) -> int:
+    """The latest generation of a simulation that has completed."""
+    for recorded in reversed(await store.read_stream(simulation_stream(simulation_id))):
+        if recorded.type == "SimulationCompleted":
+            return int(recorded.data["generation"])
+    raise SimreportdError(f"simulation {simulation_id} has not completed; is its folder complete?")
+
+
+async def simulate(args: argparse.Namespace, config: Config) -> int:
+    story = await asyncio.to_thread(
+        write_simulation, Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
+        round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db)
+    say(f"Wrote simulation {story.simulation_id} ({len(story.agents)} agents, {story.rounds} rounds) to {args.dir}")
+    return 0
+
+
+async def rebuild(args: argparse.Namespace, config: Config) -> int:
+    async with Daemon(config) as daemon:
+        before = await daemon.views.digest()
+        position = await daemon.views.rebuild()
+        after = await daemon.views.digest()
+        for report_id in await asyncio.to_thread(report_ids, daemon.views.path):
+            await daemon.exporter.export(report_id)
+    for name in sorted(after):
+        verdict = "identical" if before.get(name) == after[name] else "CHANGED"
+        print(f"{name:<12} {after[name][:16]}  {verdict}")
+    print(f"rebuilt read models to position {position}")
+    return 0 if before == after else 1
+
+
+async def export(args: argparse.Namespace, config: Config) -> int:
+    async with Daemon(config) as daemon:
+        folder = await daemon.exporter.export(args.report_id, Path(args.dir))
+    say(f"Exported {args.report_id} to {folder}")
+    return 0
+
+
+async def events(args: argparse.Namespace, config: Config) -> int:
+    streams = [args.stream] if args.stream else None
+    async with EventStore(config.store.path, config.store.synchronous) as store:
+        if args.follow:
+            async for item in store.subscribe(args.after, args.types, streams):
+                if not isinstance(item, CaughtUp):
+                    print(json.dumps(item.as_json(), ensure_ascii=False), flush=True)
+        position = args.after
+        while batch := await store.read_all(position, 1000, args.types, streams):
+            for recorded in batch:
+                print(json.dumps(recorded.as_json(), ensure_ascii=False))
+            position = batch[-1].position
+    return 0
+
+
+async def status(args: argparse.Namespace, config: Config) -> int:
+    if not config.store.path.exists():
+        raise NotFound(f"no event store at {config.store.path}; start `simreportd run` or set [store] path")
+    async with EventStore(config.store.path, config.store.synchronous) as store:
+        head = await store.last_position()
+        streams = await store.stream_summaries()
+    views = await asyncio.to_thread(read_views_summary, views_path_for(config.store.path))
+    info = {"store": str(config.store.path), "last_position": head, "streams": len(streams),
+            "projection_position": views["position"], "projection_lag": head - views["position"],
+            "simulations": views["simulations"], "reports": views["reports"]}
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=2))
+    else:
+        print_status(info)
+    return 0
+
+
+def read_views_summary(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"position": 0, "simulations": [], "reports": []}
+    conn = connect_views(path)
+    try:
+        position = conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
+        sims = rows_as_dicts(conn.execute(
+            "SELECT g.simulation_id, g.generation, g.status, (SELECT coalesce(sum(actions), 0) FROM sim_platforms p"
+            " WHERE p.simulation_id = g.simulation_id AND p.generation = g.generation) AS actions, g.folder"
+            " FROM sim_generations g ORDER BY g.simulation_id, g.generation"))
+        reports = rows_as_dicts(conn.execute(
+            "SELECT report_id, simulation_id, generation, status, progress, title, error FROM reports"
+            " ORDER BY created_at, report_id"))
+    finally:
+        conn.close()
+    return {"position": position, "simulations": sims, "reports": reports}
+
+
+def print_status(info: dict[str, Any]) -> None:
+    print(f"store        {info['store']}")
+    print(f"position     {info['last_position']} ({info['streams']} streams, projection lag {info['projection_lag']})")
+    print(f"simulations  {len(info['simulations'])}")
+    for s in info["simulations"]:
+        print(f"  {s['simulation_id']:<20} gen {s['generation']}  {s['status']:<10} {s['actions']} actions")
+    print(f"reports      {len(info['reports'])}")
+    for r in info["reports"]:
+        print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")
+
+
+def report_ids(views_path: Path) -> list[str]:
+    conn = connect_views(views_path)
+    try:
+        return [row[0] for row in conn.execute("SELECT report_id FROM reports ORDER BY report_id")]
+    finally:
+        conn.close()
+
+
+def say(text: str) -> None:
+    """Human-facing progress goes to stderr, so stdout stays machine-readable."""
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,34 @@
+"""Is a simulation's environment alive for live interviews? Checked against the files, now."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from simreportd.projections.runner import connect_views
+
+from .folder import read_env_status
+
+
+class FolderEnvironment:
+    """Looks up the simulation's folder in the read models and reads its env_status.json and pid."""
+
+    def __init__(self, views_path: Path) -> None:
+        self.views_path = views_path
+
+    async def alive(self, simulation_id: str) -> bool:
+        return await asyncio.to_thread(self._alive, simulation_id)
+
+    def _alive(self, simulation_id: str) -> bool:
+        folder = self.folder_of(simulation_id)
+        status = read_env_status(folder) if folder else None
+        return status is not None and status.status == "alive"
+
+    def folder_of(self, simulation_id: str) -> Path | None:
+        conn = connect_views(self.views_path)
+        try:
+            row = conn.execute("SELECT folder FROM sim_generations WHERE simulation_id = ?"
+                               " ORDER BY generation DESC LIMIT 1", (simulation_id,)).fetchone()
+        finally:
+            conn.close()
+        return Path(row[0]) if row else None

@@ -1,0 +1,113 @@
+"""Start, resume and finish reports: the process manager between ingest and the agent runner.
+
+It follows the log: a `SimulationCompleted` asks for a report (once per generation, with
+an id derived from the generation so two daemons cannot ask twice), and every
+`ReportRequested` or `ReportResumed` gets a runner task. On start-up the same history
+replay restarts every unfinished report: that is the whole crash recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import uuid
+
+from simreportd.agent.runner import ReportRunner, report_stream, settings_for
+from simreportd.agent.state import ReportState
+from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError
+from simreportd.events.models import ReportRequested, ReportResumed, SimulationCompleted
+from simreportd.events.store import CaughtUp, EventStore
+from simreportd.projections.runner import ProjectionRunner, connect_views
+
+from .config import Config
+
+log = logging.getLogger("simreportd.daemon.reports")
+
+
+def auto_report_id(simulation_id: str, generation: int) -> str:
+    """The one id the automatic report of a generation gets, whoever asks first."""
+    return "report_" + hashlib.sha256(f"{simulation_id}:{generation}".encode()).hexdigest()[:12]
+
+
+class ReportScheduler:
+    def __init__(self, store: EventStore, views: ProjectionRunner, runner: ReportRunner, config: Config,
+                 provider_name: str) -> None:
+        self.store, self.views, self.runner, self.config = store, views, runner, config
+        self.provider_name = provider_name
+        self.tasks: dict[str, asyncio.Task[ReportState]] = {}
+
+    async def run(self) -> None:
+        """Follow the log forever, starting reports as their events arrive."""
+        async for item in self.store.subscribe(
+                types=["SimulationCompleted", "ReportRequested", "ReportResumed"]):
+            if isinstance(item, CaughtUp):
+                continue
+            event = item.event
+            if isinstance(event, SimulationCompleted) and self.config.reports.auto:
+                await self.request(event.simulation_id, event.generation, trigger="auto",
+                                   report_id=auto_report_id(event.simulation_id, event.generation))
+            elif isinstance(event, ReportRequested | ReportResumed):
+                self.start(event.report_id, item.position)
+
+    async def request(self, simulation_id: str, generation: int | None = None, trigger: str = "cli",
+                      report_id: str | None = None) -> str:
+        """Append a ReportRequested for the simulation's latest (or given) generation; return the id."""
+        if generation is None:
+            generation = await asyncio.to_thread(self._latest_generation, simulation_id)
+        report_id = report_id or "report_" + uuid.uuid4().hex[:12]
+        llm = self.config.llm
+        event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
+                                trigger=trigger, provider=self.provider_name,
+                                model=llm.model if self.provider_name == "openai" else "offline-writer",
+                                settings=settings_for(self.config.agent, llm, REPORT_TOOLS))
+        try:
+            await self.store.append(report_stream(report_id), [event], expected_version=0)
+        except ConcurrencyConflict:
+            log.debug("report %s was already requested", report_id)
+        return report_id
+
+    async def resume(self, report_id: str) -> None:
+        """Let a failed report continue from its last recorded step."""
+        events = await self.store.read_stream(report_stream(report_id))
+        if not events:
+            raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
+        if events[-1].type != "ReportFailed":
+            raise SimreportdError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
+        await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id)],
+                                expected_version=events[-1].version)
+
+    def start(self, report_id: str, position: int) -> asyncio.Task[ReportState]:
+        """Run the report unless it is already running here."""
+        task = self.tasks.get(report_id)
+        if task is None or task.done():
+            task = self.tasks[report_id] = asyncio.create_task(self._run(report_id, position), name=report_id)
+        return task
+
+    async def wait(self, report_id: str) -> ReportState:
+        """Wait for the report's runner here to stop; start it if needed."""
+        events = await self.store.read_stream(report_stream(report_id))
+        if not events:
+            raise NotFound(f"no report {report_id!r}")
+        return await self.start(report_id, events[-1].position)
+
+    async def _run(self, report_id: str, position: int) -> ReportState:
+        await self.views.wait_for(position, timeout=3600)  # the tools need the simulation model this far
+        state = await self.runner.run(report_id)
+        if state.failed:
+            log.warning("report %s failed at %s: %s", report_id, state.failed.stage, state.failed.error)
+        else:
+            log.info("report %s stopped: %s", report_id, "completed" if state.report_completed else "waiting")
+        return state
+
+    def _latest_generation(self, simulation_id: str) -> int:
+        conn = connect_views(self.views.path)
+        try:
+            row = conn.execute("SELECT max(generation) FROM sim_generations WHERE simulation_id = ?",
+                               (simulation_id,)).fetchone()
+        finally:
+            conn.close()
+        if not row or row[0] is None:
+            raise NotFound(f"no simulation {simulation_id!r} has been ingested; check [watch] roots")
+        return int(row[0])

@@ -1,0 +1,87 @@
+"""Wire the daemon together: store, read models, export, ingest, report scheduling."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simreportd.agent.offline import OfflineProvider
+from simreportd.agent.providers import LLMProvider, OpenAIProvider
+from simreportd.agent.runner import ReportRunner
+from simreportd.agent.tools import SimulationTools
+from simreportd.events.codec import Recorded
+from simreportd.events.store import EventStore
+from simreportd.projections.report import ReportView
+from simreportd.projections.runner import ProjectionRunner, views_path_for
+from simreportd.projections.simulation import SimulationModel
+from simreportd.projections.trace import TraceView
+
+from .config import Config, LLMConfig
+from .environment import FolderEnvironment
+from .exporter import Exporter
+from .reports import ReportScheduler
+from .watcher import Watcher
+
+log = logging.getLogger("simreportd.daemon.service")
+
+
+def projections() -> list[Any]:
+    """Every read model, in the order they are folded."""
+    return [SimulationModel(), ReportView(), TraceView()]
+
+
+def build_provider(llm: LLMConfig) -> LLMProvider:
+    """The provider `[llm]` asks for: openai when a base_url or key is set (provider = auto), else offline."""
+    if llm.resolved_provider() == "openai":
+        return OpenAIProvider(llm.base_url, os.environ.get(llm.api_key_env, ""), llm.timeout_s,
+                              llm.max_concurrency, llm.requests_per_minute)
+    return OfflineProvider()
+
+
+class Daemon:
+    """Everything `simreportd run` runs; an async context manager, then `run()`."""
+
+    def __init__(self, config: Config, folders: Sequence[Path] = ()) -> None:
+        self.config, self.folders = config, list(folders)
+        self._stack = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> Daemon:
+        c = self.config
+        self.store = await self._stack.enter_async_context(EventStore(c.store.path, c.store.synchronous))
+        views_path = views_path_for(c.store.path)
+        self.views = await self._stack.enter_async_context(ProjectionRunner(self.store, views_path, projections()))
+        self.exporter = Exporter(views_path, c.reports.output_dir)
+        self.views.listeners.append(self._export_batch)
+        await self.views.catch_up()
+        self.provider = build_provider(c.llm)
+        if isinstance(self.provider, OpenAIProvider):
+            self._stack.push_async_callback(self.provider.close)
+        self.runner = ReportRunner(self.store, SimulationTools(views_path), self.provider,
+                                   FolderEnvironment(views_path))
+        self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name)
+        self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
+                               c.watch.max_line_bytes)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for task in self.reports.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.reports.tasks.values(), return_exceptions=True)
+        await self._stack.aclose()
+
+    async def run(self, ingest: bool = True) -> None:
+        """Fold, watch and report until cancelled."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.views.run(), name="projections")
+            tg.create_task(self.reports.run(), name="reports")
+            if ingest:
+                tg.create_task(self.watcher.run(), name="watcher")
+
+    async def _export_batch(self, batch: list[Recorded]) -> None:
+        for report_id in sorted({r.data["report_id"] for r in batch if r.stream.startswith("report-")}):
+            await self.exporter.export(report_id)

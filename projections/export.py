@@ -1,0 +1,63 @@
+"""Render the MiroFish-compatible report folder (FORMATS.md section 3) from the report view.
+
+Pure: rows in, `{file name: bytes}` out. The daemon writes the files; `rebuild` and
+`export` render the same bytes from the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from .runner import rows_as_dicts
+
+
+def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | None:
+    """The report row with its sections and agent-log lines, or None if unknown."""
+    reports = rows_as_dicts(conn.execute("SELECT * FROM reports WHERE report_id = ?", (report_id,)))
+    if not reports:
+        return None
+    report = reports[0]
+    report["sections"] = rows_as_dicts(conn.execute(
+        "SELECT * FROM report_sections WHERE report_id = ? ORDER BY section_index", (report_id,)))
+    report["log"] = [row[0] for row in conn.execute(
+        "SELECT line FROM agent_log WHERE report_id = ? ORDER BY line_no", (report_id,))]
+    return report
+
+
+def section_markdown(section: dict[str, Any]) -> str:
+    return f"## {section['title']}\n\n{(section['content'] or '').strip()}\n"
+
+
+def full_markdown(report: dict[str, Any]) -> str:
+    """`# title`, `> summary`, `---`, then the completed sections in order."""
+    parts = [f"# {report['title'] or report['report_id']}\n", f"> {report['summary']}\n" if report["summary"] else "",
+             "---\n"]
+    parts += [section_markdown(s) for s in report["sections"] if s["status"] == "completed"]
+    return "\n".join(p for p in parts if p)
+
+
+def render(report: dict[str, Any]) -> dict[str, bytes]:
+    """Every file of the report folder."""
+    completed = [s for s in report["sections"] if s["status"] == "completed"]
+    outline = {"title": report["title"], "summary": report["summary"],
+               "sections": [{"title": s["title"], "content": s["content"] or ""} for s in report["sections"]]}
+    meta = {"report_id": report["report_id"], "simulation_id": report["simulation_id"], "status": report["status"],
+            "outline": outline, "created_at": report["created_at"], "completed_at": report["completed_at"],
+            "error": report["error"]}
+    progress = {"status": report["status"], "progress": -1 if report["status"] == "failed" else report["progress"],
+                "message": report["message"], "current_section": report["current_section"],
+                "completed_sections": [s["title"] for s in completed], "updated_at": report["updated_at"]}
+    files = {
+        "meta.json": _json(meta), "outline.json": _json(outline), "progress.json": _json(progress),
+        "agent_log.jsonl": "".join(line + "\n" for line in report["log"]).encode("utf-8"),
+        "full_report.md": full_markdown(report).encode("utf-8"),
+    }
+    for s in completed:
+        files[f"section_{s['section_index']:02d}.md"] = section_markdown(s).encode("utf-8")
+    return files
+
+
+def _json(value: Any) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
