@@ -19,9 +19,10 @@ from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError
 from simreportd.events.models import ReportRequested, ReportResumed, SimulationCompleted
 from simreportd.events.store import CaughtUp, EventStore
-from simreportd.projections.runner import ProjectionRunner, connect_views
+from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
+from .ingest import simulation_stream
 
 log = logging.getLogger("simreportd.daemon.reports")
 
@@ -55,7 +56,7 @@ class ReportScheduler:
                       report_id: str | None = None) -> str:
         """Append a ReportRequested for the simulation's latest (or given) generation; return the id."""
         if generation is None:
-            generation = await asyncio.to_thread(self._latest_generation, simulation_id)
+            generation = await self._latest_generation(simulation_id)
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
@@ -101,13 +102,9 @@ class ReportScheduler:
             log.info("report %s stopped: %s", report_id, "completed" if state.report_completed else "waiting")
         return state
 
-    def _latest_generation(self, simulation_id: str) -> int:
-        conn = connect_views(self.views.path)
-        try:
-            row = conn.execute("SELECT max(generation) FROM sim_generations WHERE simulation_id = ?",
-                               (simulation_id,)).fetchone()
-        finally:
-            conn.close()
-        if not row or row[0] is None:
+    async def _latest_generation(self, simulation_id: str) -> int:
+        """The simulation's newest generation, from its stream (the read models may lag behind)."""
+        events = await self.store.read_stream(simulation_stream(simulation_id))
+        if not events:
             raise NotFound(f"no simulation {simulation_id!r} has been ingested; check [watch] roots")
-        return int(row[0])
+        return int(events[-1].data["generation"])

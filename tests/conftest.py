@@ -22,3 +22,31 @@ def anyio_backend() -> str:
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "events.sqlite3"
+
+
+def make_config(tmp_path: Path, **sections: dict) -> "Config":
+    """A config with everything under tmp_path; `sections` override keys, e.g. llm={"model": "m"}."""
+    from simreportd.daemon.config import Config
+
+    config = Config().with_paths(store=tmp_path / "state" / "events.sqlite3", roots=[tmp_path / "sims"],
+                                 output_dir=tmp_path / "reports")
+    updates = {name: getattr(config, name).model_copy(update=values) for name, values in sections.items()}
+    return config.model_copy(update=updates)
+
+
+def write_config(tmp_path: Path, text: str = "") -> Path:
+    """A config.toml under tmp_path with relative paths, plus extra TOML text."""
+    path = tmp_path / "config.toml"
+    path.write_text('[store]\npath = "state/events.sqlite3"\n[watch]\nroots = ["sims"]\nrescan_seconds = 0.2\n'
+                    '[reports]\noutput_dir = "reports"\n' + text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_sim(tmp_path: Path) -> Path:
+    """A finished 12-agent, 6-round simulation folder at tmp_path/sims/sim_small."""
+    from simreportd.daemon.simulate import simulate
+
+    folder = tmp_path / "sims" / "sim_small"
+    simulate(folder, agents=12, rounds=6, seed=3)
+    return folder

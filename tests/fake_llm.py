@@ -1,0 +1,123 @@
+"""A scripted OpenAI-compatible chat server over real HTTP on 127.0.0.1.
+
+By default it is a faithful model: it answers like simreportd's offline writer (which
+only writes what the tools returned), through whichever protocol the request uses.
+Faults queued in `faults` are served first, one per request: HTTP errors, Retry-After,
+hangs past the client's timeout, invalid JSON, empty choices, a refusal of tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from simreportd.agent.offline import OfflineProvider
+from simreportd.events.models import LLMRequested
+
+Script = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]
+
+
+class FakeLLM:
+    def __init__(self, port: int = 0, script: Script | None = None, latency_s: float = 0.0) -> None:
+        self.faults: list[tuple[Any, ...]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.script, self.latency_s = script, latency_s
+        self.refuse_tools = False  # a server without function calling: 400 for any request with tools
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                status, headers, payload = owner.answer(body)
+                if status == 0:
+                    return
+                self.send_response(status)
+                for k, v in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeLLM:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        with self.lock:
+            self.requests.append(body)
+            fault = self.faults.pop(0) if self.faults else None
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        if fault is None and self.refuse_tools:
+            fault = ("refuse_tools",)
+        if fault is not None:
+            return serve_fault(fault, body)
+        return 200, {}, json.dumps(self.completion(body)).encode()
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        message = faithful(body)
+        if self is not None and self.script is not None and (override := self.script(body, message)) is not None:
+            message = override
+        return {"id": "cmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", **message},
+                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+
+
+def serve_fault(fault: tuple[Any, ...], body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    kind = fault[0]
+    if kind == "status":
+        headers = {"Retry-After": fault[2]} if len(fault) > 2 else {}
+        return fault[1], headers, json.dumps({"error": {"message": f"scripted {fault[1]}"}}).encode()
+    if kind == "hang":
+        time.sleep(fault[1])
+        return 0, {}, b""
+    if kind == "invalid_json":
+        return 200, {}, b"this is not json {"
+    if kind == "empty_choices":
+        return 200, {}, json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                    "choices": []}).encode()
+    if kind == "refuse_tools" and "tools" in body:
+        return 400, {}, json.dumps({"error": {"message": "this model does not support tools"}}).encode()
+    return 200, {}, json.dumps(FakeLLM.completion(None, body)).encode()  # type: ignore[arg-type]
+
+
+def faithful(body: dict[str, Any]) -> dict[str, Any]:
+    """What the offline writer would answer to this request, in the request's protocol."""
+    messages = body["messages"]
+    system = messages[0]["content"]
+    purpose = "outline" if "Plan the report" in system else "section"
+    protocol = "text" if "<tool_call>" in system else "native"
+    forced = "limit is reached" in str(messages[-1].get("content"))
+    tools = [t["function"]["name"] for t in body.get("tools", [])] or ([] if forced or protocol == "native"
+                                                                         else ["quick_search"])
+    request = LLMRequested(report_id="fake", call_id=f"call{len(messages)}", purpose=purpose, model=body["model"],
+                           protocol=protocol, tools=tools, messages_added=[], fingerprint="")
+    completion = asyncio.run(OfflineProvider().complete(request, messages, 1))
+    message: dict[str, Any] = {"content": completion.content}
+    if completion.tool_calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                                 for c in completion.tool_calls]
+    return message
