@@ -23,7 +23,7 @@ from . import commands
 from .config import Config, load_config
 from .logs import setup_logging
 
-Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
+Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(_config_path(args))
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
+        if not asyncio.iscoroutinefunction(args.handler):
+            return args.handler(args, config)
         return asyncio.run(_until_signalled(args.handler(args, config)))
     except ConfigError as exc:
         print(f"simreportd: {exc}", file=sys.stderr)
@@ -45,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _config_path(args: argparse.Namespace) -> Path | None:
     """-c PATH, else $SIMREPORTD_CONFIG, else ./config.toml if present, else the embedded defaults."""
-    if args.config:
+    if getattr(args, "config", None):
         return Path(args.config)
     if env := os.environ.get("SIMREPORTD_CONFIG"):
         return Path(env)
@@ -67,7 +69,8 @@ async def _until_signalled(work: Awaitable[int]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-c", "--config", metavar="PATH", help="config.toml to use (default: ./config.toml, "
+    # SUPPRESS: a subcommand without -c must not erase a -c given before the subcommand.
+    common.add_argument("-c", "--config", metavar="PATH", default=argparse.SUPPRESS, help="config.toml to use (default: ./config.toml, "
                         "or the embedded defaults)")
     parser = argparse.ArgumentParser(prog="simreportd", parents=[common], description=(
         "Watch social-simulation output folders, record everything as events in SQLite, and write "

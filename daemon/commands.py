@@ -23,11 +23,15 @@ from .progress import follow_report
 from .reports import auto_report_id
 from .service import Daemon
 from .simulate import simulate as write_simulation
+from .systemd import notify
 
 
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
-        await daemon.run()
+        try:
+            await daemon.run(ready=True)
+        finally:
+            notify("STOPPING=1")
     return 0
 
 
@@ -120,10 +124,10 @@ async def completed_generation(store: EventStore, simulation_id: str) -> int:
     raise SimreportdError(f"simulation {simulation_id} has not completed; is its folder complete?")
 
 
-async def simulate(args: argparse.Namespace, config: Config) -> int:
-    story = await asyncio.to_thread(
-        write_simulation, Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
-        round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db)
+def simulate(args: argparse.Namespace, config: Config) -> int:
+    """Synchronous on purpose: `--live` owns the main thread to receive SIGTERM like a real simulator."""
+    story = write_simulation(Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
+                             round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db)
     say(f"Wrote simulation {story.simulation_id} ({len(story.agents)} agents, {story.rounds} rounds) to {args.dir}")
     return 0
 

@@ -25,6 +25,7 @@ from .config import Config, LLMConfig
 from .environment import FolderEnvironment
 from .exporter import Exporter
 from .reports import ReportScheduler
+from .systemd import notify, watchdog_interval
 from .watcher import Watcher
 
 log = logging.getLogger("simreportd.daemon.service")
@@ -74,13 +75,29 @@ class Daemon:
         await asyncio.gather(*self.reports.tasks.values(), return_exceptions=True)
         await self._stack.aclose()
 
-    async def run(self, ingest: bool = True) -> None:
-        """Fold, watch and report until cancelled."""
+    async def run(self, ingest: bool = True, ready: bool = False) -> None:
+        """Fold, watch and report until cancelled; with `ready`, tell systemd once caught up."""
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.views.run(), name="projections")
             tg.create_task(self.reports.run(), name="reports")
             if ingest:
                 tg.create_task(self.watcher.run(), name="watcher")
+            if ready:
+                tg.create_task(self._supervise(), name="systemd")
+
+    async def _supervise(self) -> None:
+        """READY=1 once the read models are caught up, then STATUS and WATCHDOG from the event loop."""
+        await self.views.wait_for(await self.store.last_position(), timeout=3600)
+        notify("READY=1", f"STATUS={await self.status_line()}")
+        interval = watchdog_interval() or 10.0
+        while True:
+            await asyncio.sleep(interval)
+            notify("WATCHDOG=1", f"STATUS={await self.status_line()}")
+
+    async def status_line(self) -> str:
+        running = sum(1 for t in self.reports.tasks.values() if not t.done())
+        return (f"{len(self.watcher.ingestors)} simulations watched, {running} reports running, "
+                f"position {await self.store.last_position()}")
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
         for report_id in sorted({r.data["report_id"] for r in batch if r.stream.startswith("report-")}):

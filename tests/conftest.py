@@ -34,11 +34,12 @@ def make_config(tmp_path: Path, **sections: dict) -> "Config":
     return config.model_copy(update=updates)
 
 
-def write_config(tmp_path: Path, text: str = "") -> Path:
-    """A config.toml under tmp_path with relative paths, plus extra TOML text."""
+def write_config(tmp_path: Path, text: str = "", auto: bool = True) -> Path:
+    """A config.toml under tmp_path with relative paths, plus extra TOML text (other tables)."""
     path = tmp_path / "config.toml"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path.write_text('[store]\npath = "state/events.sqlite3"\n[watch]\nroots = ["sims"]\nrescan_seconds = 0.2\n'
-                    '[reports]\noutput_dir = "reports"\n' + text, encoding="utf-8")
+                    f'[reports]\noutput_dir = "reports"\nauto = {str(auto).lower()}\n' + text, encoding="utf-8")
     return path
 
 

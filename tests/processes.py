@@ -1,0 +1,77 @@
+"""Real processes for the kill -9 tests: start, wait for a condition, kill, restart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .conftest import PYTHON, TIMEOUT
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
+    """`simreportd ARGS` as a child process, its output kept out of the test's way."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([PYTHON, "-m", "simreportd.daemon.cli", *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """Poll `condition` until it holds; fail the test with `what` if it never does."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def kill9(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=TIMEOUT)
+
+
+def count(db: Path, sql: str, params: tuple = ()) -> int:
+    """A count from an SQLite file that may not exist yet or be mid-write."""
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute(sql, params).fetchone()[0] or 0)
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+class NotifySocket:
+    """A datagram socket standing in for systemd's $NOTIFY_SOCKET."""
+
+    def __init__(self, path: Path) -> None:
+        import socket
+
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(TIMEOUT)
+
+    def __enter__(self) -> "NotifySocket":
+        os.environ["NOTIFY_SOCKET"] = str(self.path)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.environ.pop("NOTIFY_SOCKET", None)
+        self.sock.close()
+
+    def wait_for(self, field: str) -> list[str]:
+        """Messages received until one contains `field` (e.g. READY=1)."""
+        seen = []
+        while True:
+            message = self.sock.recv(4096).decode()
+            seen.append(message)
+            if field in message.split("\n"):
+                return seen

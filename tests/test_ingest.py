@@ -1,0 +1,162 @@
+"""Ingest of real simulation folders: bad input, restarts, generations, completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from simreportd.daemon.ingest import SimulationIngestor
+from simreportd.daemon.simulate import simulate
+from simreportd.events.store import EventStore
+
+pytestmark = pytest.mark.anyio
+
+ACTION = {"round": 1, "timestamp": "2026-03-02T09:00:00", "agent_id": 1, "agent_name": "A", "action_type": "CREATE_POST",
+          "action_args": {"content": "hello", "post_id": 1}, "result": None, "success": True}
+
+
+def line(obj: object) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False) + "\n").encode()
+
+
+async def ingest(store: EventStore, folder: Path) -> list:
+    await SimulationIngestor(store, folder).check()
+    return await store.read_stream(f"simulation-{folder.name}")
+
+
+def append(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as f:
+        f.write(data)
+
+
+@pytest.fixture
+async def store(store_path: Path):
+    async with EventStore(store_path) as store:
+        yield store
+
+
+async def test_every_action_line_becomes_one_event(store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_x"
+    simulate(folder, agents=10, rounds=4, seed=1)
+    events = await ingest(store, folder)
+    lines = sum(1 for p in ("twitter", "reddit") for _ in (folder / p / "actions.jsonl").open(encoding="utf-8"))
+    per_line = [e for e in events if e.data.get("source")]
+    assert len(per_line) == lines
+    assert [e.type for e in events].count("SimulationCompleted") == 1
+    assert events[0].type == "SimulationDiscovered" and events[0].data["requirement"]
+
+
+async def test_a_second_check_appends_nothing(store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_x"
+    simulate(folder, agents=8, rounds=3, seed=1)
+    first = await ingest(store, folder)
+    assert await ingest(store, folder) == first
+
+
+async def test_half_line_waits_for_its_end(store: EventStore, tmp_path: Path) -> None:
+    folder, path = tmp_path / "sim_h", tmp_path / "sim_h" / "twitter" / "actions.jsonl"
+    data = line(ACTION)
+    append(path, data[:20])
+    assert [e.type for e in await ingest(store, folder)] == ["SimulationDiscovered"]
+    append(path, data[20:])
+    assert [e.type for e in await ingest(store, folder)][-1] == "AgentActed"
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (b"\xff\xfe not utf-8\n", "invalid UTF-8"),
+    (b"{not json}\n", "not JSON"),
+    (b"[1, 2]\n", "not a JSON object"),
+    (line({**ACTION, "round": "one"}), "'round' must be an integer"),
+    (line({k: v for k, v in ACTION.items() if k != "agent_id"}), "missing key 'agent_id'"),
+    (line({**ACTION, "action_args": "x"}), "'action_args' must be an object"),
+    (line({"event_type": "round_end"}), "missing key 'round'"),
+])
+async def test_each_bad_line_is_one_rejection_and_the_next_good_line_is_read(
+        store: EventStore, tmp_path: Path, bad: bytes, reason: str) -> None:
+    folder, path = tmp_path / "sim_b", tmp_path / "sim_b" / "twitter" / "actions.jsonl"
+    append(path, line(ACTION) + bad + line({**ACTION, "agent_id": 2}))
+    events = await ingest(store, folder)
+    [rejected] = [e.data for e in events if e.type == "IngestRejected"]
+    assert reason in rejected["reason"] and rejected["offset"] == len(line(ACTION))
+    assert rejected["file"] == "twitter/actions.jsonl" and rejected["excerpt"]
+    assert [e.data["agent_id"] for e in events if e.type == "AgentActed"] == [1, 2]
+
+
+async def test_a_ten_megabyte_line_is_rejected_without_stopping_ingest(store: EventStore, tmp_path: Path) -> None:
+    folder, path = tmp_path / "sim_big", tmp_path / "sim_big" / "twitter" / "actions.jsonl"
+    append(path, line(ACTION) + b'{"content": "' + b"x" * 10_000_000 + b'"}\n' + line({**ACTION, "agent_id": 3}))
+    events = await ingest(store, folder)
+    [rejected] = [e.data for e in events if e.type == "IngestRejected"]
+    assert "longer than the limit" in rejected["reason"] and len(rejected["excerpt"]) <= 200
+    assert [e.data["agent_id"] for e in events if e.type == "AgentActed"] == [1, 3]
+
+
+async def test_empty_file_and_deleted_folder_are_harmless(store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_e"
+    (folder / "twitter").mkdir(parents=True)
+    (folder / "twitter" / "actions.jsonl").touch()
+    assert [e.type for e in await ingest(store, folder)] == ["SimulationDiscovered"]
+    ingestor = SimulationIngestor(store, folder)
+    (folder / "twitter" / "actions.jsonl").unlink()
+    (folder / "twitter").rmdir()
+    folder.rmdir()
+    await ingestor.check()
+    assert len(await store.read_stream("simulation-sim_e")) == 1
+
+
+async def test_force_restart_starts_a_second_generation_and_keeps_the_first(store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_r"
+    simulate(folder, agents=8, rounds=3, seed=1)
+    first = await ingest(store, folder)
+    simulate(folder, agents=8, rounds=4, seed=2, restart=True)
+    events = await ingest(store, folder)
+    assert events[: len(first)] == first
+    later = events[len(first):]
+    assert later[0].type == "SimulationGenerationStarted" and later[0].data["generation"] == 2
+    assert all(e.data["generation"] == 2 for e in later)
+    completed = [e.data["generation"] for e in events if e.type == "SimulationCompleted"]
+    assert completed == [1, 2]
+
+
+async def test_a_platform_stopped_early_has_not_run_all_rounds(store: EventStore, tmp_path: Path) -> None:
+    folder, path = tmp_path / "sim_s", tmp_path / "sim_s" / "twitter" / "actions.jsonl"
+    append(path, line({"event_type": "simulation_start", "platform": "twitter", "total_rounds": 99,
+                       "agents_count": 2})
+           + line({"event_type": "round_start", "round": 1, "simulated_hour": 9}) + line(ACTION)
+           + line({"event_type": "round_end", "round": 1, "actions_count": 1})
+           + line({"event_type": "simulation_end", "platform": "twitter", "total_rounds": 3, "total_actions": 1}))
+    events = await ingest(store, folder)
+    [finished] = [e.data for e in events if e.type == "PlatformFinished"]
+    assert finished["all_rounds_ran"] is False
+    [completed] = [e.data for e in events if e.type == "SimulationCompleted"]
+    assert completed["platforms"] == ["twitter"] and completed["all_rounds_ran"] is False
+
+
+async def test_stale_alive_environment_is_reported_stale(store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_env"
+    simulate(folder, agents=6, rounds=2, seed=1)
+    (folder / "env_status.json").write_text(json.dumps({"status": "alive", "twitter_available": True}))
+    state = json.loads((folder / "run_state.json").read_text())
+    (folder / "run_state.json").write_text(json.dumps({**state, "process_pid": 2**22 + 12345}))
+    events = await ingest(store, folder)
+    [env] = [e.data for e in events if e.type == "EnvironmentStatusChanged"]
+    assert env["status"] == "stale"
+    (folder / "run_state.json").write_text(json.dumps({**state, "process_pid": os.getpid()}))
+    events = await ingest(store, folder)
+    assert [e.data["status"] for e in events if e.type == "EnvironmentStatusChanged"] == ["stale", "alive"]
+
+
+async def test_oasis_database_is_written_readable_and_complete(tmp_path: Path) -> None:
+    folder = tmp_path / "sim_o"
+    story = simulate(folder, agents=6, rounds=3, seed=1, oasis_db=True)
+    conn = sqlite3.connect(f"file:{folder / 'twitter_simulation.db'}?mode=ro", uri=True)
+    actions = Counter(a for (a,) in conn.execute("SELECT action FROM trace"))
+    conn.close()
+    posts = sum(1 for r in story.lines["twitter"] for x in r if x["action_type"] == "CREATE_POST")
+    assert actions["create_post"] == posts and actions["sign_up"] == 6
