@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from simreportd.events.codec import Recorded
@@ -159,10 +158,6 @@ def _log_line(recorded: Recorded, action: str) -> str:
     else:
         details = {k: v for k, v in d.items() if k not in ("report_id", "context")}
     return json.dumps({
-        "timestamp": _local_iso(recorded.recorded_at), "elapsed_seconds": 0.0, "report_id": d["report_id"],
+        "timestamp": recorded.recorded_at, "elapsed_seconds": 0.0, "report_id": d["report_id"],
         "action": action, "stage": stage, "section_title": None,
         "section_index": d.get("section_index"), "details": details}, ensure_ascii=False, sort_keys=False)
-
-
-def _local_iso(recorded_at: str) -> str:
-    return datetime.fromisoformat(recorded_at).isoformat()
