@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UnknownEventType
@@ -45,9 +44,8 @@ def upcast(type_name: str, schema_version: int, data: dict[str, Any]) -> dict[st
 
 
 def encode(event: DomainEvent) -> str:
-    """Serialise an event's data (everything but its type) as compact, key-sorted JSON."""
-    data = event.model_dump(mode="json", exclude={"type"})
-    return dumps(data)
+    """Serialise an event's data (everything but its type) as compact JSON, in field order."""
+    return event.model_dump_json(exclude={"type"})
 
 
 def dumps(value: Any) -> str:
@@ -61,27 +59,54 @@ def decode(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainE
     return EVENT_ADAPTER.validate_python({**data, "type": type_name})
 
 
-@dataclass(frozen=True, slots=True)
 class Recorded:
-    """An event as stored: its place in the log plus its data, decoded on first use."""
+    """An event as stored: its place in the log, and its data, parsed and decoded only when used.
 
-    position: int
-    stream: str
-    version: int
-    type: str
-    schema_version: int
-    event_id: str
-    recorded_at: str
-    data: dict[str, Any]
-    meta: dict[str, Any]
-    _event: list[DomainEvent] = field(default_factory=list, repr=False, compare=False)
+    Decoding is lazy because most readers need only a few fields: a projection reads
+    `data`, a subscriber filtering by type reads neither.
+    """
+
+    __slots__ = ("position", "stream", "version", "type", "schema_version", "event_id", "recorded_at",
+                 "raw_data", "raw_meta", "_data", "_event")
+
+    def __init__(self, position: int, stream: str, version: int, type: str, schema_version: int,  # noqa: A002
+                 event_id: str, recorded_at: str, raw_data: str, raw_meta: str = "{}") -> None:
+        self.position, self.stream, self.version, self.type = position, stream, version, type
+        self.schema_version, self.event_id, self.recorded_at = schema_version, event_id, recorded_at
+        self.raw_data, self.raw_meta = raw_data, raw_meta
+        self._data: dict[str, Any] | None = None
+        self._event: DomainEvent | None = None
+
+    def __repr__(self) -> str:
+        return f"Recorded(position={self.position}, stream={self.stream!r}, type={self.type!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Recorded) and (self.position, self.event_id, self.raw_data) == (
+            other.position, other.event_id, other.raw_data)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The stored JSON data (as written: not upcast)."""
+        if self._data is None:
+            self._data = json.loads(self.raw_data)
+        return self._data
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return json.loads(self.raw_meta)
 
     @property
     def event(self) -> DomainEvent:
         """The decoded, upcast event model (cached)."""
-        if not self._event:
-            self._event.append(decode(self.type, self.schema_version, self.data))
-        return self._event[0]
+        if self._event is None:
+            model = EVENT_TYPES.get(self.type)
+            if model is not None and model.SCHEMA_VERSION == self.schema_version:
+                self._event = model.model_validate_json(self.raw_data)  # fast path: no dict in between
+            else:
+                self._event = decode(self.type, self.schema_version, self.data)
+        return self._event
 
     def as_json(self) -> dict[str, Any]:
         """The public JSON shape used by `simreportd events` and the websocket feed."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,6 +23,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from .codec import Recorded, encode
+from .ids import new_event_id
 from .errors import ConcurrencyConflict, DuplicateEventMismatch, SimreportdError, StoreClosed, WaitTimeout
 from .models import DomainEvent
 
@@ -45,7 +46,6 @@ CREATE TABLE IF NOT EXISTS events (
     meta TEXT NOT NULL,
     UNIQUE (stream, version)
 );
-CREATE INDEX IF NOT EXISTS events_by_type ON events (type, position);
 CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END;
 CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
@@ -70,7 +70,7 @@ class NewEvent:
     """An event ready to append, with the id that makes a retried append idempotent."""
 
     event: DomainEvent
-    event_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    event_id: str = field(default_factory=new_event_id)
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,7 +110,9 @@ class EventStore:
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._writer_task: asyncio.Task[None] | None = None
         self._closed = False
-        self._head = 0
+        self._head = 0  # highest position known committed, by anyone
+        self._db_head = 0  # the same, as of our last write transaction (cache)
+        self._versions: dict[str, int] = {}  # stream -> version as of our last commit (cache)
         self._committed = asyncio.Event()
 
     async def __aenter__(self) -> EventStore:
@@ -129,7 +131,7 @@ class EventStore:
             self._reader = await self._connect()
         except Exception as exc:  # sqlite3 errors become ours at this boundary
             raise SimreportdError(f"cannot open event store {self.path}: {exc}") from exc
-        self._head = await self._read_head()
+        self._head = self._db_head = await self._read_head()
         self._writer_task = asyncio.create_task(self._write_loop(), name="event-store-writer")
 
     async def _connect(self) -> aiosqlite.Connection:
@@ -197,59 +199,71 @@ class EventStore:
                     self._queue.task_done()
 
     async def _commit_group(self, group: list[_Pending]) -> None:
+        """One transaction for the whole group, planned optimistically against cached versions.
+
+        The fast path trusts the cached head position and stream versions and looks up no
+        event ids: if another process appended meanwhile, or an append is a retry of one
+        already committed, the insert violates a UNIQUE constraint or the plan shows a
+        version conflict, and only then is the group planned again from the database.
+        """
         conn = self._writer
         assert conn is not None
-        await conn.execute("BEGIN IMMEDIATE")
+        await self._fill_versions(conn, {p.stream for p in group})
+        versions = dict(self._versions)
+        rows, outcomes = _plan_group(group, versions, {}, self._db_head)
         try:
-            rows, outcomes = await self._plan_group(conn, group)
+            if any(isinstance(o, ConcurrencyConflict) for o in outcomes):
+                raise _Replan
+            await conn.execute("BEGIN IMMEDIATE")
             if rows:
                 await conn.executemany(INSERT, rows)
+        except (sqlite3.IntegrityError, _Replan):
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+            await conn.execute("BEGIN IMMEDIATE")
+            versions, rows, outcomes = await self._replan(conn, group)
+            if rows:
+                await conn.executemany(INSERT, rows)
+        except BaseException:
+            await self._abandon(conn)
+            raise
+        try:
             await conn.execute("COMMIT")
         except BaseException:
-            await conn.execute("ROLLBACK")
+            await self._abandon(conn)
             raise
+        self._versions = versions
         if rows:
-            self._head = max(self._head, rows[-1][0])
+            self._db_head = rows[-1][0]
+            self._head = max(self._head, self._db_head)
             self._wake_subscribers()
-        for pending, outcome in zip(group, outcomes):
-            if pending.future.done():
-                continue
-            if isinstance(outcome, Exception):
-                pending.future.set_exception(outcome)
-            else:
-                pending.future.set_result(outcome)
+        _settle(group, outcomes)
 
-    async def _plan_group(
-        self, conn: aiosqlite.Connection, group: list[_Pending]
-    ) -> tuple[list[tuple[Any, ...]], list[AppendResult | Exception]]:
-        """Decide, inside the write transaction, which appends succeed and at which positions."""
-        head = await _scalar(conn, "SELECT coalesce(max(position), 0) FROM events")
-        streams = sorted({p.stream for p in group})
-        versions: dict[str, int] = dict.fromkeys(streams, 0)
-        async with conn.execute(
-            "SELECT stream, max(version) FROM events WHERE stream IN (SELECT value FROM json_each(?)) GROUP BY stream",
-            (json.dumps(streams),),
-        ) as cur:
-            versions.update({s: v async for s, v in cur})
-        all_ids = [e.event_id for p in group for e in p.events]
-        known: dict[str, tuple[int, int]] = {}
-        async with conn.execute(
-            "SELECT event_id, position, version FROM events WHERE event_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(all_ids),),
-        ) as cur:
-            known.update({eid: (pos, ver) async for eid, pos, ver in cur})
-        recorded_at = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        rows: list[tuple[Any, ...]] = []
-        outcomes: list[AppendResult | Exception] = []
-        for pending in group:
-            outcome = _plan_one(pending, versions, known, head + len(rows), recorded_at)
-            if isinstance(outcome, tuple):
-                new_rows, result = outcome
-                rows.extend(new_rows)
-                outcomes.append(result)
-            else:
-                outcomes.append(outcome)
-        return rows, outcomes
+    async def _replan(self, conn: aiosqlite.Connection, group: list[_Pending]) -> tuple[
+            dict[str, int], list[tuple[Any, ...]], list[AppendResult | Exception]]:
+        """Plan the group again, inside the write transaction, from what the database holds."""
+        self._versions = {}
+        self._db_head = await _scalar(conn, "SELECT coalesce(max(position), 0) FROM events")
+        await self._fill_versions(conn, {p.stream for p in group})
+        versions = dict(self._versions)
+        known = await _known_ids(conn, [e.event_id for p in group for e in p.events])
+        rows, outcomes = _plan_group(group, versions, known, self._db_head)
+        return versions, rows, outcomes
+
+    async def _abandon(self, conn: aiosqlite.Connection) -> None:
+        """Roll back and distrust the version cache (a stale head is caught by the constraints)."""
+        self._versions = {}
+        if conn.in_transaction:
+            await conn.execute("ROLLBACK")
+
+    async def _fill_versions(self, conn: aiosqlite.Connection, streams: set[str]) -> None:
+        """Cache the versions of streams not seen yet (a stale cache is caught by the constraints)."""
+        missing = sorted(streams - self._versions.keys())
+        if missing:
+            rows = await conn.execute_fetchall(
+                "SELECT stream, max(version) FROM events WHERE stream IN (SELECT value FROM json_each(?))"
+                " GROUP BY stream", (json.dumps(missing),))
+            self._versions.update({**dict.fromkeys(missing, 0), **{stream: version for stream, version in rows}})
 
     def _wake_subscribers(self) -> None:
         committed, self._committed = self._committed, asyncio.Event()
@@ -261,8 +275,7 @@ class EventStore:
         """Every event of `stream` with a version above `after_version`, in order."""
         conn = self._check_open()
         sql = f"SELECT {SELECT_COLUMNS} FROM events WHERE stream = ? AND version > ? ORDER BY version"
-        async with conn.execute(sql, (stream, after_version)) as cur:
-            return [_recorded(row) for row in await cur.fetchall()]
+        return [Recorded(*row) for row in await conn.execute_fetchall(sql, (stream, after_version))]
 
     async def read_all(
         self,
@@ -279,8 +292,7 @@ class EventStore:
             json.dumps(list(streams)) if streams is not None else None,
             limit,
         )
-        async with conn.execute(READ_ALL, params) as cur:
-            return [_recorded(row) for row in await cur.fetchall()]
+        return [Recorded(*row) for row in await conn.execute_fetchall(READ_ALL, params)]
 
     async def last_position(self) -> int:
         """The highest committed position (0 for an empty store), including other processes' appends."""
@@ -297,8 +309,7 @@ class EventStore:
         """`(stream, version, last position)` for every stream, by stream name."""
         conn = self._check_open()
         sql = "SELECT stream, max(version), max(position) FROM events GROUP BY stream ORDER BY stream"
-        async with conn.execute(sql) as cur:
-            return [tuple(row) for row in await cur.fetchall()]  # type: ignore[misc]
+        return [tuple(row) for row in await conn.execute_fetchall(sql)]  # type: ignore[misc]
 
     async def subscribe(
         self,
@@ -347,6 +358,43 @@ class EventStore:
                 pass
 
 
+class _Replan(Exception):
+    """The optimistic plan needs checking against the database."""
+
+
+def _settle(group: list[_Pending], outcomes: list[AppendResult | Exception]) -> None:
+    for pending, outcome in zip(group, outcomes):
+        if pending.future.done():
+            continue
+        if isinstance(outcome, Exception):
+            pending.future.set_exception(outcome)
+        else:
+            pending.future.set_result(outcome)
+
+
+def _plan_group(group: list[_Pending], versions: dict[str, int], known: dict[str, tuple[int, int]],
+                head: int) -> tuple[list[tuple[Any, ...]], list[AppendResult | Exception]]:
+    """Decide which appends of a group succeed and at which positions; updates `versions`."""
+    recorded_at = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    rows: list[tuple[Any, ...]] = []
+    outcomes: list[AppendResult | Exception] = []
+    for pending in group:
+        outcome = _plan_one(pending, versions, known, head + len(rows), recorded_at)
+        if isinstance(outcome, tuple):
+            rows.extend(outcome[0])
+            outcomes.append(outcome[1])
+        else:
+            outcomes.append(outcome)
+    return rows, outcomes
+
+
+async def _known_ids(conn: aiosqlite.Connection, ids: list[str]) -> dict[str, tuple[int, int]]:
+    rows = await conn.execute_fetchall(
+        "SELECT event_id, position, version FROM events WHERE event_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),))
+    return {event_id: (position, version) for event_id, position, version in rows}
+
+
 def _plan_one(
     pending: _Pending,
     versions: dict[str, int],
@@ -371,20 +419,13 @@ def _plan_one(
         known[new.event_id] = (position, version)
         rows.append(
             (position, new.event_id, pending.stream, version, event.type_name, event.SCHEMA_VERSION,
-             recorded_at, encode(event), json.dumps(new.meta, sort_keys=True))
+             recorded_at, encode(event), json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
         )
     versions[pending.stream] = current + len(rows)
     positions = tuple(r[0] for r in rows)
     return rows, AppendResult(pending.stream, positions, versions[pending.stream])
 
 
-def _recorded(row: tuple[Any, ...]) -> Recorded:
-    position, stream, version, type_name, schema_version, event_id, recorded_at, data, meta = row
-    return Recorded(position, stream, version, type_name, schema_version, event_id, recorded_at,
-                    json.loads(data), json.loads(meta))
-
-
 async def _scalar(conn: aiosqlite.Connection, sql: str) -> int:
-    async with conn.execute(sql) as cur:
-        row = await cur.fetchone()
-    return int(row[0]) if row else 0
+    rows = list(await conn.execute_fetchall(sql))
+    return int(rows[0][0]) if rows else 0
