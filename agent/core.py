@@ -213,8 +213,10 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
 def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, Any]]:
     assert s.outline is not None and s.context is not None
     previous = [(done.title, done.content) for i, done in sorted(s.completed.items()) if i < section.index]
+    background = {k: s.context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
+                                             "scheduled_events") if k in s.context}
     return prompts.section_messages(
-        requirement=s.context.get("requirement", ""), title=s.outline.title, summary=s.outline.summary,
+        requirement=s.context.get("requirement", ""), background=background, title=s.outline.title, summary=s.outline.summary,
         outline=[x.model_dump() for x in s.outline.sections], index=section.index, previous=previous,
         protocol=s.protocol or "native", tools=list(s.tools), min_tools=s.limits.get("min_tool_calls", 3),
         max_tools=s.limits.get("max_tool_calls", 5))

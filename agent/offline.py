@@ -72,6 +72,9 @@ def _section(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str
         name, args = plan[done]
         return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
     quoted_before = set(QUOTED_REF.findall(opening))
+    blocks = DATA_BLOCK.findall(opening)
+    background = json.loads(blocks[1].replace("<\\/simulation_data", "</simulation_data")) if len(blocks) > 1 else {}
+    seen["_background"] = [background]
     return _write(title, seen, quoted_before), []
 
 
@@ -150,7 +153,14 @@ def _timeline(analytics: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) 
         out.append(f"No round reached twice the rolling mean; the busiest was round {busiest['round']} "
                    f"with {busiest['total']} actions.")
     spike = points[0]["round"] if points else (busiest["round"] if busiest else None)
+    background = (seen.get("_background") or [{}])[0]
+    events = [e for e in background.get("scheduled_events", []) if e.get("round") == spike]
+    if events:
+        out.append(f"Round {spike} is when the scheduled event of the scenario landed: "
+                   f"\u201c{events[0].get('description', '')}\u201d")
     posts = [p for p in _posts(seen) if spike is not None and p["round"] == spike]
+    posts += [t["first"] for r in seen.get("panorama_search", []) for t in r.get("timeline", [])
+              if t["round"] == spike and t["first"]["ref"] not in {p["ref"] for p in posts}]
     if posts:
         out.append(f"What was being said in round {spike}:\n\n" + "\n\n".join(_quote(p) for p in posts[:2]))
     after = [r for r in rounds if spike is not None and r["round"] > spike]
@@ -226,8 +236,13 @@ def _drivers(analytics: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) -
         out.append("The most active agents were " + ", ".join(
             f"{a['name']} ({a['ref']}, {a['stance']}: {a['actions']} actions, {a['posts']} posts)" for a in active[:5])
             + ".")
+    engaged = analytics.get("most_engaged_agents", [])
+    if engaged:
+        out.append("Others reacted most to " + ", ".join(
+            f"{a['name']} ({a['ref']}, {a['stance']}: {a['reactions']} reactions, of which {a['shares']} reposts "
+            f"or quotes, {a['comments']} comments and {a['likes']} likes)" for a in engaged[:3]) + ".")
     forge = (seen.get("insight_forge") or [{}])[0]
-    chains = forge.get("interaction_chains", [])
+    chains = [c for c in forge.get("interaction_chains", []) if c["count"] > 1]
     if chains:
         out.append("The strongest interaction chains: " + "; ".join(
             f"{c['from_name']} ({c['from']}) {c['kind']} {c['to_name']} ({c['to']}) x{c['count']}"

@@ -52,7 +52,7 @@ def outline_feedback(error: str) -> str:
 
 
 def section_messages(
-    *, requirement: str, title: str, summary: str, outline: list[dict[str, str]], index: int,
+    *, requirement: str, background: dict[str, Any], title: str, summary: str, outline: list[dict[str, str]], index: int,
     previous: list[tuple[str, str]], protocol: str, tools: list[str], min_tools: int, max_tools: int,
 ) -> list[dict[str, Any]]:
     """System and user message that open one section's ReACT loop."""
@@ -80,6 +80,7 @@ def section_messages(
     user = (
         f"Report: {title}\nSummary: {summary}\nOutline:\n{sections}\n\n"
         f"Requirement:\n{delimit('simulation_data', requirement)}\n\n"
+        f"Simulation background:\n{delimit('simulation_data', dumps(background))}\n\n"
         f"Sections written so far:\n{done}\n\n"
         f"Write section {index}: {outline[index - 1]['title']}. {outline[index - 1]['description']}"
     )

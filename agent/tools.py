@@ -72,6 +72,7 @@ class SimulationTools:
             "divergence": {"overall": round(abs(totals["twitter"] - totals["reddit"]) / total, 3) if total else 0.0,
                            "by_round": [{"round": r["round"], "value": r["divergence"]} for r in per_round]},
             "most_active_agents": _most_active(conn, key, 5),
+            "most_engaged_agents": _most_engaged_agents(conn, key, 5),
             "action_mix": _action_mix(conn, key),
         }
 
@@ -89,12 +90,13 @@ class SimulationTools:
             latest[hit["agent"]["id"]] = hit
         current = sorted(latest.values(), key=lambda h: (h["round"], h["ref"]))
         superseded = [h for h in hits if latest[h["agent"]["id"]] is not h]
-        by_round: dict[tuple[int, str], int] = {}
+        by_round: dict[tuple[int, str], list[dict[str, Any]]] = {}
         for hit in hits:
-            by_round[(hit["round"], hit["platform"])] = by_round.get((hit["round"], hit["platform"]), 0) + 1
+            by_round.setdefault((hit["round"], hit["platform"]), []).append(hit)
         result = {
             "query": query, "matches": len(hits),
-            "timeline": [{"round": r, "platform": p, "statements": n} for (r, p), n in sorted(by_round.items())],
+            "timeline": [{"round": r, "platform": p, "statements": len(items), "first": items[0]}
+                         for (r, p), items in sorted(by_round.items())],
             "current_statements": current[-12:],
             "undone_actions": _undone(conn, key),
         }
@@ -186,6 +188,20 @@ def _most_active(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> 
         f" WHERE a.simulation_id = ? AND a.generation = ? GROUP BY a.agent_id"
         f" ORDER BY sum(a.actions) DESC, a.agent_id LIMIT ?", (*key, limit)).fetchall()
     return [{"ref": f"agent:{a}", "name": n, "stance": s, "actions": c, "posts": p} for a, n, s, c, p in rows]
+
+
+def _most_engaged_agents(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
+    """Agents others reacted to most (likes, reposts, quotes, comments, follows received)."""
+    rows = conn.execute(
+        f"SELECT e.dst_agent, coalesce(g.name, ''), coalesce(g.stance, ''), count(*),"
+        f" sum(e.kind IN ('repost', 'quote')), sum(e.kind = 'comment'), sum(e.kind IN ('like', 'like_comment'))"
+        f" FROM sim_edges e LEFT JOIN sim_agents g ON g.simulation_id = e.simulation_id"
+        f" AND g.generation = e.generation AND g.agent_id = e.dst_agent"
+        f" WHERE e.simulation_id = ? AND e.generation = ? AND e.dst_agent IS NOT NULL AND e.undone = 0"
+        f" AND e.dst_agent != e.src_agent GROUP BY e.dst_agent ORDER BY count(*) DESC, e.dst_agent LIMIT ?",
+        (*key, limit)).fetchall()
+    return [{"ref": f"agent:{a}", "name": n, "stance": s, "reactions": c, "shares": sh, "comments": cm, "likes": lk}
+            for a, n, s, c, sh, cm, lk in rows]
 
 
 def _action_mix(conn: sqlite3.Connection, key: tuple[str, int]) -> dict[str, list[dict[str, Any]]]:

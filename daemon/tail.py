@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-CHUNK = 4 * 1024 * 1024
+CHUNK = 1024 * 1024  # bytes of lines per read and per append: bounds memory, keeps appends large
 EXCERPT = 200
 
 
