@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .oasis import identify_db
 from .tail import FileIdentity, identify
 
 ACTION_FILES = {"twitter/actions.jsonl": "twitter", "reddit/actions.jsonl": "reddit"}
@@ -25,6 +26,7 @@ class SourceFile:
     platform: str | None
     path: Path
     identity: FileIdentity
+    kind: str = "jsonl"  # or "oasis": a raw OASIS database, read only when no actions.jsonl exists
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class FolderSnapshot:
     sources: list[SourceFile] = field(default_factory=list)
     present: set[str] = field(default_factory=set)
     env: EnvStatus | None = None
+    finished_hint: dict[str, int] = field(default_factory=dict)  # OASIS only: platform -> total rounds
+    minutes_per_round: int = 60
 
 
 def is_simulation_folder(path: Path) -> bool:
@@ -61,7 +65,31 @@ def snapshot(folder: Path) -> FolderSnapshot:
             sources.append(SourceFile(key, platform, folder / key, identity))
     if not present and (identity := identify(folder / COMBINED_FILE)) is not None:
         sources.append(SourceFile(COMBINED_FILE, None, folder / COMBINED_FILE, identity))
-    return FolderSnapshot(True, sources, present, read_env_status(folder))
+        return FolderSnapshot(True, sources, present, read_env_status(folder))
+    if present or sources:
+        return FolderSnapshot(True, sources, present, read_env_status(folder))
+    return _oasis_snapshot(folder)
+
+
+def _oasis_snapshot(folder: Path) -> FolderSnapshot:
+    """The databases as sources, with run_state.json as the only hint that a platform has ended."""
+    sources, present = [], set()
+    for platform in ("twitter", "reddit"):
+        key = f"{platform}_simulation.db"
+        if (folder / key).exists():
+            present.add(platform)
+            if (identity := identify_db(folder / key)) is not None:
+                sources.append(SourceFile(key, platform, folder / key, identity, kind="oasis"))
+    run_state = _read_json(folder / "run_state.json")
+    run_state = run_state if isinstance(run_state, dict) else {}
+    total = run_state.get("total_rounds") if isinstance(run_state.get("total_rounds"), int) else 0
+    done = run_state.get("runner_status") == "completed"
+    hint = {p: total for p in present if done or run_state.get(f"{p}_completed") is True}
+    config = _read_json(folder / "simulation_config.json")
+    time_config = config.get("time_config", {}) if isinstance(config, dict) else {}
+    minutes = time_config.get("minutes_per_round", 60) if isinstance(time_config, dict) else 60
+    return FolderSnapshot(True, sources, present, read_env_status(folder), hint,
+                          minutes if isinstance(minutes, int) and minutes > 0 else 60)
 
 
 def read_env_status(folder: Path) -> EnvStatus | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from pathlib import Path
 
 from simreportd.events.errors import ConcurrencyConflict
@@ -20,7 +21,8 @@ from simreportd.events.models import (
 from simreportd.events.store import EventStore
 
 from .folder import SourceFile, read_setup, snapshot
-from .ingest_state import IngestState, events_for_lines
+from .ingest_state import IngestState, events_for_lines, events_for_rows, finished_from_hint
+from .oasis import read_actions
 from .tail import read_lines
 
 log = logging.getLogger("simreportd.daemon.ingest")
@@ -60,7 +62,9 @@ class SimulationIngestor:
         if state.generation == 0:
             await self._start_generation(SimulationDiscovered, "discovered")
         for source in snap.sources:
-            await self._ingest(source)
+            await self._ingest(source, snap.minutes_per_round)
+        if finished := finished_from_hint(state, snap.finished_hint):
+            await self._append(finished)
         if (completed := state.completion(snap.present)) is not None:
             await self._append([completed])
         if snap.env is not None and snap.env.status != state.env_status:
@@ -87,7 +91,7 @@ class SimulationIngestor:
         await self._append([event])
         log.info("simulation %s generation %d %s", self.simulation_id, state.generation, reason)
 
-    async def _ingest(self, source: SourceFile) -> None:
+    async def _ingest(self, source: SourceFile, minutes_per_round: int = 60) -> None:
         state = await self._state()
         decision = state.classify(source.key, source.identity)
         if decision == "stale":
@@ -95,6 +99,9 @@ class SimulationIngestor:
         if decision == "new_generation":
             await self._start_generation(SimulationGenerationStarted, f"{source.key} was replaced or shrank")
         offset = state.offset_of(source.key)
+        if source.kind == "oasis":
+            await self._ingest_database(source, offset, minutes_per_round)
+            return
         while lines := await asyncio.to_thread(read_lines, source.path, offset, self.max_line_bytes):
             before = state.version
             try:
@@ -104,6 +111,26 @@ class SimulationIngestor:
                 self.state = None  # the fold ran ahead of the log; rebuild it from the log
                 raise
             offset = lines[-1].end
+
+    async def _ingest_database(self, source: SourceFile, after: int, minutes_per_round: int) -> None:
+        state = await self._state()
+        while True:
+            try:
+                scanned, rows = await asyncio.to_thread(read_actions, source.path, after, minutes_per_round)
+            except sqlite3.Error as exc:  # locked or being rewritten: the next check tries again
+                log.info("OASIS database %s not readable now: %s", source.path, exc)
+                return
+            if rows:
+                before = state.version
+                try:
+                    events = events_for_rows(state, source.key, source.platform or "twitter", source.identity, rows)
+                    await self.store.append(self.stream, events, expected_version=before)
+                except BaseException:
+                    self.state = None
+                    raise
+            if scanned <= after:
+                return
+            after = scanned
 
     async def _append(self, events: list[DomainEvent]) -> None:
         state = await self._state()

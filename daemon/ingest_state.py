@@ -7,6 +7,7 @@ No I/O here: `events_for_lines` turns already-read lines into events and folds t
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from simreportd.events.models import (
@@ -24,7 +25,7 @@ from simreportd.events.models import (
     Source,
 )
 
-from .parse import Bad, parse_line
+from .parse import Bad, parse_action, parse_line
 from .tail import FileIdentity, Line
 
 
@@ -47,6 +48,7 @@ class IngestState:
     started: set[str] = field(default_factory=set)
     finished: dict[str, bool] = field(default_factory=dict)
     last_round_end: dict[str, int] = field(default_factory=dict)
+    last_round: dict[str, int] = field(default_factory=dict)
     completed: bool = False
     env_status: str | None = None
 
@@ -62,6 +64,8 @@ class IngestState:
             self.started.add(event.platform)
         elif isinstance(event, RoundEnded):
             self.last_round_end[event.platform] = event.round
+        elif isinstance(event, AgentActed):
+            self.last_round[event.platform] = max(self.last_round.get(event.platform, 0), event.round)
         elif isinstance(event, PlatformFinished):
             self.finished[event.platform] = event.all_rounds_ran
         elif isinstance(event, SimulationCompleted):
@@ -72,7 +76,7 @@ class IngestState:
     def _new_generation(self, generation: int) -> None:
         self.retired.update((key, mark.ino, mark.head) for key, mark in self.files.items())
         self.generation = generation
-        self.files, self.started, self.finished, self.last_round_end = {}, set(), {}, {}
+        self.files, self.started, self.finished, self.last_round_end, self.last_round = {}, set(), {}, {}, {}
         self.completed = False
 
     def classify(self, key: str, identity: FileIdentity) -> str:
@@ -110,6 +114,39 @@ def events_for_lines(
         event = _event_for_line(state, key, platform, line, source)
         state.apply(event)
         out.append(event)
+    return out
+
+
+def events_for_rows(state: IngestState, key: str, platform: str, identity: FileIdentity,
+                    rows: list[tuple[int, dict]]) -> list[DomainEvent]:
+    """Events for OASIS trace rows (rowid, action line): the rowid is the offset."""
+    out: list[DomainEvent] = []
+    if platform not in state.started and rows:
+        out.append(PlatformStarted(simulation_id=state.simulation_id, generation=state.generation,
+                                   platform=platform))  # type: ignore[arg-type]
+        state.apply(out[-1])
+    for rowid, action in rows:
+        source = Source(file=key, ino=identity.ino, head=identity.head, offset=rowid - 1, end=rowid)
+        parsed = parse_action(action, platform)
+        ids = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
+        if isinstance(parsed, Bad):
+            event: DomainEvent = IngestRejected(**ids, file=key, offset=rowid, reason=parsed.reason,
+                                                excerpt=json.dumps(action, ensure_ascii=False)[:200])
+        else:
+            event = AgentActed(**ids, platform=platform, **parsed.fields)
+        state.apply(event)
+        out.append(event)
+    return out
+
+
+def finished_from_hint(state: IngestState, hint: dict[str, int]) -> list[DomainEvent]:
+    """PlatformFinished for database sources whose run_state says they ended (not folded yet)."""
+    out: list[DomainEvent] = []
+    for platform in sorted(set(hint) & state.started - set(state.finished)):
+        last = state.last_round.get(platform, 0)
+        total = hint[platform] or last
+        out.append(PlatformFinished(simulation_id=state.simulation_id, generation=state.generation,
+                                    platform=platform, total_rounds=total, all_rounds_ran=last >= total))  # type: ignore[arg-type]
     return out
 
 

@@ -46,7 +46,7 @@ def parse_line(raw: bytes, platform: str | None) -> Parsed | Bad:
         return Bad(f"no usable platform (got {line_platform!r}); expected one of {', '.join(PLATFORMS)}")
     if "event_type" in obj:
         return _parse_event(obj, platform)
-    return _parse_action(obj, platform)
+    return parse_action(obj, platform)
 
 
 def _parse_event(obj: dict[str, Any], platform: str) -> Parsed | Bad:
@@ -68,7 +68,7 @@ def _parse_event(obj: dict[str, Any], platform: str) -> Parsed | Bad:
     return Parsed(kind, platform, fields)
 
 
-def _parse_action(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+def parse_action(obj: dict[str, Any], platform: str) -> Parsed | Bad:
     for key in ("round", "agent_id"):
         if (problem := _int_problem(obj, key)) is not None:
             return Bad(problem)

@@ -160,3 +160,23 @@ async def test_oasis_database_is_written_readable_and_complete(tmp_path: Path) -
     conn.close()
     posts = sum(1 for r in story.lines["twitter"] for x in r if x["action_type"] == "CREATE_POST")
     assert actions["create_post"] == posts and actions["sign_up"] == 6
+
+
+async def test_an_oasis_database_alone_is_ingested_with_its_joins(store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_db"
+    story = simulate(folder, agents=8, rounds=3, seed=1, oasis_db=True)
+    for platform in ("twitter", "reddit"):
+        (folder / platform / "actions.jsonl").unlink()
+        (folder / platform).rmdir()
+    events = await ingest(store, folder)
+    acted = [e.data for e in events if e.type == "AgentActed"]
+    expected = sum(1 for p in ("twitter", "reddit") for r in story.lines[p] for _ in r)
+    assert len(acted) == expected
+    follows = [a for a in acted if a["action_type"] == "FOLLOW"]
+    assert follows and all(a["action_args"]["target_user_name"] for a in follows)
+    comments = [a for a in acted if a["action_type"] == "CREATE_COMMENT"]
+    assert comments and all(isinstance(a["action_args"]["post_id"], int) for a in comments)
+    reddit_rounds = {a["round"] for a in acted if a["platform"] == "reddit"}
+    assert reddit_rounds == {r for r, lines in enumerate(story.lines["reddit"]) if lines}
+    assert [e.data["platforms"] for e in events if e.type == "SimulationCompleted"] == [["reddit", "twitter"]]
+    assert await ingest(store, folder) == events
