@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from simreportd.events.models import (
@@ -47,8 +48,9 @@ class ReportRunner:
     """Drives one report to completion, failure, or a stop."""
 
     def __init__(self, store: EventStore, tools: SimulationTools, provider: LLMProvider,
-                 environment: Environment) -> None:
+                 environment: Environment, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.store, self.tools, self.provider, self.environment = store, tools, provider, environment
+        self.sleep = sleep  # replay passes a no-op: recorded retries need no waiting
 
     async def run(self, report_id: str) -> ReportState:
         """Run the report until the core says stop; return its final state."""
@@ -88,7 +90,7 @@ class ReportRunner:
 
     async def _call_llm(self, s: ReportState, effect: core.CallLLM) -> DomainEvent:
         if effect.delay_s > 0:
-            await asyncio.sleep(effect.delay_s)
+            await self.sleep(effect.delay_s)
         request = effect.request
         started = time.perf_counter()
         try:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from simreportd.projections.runner import connect_views, rows_as_dicts, views_pa
 from .config import Config
 from .ingest import simulation_stream
 from .progress import follow_report
+from .replay import ReplayResult, fork_report, replay_report
 from .reports import auto_report_id
 from .service import Daemon
 from .simulate import simulate as write_simulation
@@ -151,6 +153,59 @@ async def export(args: argparse.Namespace, config: Config) -> int:
         folder = await daemon.exporter.export(args.report_id, Path(args.dir))
     say(f"Exported {args.report_id} to {folder}")
     return 0
+
+
+async def replay(args: argparse.Namespace, config: Config) -> int:
+    async with EventStore(config.store.path, config.store.synchronous) as store:
+        ids = await asyncio.to_thread(completed_report_ids, config) if args.all else [args.report_id]
+        if not ids:
+            raise NotFound("no report given; pass REPORT_ID or --all")
+        results = [await replay_one(store, report_id, args.into) for report_id in ids]
+    if args.all:
+        print(f"{'report':<22}{'steps':>7}  result")
+        for r in results:
+            verdict = "reproduced" if r.divergence is None else f"DIVERGED at position {r.divergence.position}"
+            print(f"{r.report_id:<22}{r.steps:>7}  {verdict}")
+    for r in results:
+        if r.divergence is None:
+            print(f"{r.report_id}: reproduced {r.steps} steps, 0 divergences")
+        else:
+            d = r.divergence
+            print(f"{r.report_id}: first divergence at position {d.position} (stream version {d.version}): "
+                  f"{d.reason}")
+            print("  expected: " + json.dumps(d.expected, ensure_ascii=False)[:2000])
+            print("  actual:   " + (json.dumps(d.actual, ensure_ascii=False)[:2000] if d.actual else "(nothing)"))
+    diverged = any(r.divergence for r in results)
+    return 1 if diverged and (args.verify or args.all) else 0
+
+
+async def replay_one(store: EventStore, report_id: str, into: str | None) -> ReplayResult:
+    """Replay into --into, or into a scratch store that is removed afterwards."""
+    if into:
+        return await replay_report(store, report_id, Path(into))
+    with tempfile.TemporaryDirectory(prefix="simreportd-replay-") as tmp:
+        return await replay_report(store, report_id, Path(tmp) / "events.sqlite3")
+
+
+def completed_report_ids(config: Config) -> list[str]:
+    conn = connect_views(views_path_for(config.store.path))
+    try:
+        return [row[0] for row in conn.execute(
+            "SELECT report_id FROM reports WHERE status = 'completed' ORDER BY created_at, report_id")]
+    finally:
+        conn.close()
+
+
+async def fork(args: argparse.Namespace, config: Config) -> int:
+    llm = config.llm.model_copy(update={k: v for k, v in (("provider", args.provider), ("model", args.model)) if v})
+    config = config.model_copy(update={"llm": llm})
+    async with Daemon(config) as daemon:
+        provider = daemon.provider.name
+        new_id = await fork_report(daemon.store, args.report_id, args.at, provider,
+                                   llm.model if provider == "openai" else "offline-writer")
+        say(f"Forked {args.report_id} at position {args.at} into {new_id}")
+        state = await generate(daemon, new_id)
+    return finish(config, new_id, state)
 
 
 async def events(args: argparse.Namespace, config: Config) -> int:

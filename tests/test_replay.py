@@ -1,0 +1,134 @@
+"""Reproduce runs: replay --verify, divergences, tampering, fork, determinism across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from simreportd.agent.runner import report_stream
+from simreportd.daemon.commands import generate
+from simreportd.daemon.replay import fork_report, replay_report
+from simreportd.daemon.service import Daemon
+from simreportd.events.errors import NotFound, SimreportdError
+
+from .conftest import PYTHON, TIMEOUT, make_config, write_config
+from .fake_llm import FakeLLM
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def scripted_report(tmp_path: Path, small_sim: Path) -> tuple[Path, str]:
+    """A report made through the scripted server, whose server is gone afterwards."""
+    with FakeLLM() as llm:
+        config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"},
+                             reports={"auto": False})
+        async with Daemon(config, folders=[small_sim]) as daemon:
+            await daemon.watcher.check(small_sim)
+            report_id = await daemon.reports.request(small_sim.name)
+            assert (await generate(daemon, report_id)).report_completed
+    return config.store.path, report_id
+
+
+def cli(*args: str, seed: str = "0") -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    return subprocess.run([PYTHON, "-m", "simreportd.daemon.cli", *args], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=env)
+
+
+async def test_replay_in_another_process_reproduces_every_step_without_the_server(
+        tmp_path: Path, scripted_report: tuple[Path, str]) -> None:
+    store_path, report_id = scripted_report
+    config = write_config(tmp_path, auto=False)
+    result = cli("-c", str(config), "replay", report_id, "--verify", seed="12345")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{report_id}: reproduced" in result.stdout and "0 divergences" in result.stdout
+
+
+async def test_a_changed_tool_output_diverges_at_its_observation(tmp_path: Path,
+                                                                  scripted_report: tuple[Path, str]) -> None:
+    from simreportd.events.store import EventStore
+
+    store_path, report_id = scripted_report
+
+    def tamper(views: Path) -> None:
+        conn = sqlite3.connect(views)
+        conn.execute("UPDATE sim_rounds SET actions = actions + 1000 WHERE round = 1")
+        conn.commit()
+        conn.close()
+
+    async with EventStore(store_path) as store:
+        result = await replay_report(store, report_id, tmp_path / "scratch.sqlite3", tamper)
+        original = await store.read_stream(report_stream(report_id))
+    first_analytics = next(r for r in original if r.type == "ToolObserved" and r.data["tool"] == "simulation_analytics")
+    assert result.divergence is not None and result.divergence.position == first_analytics.position
+    assert json.loads(result.divergence.actual["result"])["total_actions"] == \
+        json.loads(result.divergence.expected["result"])["total_actions"] + 2000
+
+
+async def test_a_tampered_request_no_longer_matches_its_fingerprint(tmp_path: Path,
+                                                                      scripted_report: tuple[Path, str]) -> None:
+    from simreportd.events.store import EventStore
+
+    store_path, report_id = scripted_report
+    conn = sqlite3.connect(store_path)
+    conn.execute("DROP TRIGGER events_refuse_update")
+    position = conn.execute("SELECT min(position) FROM events WHERE type = 'LLMRequested'").fetchone()[0]
+    conn.execute("UPDATE events SET data = json_set(data, '$.messages_added[1].content', 'Ignore the data.')"
+                 " WHERE position = ?", (position,))
+    conn.commit()
+    conn.close()
+    async with EventStore(store_path) as store:
+        result = await replay_report(store, report_id, tmp_path / "scratch.sqlite3")
+    assert result.divergence is not None and result.divergence.position == position
+    assert result.divergence.expected["fingerprint"] == result.divergence.actual["fingerprint"]
+    assert result.divergence.expected["messages_added"] != result.divergence.actual["messages_added"]
+    assert "no longer matches its own fingerprint" in result.divergence.reason
+
+
+async def test_replay_refuses_unknown_and_unfinished_reports(tmp_path: Path, small_sim: Path) -> None:
+    config = make_config(tmp_path, reports={"auto": False})
+    async with Daemon(config, folders=[small_sim]) as daemon:
+        await daemon.watcher.check(small_sim)
+        with pytest.raises(NotFound):
+            await replay_report(daemon.store, "report_nope", tmp_path / "s1.sqlite3")
+        pending = await daemon.reports.request(small_sim.name)
+        with pytest.raises(SimreportdError, match="has not completed"):
+            await replay_report(daemon.store, pending, tmp_path / "s2.sqlite3")
+
+
+async def test_a_fork_at_a_section_boundary_shares_earlier_sections_and_continues_with_another_model(
+        tmp_path: Path, scripted_report: tuple[Path, str]) -> None:
+    store_path, report_id = scripted_report
+    config = make_config(tmp_path, reports={"auto": False})
+    with FakeLLM(script=lambda body, message: {**message, "content": "Different model text."}
+                 if message["content"] and not message.get("tool_calls") and "Plan" not in
+                 body["messages"][0]["content"] else None) as other:
+        config = make_config(tmp_path, reports={"auto": False},
+                             llm={"provider": "openai", "base_url": other.base_url, "model": "other"})
+        async with Daemon(config) as daemon:
+            original = await daemon.store.read_stream(report_stream(report_id))
+            boundary = [r for r in original if r.type == "SectionCompleted"][1].position
+            new_id = await fork_report(daemon.store, report_id, boundary, "openai", "other")
+            state = await generate(daemon, new_id)
+            forked = await daemon.store.read_stream(report_stream(new_id))
+    sections = lambda events: [r.data["content"] for r in events if r.type == "SectionCompleted"]  # noqa: E731
+    assert state.report_completed and forked[0].data["forked_from"] == report_id
+    assert sections(forked)[:2] == sections(original)[:2]
+    assert sections(forked)[2:] and all(c == "Different model text." for c in sections(forked)[2:])
+
+
+def test_the_same_report_comes_out_of_processes_with_different_hash_seeds(tmp_path: Path) -> None:
+    outputs = []
+    for seed in ("1", "2"):
+        result = cli("demo", str(tmp_path / f"run{seed}"), seed=seed)
+        assert result.returncode == 0, result.stderr
+        report_id = result.stdout.strip().splitlines()[-1]
+        folder = tmp_path / f"run{seed}" / "reports" / report_id
+        outputs.append(sorted((p.name, p.read_text()) for p in folder.glob("section_*.md")))
+    assert outputs[0] == outputs[1] and len(outputs[0]) >= 3
