@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from simreportd.events.errors import SimreportdError
+from simreportd.projections.chart import per_round_rows, turning_points
 from simreportd.projections.runner import connect_views, rows_as_dicts
 
 from .toolspec import REPORT_TOOLS
 
-WINDOW = 3  # rounds in the rolling mean a turning point is compared with
 KEY = "simulation_id = ? AND generation = ?"
 STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
                       "their them they this to was were what when where which who why will with".split())
@@ -137,20 +137,6 @@ class SimulationTools:
         }
 
 
-def turning_points(per_round: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rounds whose volume is at least 2x the mean of the WINDOW rounds before them."""
-    points = []
-    for i, row in enumerate(per_round):
-        window = [r["total"] for r in per_round[max(0, i - WINDOW):i] if r["round"] > 0]
-        if row["round"] <= 0 or not window:
-            continue
-        mean = sum(window) / len(window)
-        if mean > 0 and row["total"] >= 2 * mean:
-            points.append({"round": row["round"], "volume": row["total"], "rolling_mean": round(mean, 2),
-                           "ratio": round(row["total"] / mean, 2)})
-    return points
-
-
 def sub_questions(query: str) -> list[str]:
     """Split a question into its parts (on '?', ';', ' and ', ','), keeping the whole as the first."""
     parts = [p.strip() for p in re.split(r"[?;,]|\band\b", query) if len(p.strip()) > 3]
@@ -169,16 +155,8 @@ def _clean_args(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _per_round(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str, Any]]:
-    counts: dict[int, dict[str, int]] = {}
-    for platform, round_no, actions in conn.execute(
-            f"SELECT platform, round, actions FROM sim_rounds WHERE {KEY} ORDER BY round, platform", key):
-        counts.setdefault(round_no, {"twitter": 0, "reddit": 0})[platform] = actions or 0
-    rows = []
-    for round_no in sorted(counts):
-        t, r = counts[round_no]["twitter"], counts[round_no]["reddit"]
-        rows.append({"round": round_no, "twitter": t, "reddit": r, "total": t + r,
-                     "divergence": round(abs(t - r) / (t + r), 3) if t + r else 0.0})
-    return rows
+    return per_round_rows(conn.execute(
+        f"SELECT platform, round, actions FROM sim_rounds WHERE {KEY} ORDER BY round, platform", key).fetchall())
 
 
 def _most_active(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:

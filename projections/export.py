@@ -10,6 +10,7 @@ import json
 import sqlite3
 from typing import Any
 
+from .chart import activity_svg, per_round_rows
 from .runner import rows_as_dicts
 
 
@@ -23,6 +24,9 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
         "SELECT * FROM report_sections WHERE report_id = ? ORDER BY section_index", (report_id,)))
     report["log"] = [row[0] for row in conn.execute(
         "SELECT line FROM agent_log WHERE report_id = ? ORDER BY line_no", (report_id,))]
+    report["activity"] = per_round_rows(conn.execute(
+        "SELECT platform, round, actions FROM sim_rounds WHERE simulation_id = ? AND generation = ?"
+        " ORDER BY round, platform", (report["simulation_id"], report["generation"])).fetchall())
     return report
 
 
@@ -33,6 +37,7 @@ def section_markdown(section: dict[str, Any]) -> str:
 def full_markdown(report: dict[str, Any]) -> str:
     """`# title`, `> summary`, `---`, then the completed sections in order."""
     parts = [f"# {report['title'] or report['report_id']}\n", f"> {report['summary']}\n" if report["summary"] else "",
+             "![Actions per round on each platform, turning points circled, divergence shaded](activity.svg)\n",
              "---\n"]
     parts += [section_markdown(s) for s in report["sections"] if s["status"] == "completed"]
     return "\n".join(p for p in parts if p)
@@ -53,6 +58,7 @@ def render(report: dict[str, Any]) -> dict[str, bytes]:
         "meta.json": _json(meta), "outline.json": _json(outline), "progress.json": _json(progress),
         "agent_log.jsonl": "".join(line + "\n" for line in report["log"]).encode("utf-8"),
         "full_report.md": full_markdown(report).encode("utf-8"),
+        "activity.svg": activity_svg(report["activity"], f"Actions per round: {report['simulation_id']}").encode(),
     }
     for s in completed:
         files[f"section_{s['section_index']:02d}.md"] = section_markdown(s).encode("utf-8")

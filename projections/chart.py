@@ -1,0 +1,91 @@
+"""Activity per round: the numbers (per platform, turning points, divergence) and their SVG chart.
+
+Pure SVG text from per-round counts: no plotting library, no network, the same bytes for
+the same counts (the export folder and the dashboard both use it).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+WIDTH, HEIGHT, PAD_L, PAD_R, PAD_T, PAD_B = 640, 240, 44, 16, 28, 34
+COLORS = {"twitter": "#1d9bf0", "reddit": "#ff4500"}
+WINDOW = 3
+
+
+def per_round_rows(counts: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+    """(platform, round, actions) rows into one row per round with both platforms and the divergence."""
+    rounds: dict[int, dict[str, int]] = {}
+    for platform, round_no, actions in counts:
+        rounds.setdefault(round_no, {"twitter": 0, "reddit": 0})[platform] = actions or 0
+    rows = []
+    for r in sorted(rounds):
+        t, d = rounds[r]["twitter"], rounds[r]["reddit"]
+        rows.append({"round": r, "twitter": t, "reddit": d, "total": t + d,
+                     "divergence": round(abs(t - d) / (t + d), 3) if t + d else 0.0})
+    return rows
+
+
+def turning_points(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rounds whose volume is at least 2x the mean of the WINDOW rounds before them (seed round 0 excluded)."""
+    points = []
+    for i, row in enumerate(rows):
+        window = [r["total"] for r in rows[max(0, i - WINDOW):i] if r["round"] > 0]
+        if row["round"] <= 0 or not window:
+            continue
+        mean = sum(window) / len(window)
+        if mean > 0 and row["total"] >= 2 * mean:
+            points.append({"round": row["round"], "volume": row["total"], "rolling_mean": round(mean, 2),
+                           "ratio": round(row["total"] / mean, 2)})
+    return points
+
+
+def activity_svg(rows: list[dict[str, Any]], title: str = "") -> str:
+    """An SVG line chart of `per_round_rows` output."""
+    if not rows:
+        return _frame(title, '<text x="50%" y="50%" text-anchor="middle" fill="#666">no actions yet</text>')
+    top = max(max(r["twitter"], r["reddit"]) for r in rows) or 1
+    last = max(rows[-1]["round"], 1)
+    x = lambda r: PAD_L + (WIDTH - PAD_L - PAD_R) * r / last  # noqa: E731
+    y = lambda v: HEIGHT - PAD_B - (HEIGHT - PAD_T - PAD_B) * v / top  # noqa: E731
+    step = (WIDTH - PAD_L - PAD_R) / last
+    parts = [f'<rect x="{x(r["round"]) - step / 2:.1f}" y="{PAD_T}" width="{step:.1f}" '
+             f'height="{HEIGHT - PAD_T - PAD_B}" fill="#8a2be2" fill-opacity="{r["divergence"] * 0.25:.3f}">'
+             f'<title>round {r["round"]}: divergence {r["divergence"]}</title></rect>' for r in rows]
+    parts += _axes(top, last, x, y)
+    for platform, color in COLORS.items():
+        points = " ".join(f"{x(r['round']):.1f},{y(r[platform]):.1f}" for r in rows)
+        parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"/>')
+    turning = {p["round"] for p in turning_points(rows)}
+    for r in (row for row in rows if row["round"] in turning):
+        peak = max(r["twitter"], r["reddit"])
+        parts.append(f'<circle cx="{x(r["round"]):.1f}" cy="{y(peak):.1f}" r="5" fill="none" stroke="#111" '
+                     f'stroke-width="2"><title>turning point: round {r["round"]}, {r["total"]} actions</title></circle>'
+                     f'<text x="{x(r["round"]):.1f}" y="{y(peak) - 9:.1f}" text-anchor="middle" font-size="11">'
+                     f'round {r["round"]}</text>')
+    legend = "".join(f'<rect x="{PAD_L + 8 + i * 90}" y="8" width="12" height="4" fill="{c}"/>'
+                     f'<text x="{PAD_L + 24 + i * 90}" y="13" font-size="11">{p.capitalize()}</text>'
+                     for i, (p, c) in enumerate(COLORS.items()))
+    legend += (f'<rect x="{PAD_L + 188}" y="5" width="12" height="10" fill="#8a2be2" fill-opacity="0.25"/>'
+               f'<text x="{PAD_L + 204}" y="13" font-size="11">divergence</text>')
+    return _frame(title, "".join(parts) + legend)
+
+
+def _axes(top: int, last: int, x: Any, y: Any) -> list[str]:
+    base = HEIGHT - PAD_B
+    out = [f'<line x1="{PAD_L}" y1="{base}" x2="{WIDTH - PAD_R}" y2="{base}" stroke="#999"/>',
+           f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{base}" stroke="#999"/>',
+           f'<text x="{PAD_L - 6}" y="{y(top) + 4:.1f}" text-anchor="end" font-size="11">{top}</text>',
+           f'<text x="{PAD_L - 6}" y="{base + 4}" text-anchor="end" font-size="11">0</text>',
+           f'<text x="{(WIDTH + PAD_L) / 2:.0f}" y="{HEIGHT - 6}" text-anchor="middle" font-size="11">round</text>']
+    for r in range(0, last + 1, max(1, last // 8)):
+        out.append(f'<text x="{x(r):.1f}" y="{base + 14}" text-anchor="middle" font-size="10">{r}</text>')
+    return out
+
+
+def _frame(title: str, body: str) -> str:
+    label = escape(title or "Actions per round")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
+            f'height="{HEIGHT}" font-family="sans-serif" role="img" aria-label="{label}">'
+            f'<title>{label}</title><rect width="100%" height="100%" fill="#fff"/>{body}</svg>\n')
