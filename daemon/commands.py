@@ -31,7 +31,7 @@ from .systemd import notify
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
         try:
-            await daemon.run(ready=True)
+            await daemon.run(ready=True, serve=True)
         finally:
             notify("STOPPING=1")
     return 0

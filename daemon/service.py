@@ -15,6 +15,7 @@ from simreportd.agent.providers import LLMProvider, OpenAIProvider
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
+from simreportd.events.errors import NotFound
 from simreportd.events.store import EventStore
 from simreportd.projections.report import ReportView
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -25,6 +26,7 @@ from .config import Config, LLMConfig
 from .environment import FolderEnvironment
 from .exporter import Exporter
 from .reports import ReportScheduler
+from .server import Server
 from .systemd import notify, watchdog_interval
 from .watcher import Watcher
 
@@ -49,6 +51,7 @@ class Daemon:
 
     def __init__(self, config: Config, folders: Sequence[Path] = ()) -> None:
         self.config, self.folders = config, list(folders)
+        self.server: Server | None = None
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Daemon:
@@ -75,15 +78,19 @@ class Daemon:
         await asyncio.gather(*self.reports.tasks.values(), return_exceptions=True)
         await self._stack.aclose()
 
-    async def run(self, ingest: bool = True, ready: bool = False) -> None:
-        """Fold, watch and report until cancelled; with `ready`, tell systemd once caught up."""
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self.views.run(), name="projections")
-            tg.create_task(self.reports.run(), name="reports")
-            if ingest:
-                tg.create_task(self.watcher.run(), name="watcher")
-            if ready:
-                tg.create_task(self._supervise(), name="systemd")
+    async def run(self, ingest: bool = True, ready: bool = False, serve: bool = False) -> None:
+        """Fold, watch and report until cancelled; `serve` the websocket/HTTP port; with `ready`,
+        tell systemd once the read models are caught up and the port is listening."""
+        async with contextlib.AsyncExitStack() as stack:
+            if serve:
+                self.server = await stack.enter_async_context(Server(self, self.config.server))
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.views.run(), name="projections")
+                tg.create_task(self.reports.run(), name="reports")
+                if ingest:
+                    tg.create_task(self.watcher.run(), name="watcher")
+                if ready:
+                    tg.create_task(self._supervise(), name="systemd")
 
     async def _supervise(self) -> None:
         """READY=1 once the read models are caught up, then STATUS and WATCHDOG from the event loop."""
@@ -101,4 +108,5 @@ class Daemon:
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
         for report_id in sorted({r.data["report_id"] for r in batch if r.stream.startswith("report-")}):
-            await self.exporter.export(report_id)
+            with contextlib.suppress(NotFound):  # a stream without a ReportRequested has nothing to export
+                await self.exporter.export(report_id)

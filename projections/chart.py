@@ -62,13 +62,14 @@ def activity_svg(rows: list[dict[str, Any]], title: str = "") -> str:
         peak = max(r["twitter"], r["reddit"])
         parts.append(f'<circle cx="{x(r["round"]):.1f}" cy="{y(peak):.1f}" r="5" fill="none" stroke="#111" '
                      f'stroke-width="2"><title>turning point: round {r["round"]}, {r["total"]} actions</title></circle>'
-                     f'<text x="{x(r["round"]):.1f}" y="{y(peak) - 9:.1f}" text-anchor="middle" font-size="11">'
-                     f'round {r["round"]}</text>')
-    legend = "".join(f'<rect x="{PAD_L + 8 + i * 90}" y="8" width="12" height="4" fill="{c}"/>'
-                     f'<text x="{PAD_L + 24 + i * 90}" y="13" font-size="11">{p.capitalize()}</text>'
+                     f'<text x="{x(r["round"]) + 8:.1f}" y="{y(peak) + 4:.1f}" font-size="11">'
+                     f'turning point, round {r["round"]}</text>')
+    left = WIDTH - PAD_R - 290  # legend top right, above the plot
+    legend = "".join(f'<rect x="{left + i * 90}" y="8" width="12" height="4" fill="{c}"/>'
+                     f'<text x="{left + 16 + i * 90}" y="13" font-size="11">{p.capitalize()}</text>'
                      for i, (p, c) in enumerate(COLORS.items()))
-    legend += (f'<rect x="{PAD_L + 188}" y="5" width="12" height="10" fill="#8a2be2" fill-opacity="0.25"/>'
-               f'<text x="{PAD_L + 204}" y="13" font-size="11">divergence</text>')
+    legend += (f'<rect x="{left + 188}" y="5" width="12" height="10" fill="#8a2be2" fill-opacity="0.25"/>'
+               f'<text x="{left + 204}" y="13" font-size="11">divergence</text>')
     return _frame(title, "".join(parts) + legend)
 
 

@@ -1,0 +1,214 @@
+"""HTTP GET reads on the server's port: our JSON API, the MiroFish-compatible endpoints, the dashboard.
+
+Each handler reads the read models on a fresh read-only connection (in a worker
+thread) and returns `(status, content type, body)`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from simreportd.projections.chart import activity_svg, per_round_rows
+from simreportd.projections.export import full_markdown, load_report, section_markdown
+from simreportd.projections.runner import connect_views, rows_as_dicts
+
+Reply = tuple[int, str, bytes]
+JSON, TEXT, SVG, HTML, MARKDOWN = ("application/json", "text/plain; version=0.0.4", "image/svg+xml",
+                                    "text/html; charset=utf-8", "text/markdown; charset=utf-8")
+STATIC = Path(__file__).with_name("static")
+
+
+def json_reply(value: Any, status: int = 200) -> Reply:
+    return status, JSON, json.dumps(value, ensure_ascii=False).encode()
+
+
+def not_found(what: str) -> Reply:
+    return json_reply({"error": "not_found", "message": what}, 404)
+
+
+def mirofish(data: Any) -> Reply:
+    """MiroFish's Flask endpoints wrap their data in {success, data}."""
+    return json_reply({"success": True, "data": data})
+
+
+ROUTES: list[tuple[re.Pattern[str], Callable[..., Reply]]] = []
+
+
+def route(pattern: str) -> Callable[[Callable[..., Reply]], Callable[..., Reply]]:
+    def register(fn: Callable[..., Reply]) -> Callable[..., Reply]:
+        ROUTES.append((re.compile(f"^{pattern}$"), fn))
+        return fn
+    return register
+
+
+def handle(views: Path, path: str, query: dict[str, str]) -> Reply:
+    """Answer one GET (the caller has checked the token)."""
+    if path == "/":
+        return 200, HTML, (STATIC / "dashboard.html").read_bytes()
+    for pattern, fn in ROUTES:
+        if match := pattern.match(path):
+            if not views.exists():
+                return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
+            conn = connect_views(views)
+            try:
+                return fn(conn, query, *match.groups())
+            finally:
+                conn.close()
+    return not_found(f"no route for {path}")
+
+
+@route("/api/simulations")
+def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
+    rows = rows_as_dicts(conn.execute(
+        "SELECT g.simulation_id, g.generation, g.status, g.requirement, g.all_rounds_ran,"
+        " (SELECT coalesce(sum(actions), 0) FROM sim_platforms p WHERE p.simulation_id = g.simulation_id"
+        "  AND p.generation = g.generation) AS actions,"
+        " (SELECT json_group_object(platform, status) FROM sim_platforms p WHERE p.simulation_id = g.simulation_id"
+        "  AND p.generation = g.generation) AS platforms,"
+        " (SELECT count(*) FROM sim_rejections r WHERE r.simulation_id = g.simulation_id) AS rejections,"
+        " (SELECT status FROM sim_env e WHERE e.simulation_id = g.simulation_id) AS environment"
+        " FROM sim_generations g ORDER BY g.simulation_id, g.generation"))
+    for row in rows:
+        row["platforms"] = json.loads(row["platforms"] or "{}")
+    return json_reply({"simulations": rows})
+
+
+@route(r"/api/simulations/([^/]+)/activity\.svg")
+def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
+    generation = conn.execute("SELECT max(generation) FROM sim_generations WHERE simulation_id = ?",
+                              (simulation_id,)).fetchone()[0]
+    rows = per_round_rows(conn.execute(
+        "SELECT platform, round, actions FROM sim_rounds WHERE simulation_id = ? AND generation = ?"
+        " ORDER BY round, platform", (simulation_id, generation)).fetchall())
+    return 200, SVG, activity_svg(rows, f"Actions per round: {simulation_id}").encode()
+
+
+@route("/api/reports")
+def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
+    rows = rows_as_dicts(conn.execute(
+        "SELECT report_id, simulation_id, generation, status, progress, title, sections_total, completed_sections,"
+        " interview_unlocked, created_at, completed_at, error FROM reports ORDER BY created_at, report_id"))
+    return json_reply({"reports": rows})
+
+
+@route("/api/reports/([^/]+)")
+def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
+    found = load_report(conn, report_id)
+    if found is None:
+        return not_found(f"no report {report_id}")
+    found["outline"] = json.loads(found["outline"] or "[]")
+    found.pop("log")
+    return json_reply(found)
+
+
+@route("/api/reports/([^/]+)/trace")
+def trace(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
+    steps = rows_as_dicts(conn.execute("SELECT * FROM trace_steps WHERE report_id = ? ORDER BY position",
+                                       (report_id,)))
+    if not steps:
+        return not_found(f"no trace for report {report_id}")
+    sections: dict[int, dict[str, Any]] = {}
+    for step in steps:
+        section = sections.setdefault(step["section_index"] or 0, {"section_index": step["section_index"] or 0,
+                                                                    "iterations": {}})
+        iteration = section["iterations"].setdefault(step["iteration"] or 0, [])
+        iteration.append(step)
+    return json_reply({"report_id": report_id, "sections": [
+        {"section_index": s["section_index"],
+         "iterations": [{"iteration": i, "steps": v} for i, v in sorted(s["iterations"].items())]}
+        for _, s in sorted(sections.items())]})
+
+
+@route("/api/reports/([^/]+)/markdown")
+def markdown(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
+    found = load_report(conn, report_id)
+    return (200, MARKDOWN, full_markdown(found).encode()) if found else not_found(f"no report {report_id}")
+
+
+@route("/api/report/([^/]+)/progress")
+def progress(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
+    found = load_report(conn, report_id)
+    if found is None:
+        return not_found(f"no report {report_id}")
+    return mirofish({"status": found["status"], "progress": -1 if found["status"] == "failed" else found["progress"],
+                     "message": found["message"], "current_section": found["current_section"],
+                     "completed_sections": [s["title"] for s in found["sections"] if s["status"] == "completed"],
+                     "updated_at": found["updated_at"]})
+
+
+@route("/api/report/([^/]+)/sections")
+def sections(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
+    found = load_report(conn, report_id)
+    if found is None:
+        return not_found(f"no report {report_id}")
+    done = [s for s in found["sections"] if s["status"] == "completed"]
+    return mirofish({"report_id": report_id, "sections": [
+        {"filename": f"section_{s['section_index']:02d}.md", "section_index": s["section_index"],
+         "content": section_markdown(s)} for s in done],
+        "total_sections": found["sections_total"], "is_complete": found["status"] == "completed"})
+
+
+@route(r"/api/report/([^/]+)/section/(\d+)")
+def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, index: str) -> Reply:
+    found = load_report(conn, report_id)
+    match = [s for s in (found or {}).get("sections", []) if s["section_index"] == int(index)
+             and s["status"] == "completed"]
+    if not match:
+        return not_found(f"section {index} of report {report_id} is not ready")
+    return mirofish({"filename": f"section_{int(index):02d}.md", "section_index": int(index),
+                     "content": section_markdown(match[0])})
+
+
+@route("/api/report/([^/]+)/agent-log")
+def agent_log(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
+    try:
+        start = max(0, int(query.get("from_line", "0")))
+    except ValueError:
+        return json_reply({"error": "bad_request", "message": "from_line must be an integer"}, 400)
+    lines = [json.loads(r[0]) for r in conn.execute(
+        "SELECT line FROM agent_log WHERE report_id = ? AND line_no >= ? ORDER BY line_no", (report_id, start))]
+    total = conn.execute("SELECT count(*) FROM agent_log WHERE report_id = ?", (report_id,)).fetchone()[0]
+    return mirofish({"logs": lines, "total_lines": total, "from_line": start, "has_more": False})
+
+
+@route("/api/report/check/([^/]+)")
+def check(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
+    row = conn.execute("SELECT report_id, status, interview_unlocked FROM reports WHERE simulation_id = ?"
+                       " ORDER BY created_at DESC, report_id DESC LIMIT 1", (simulation_id,)).fetchone()
+    return mirofish({"simulation_id": simulation_id, "has_report": row is not None,
+                     "report_status": row[1] if row else None, "report_id": row[0] if row else None,
+                     "interview_unlocked": bool(row[2]) if row else False})
+
+
+def metrics(conn: sqlite3.Connection, head: int, projected: int, clients: int) -> str:
+    """Prometheus text exposition of the daemon's counters (all derived from the log and views)."""
+    by_status = dict(conn.execute("SELECT status, count(*) FROM reports GROUP BY status").fetchall())
+    llm, tools, prompt, completion = conn.execute(
+        "SELECT coalesce(sum(llm_calls), 0), coalesce(sum(tool_calls), 0), coalesce(sum(prompt_tokens), 0),"
+        " coalesce(sum(completion_tokens), 0) FROM reports").fetchone()
+    rejections = conn.execute("SELECT count(*) FROM sim_rejections").fetchone()[0]
+    lines = [
+        "# HELP simreportd_events_appended_total Events in the log (the last position).",
+        "# TYPE simreportd_events_appended_total counter", f"simreportd_events_appended_total {head}",
+        "# HELP simreportd_projection_lag Events not yet folded into the read models.",
+        "# TYPE simreportd_projection_lag gauge", f"simreportd_projection_lag {head - projected}",
+        "# HELP simreportd_reports Reports by status.", "# TYPE simreportd_reports gauge",
+        *[f'simreportd_reports{{status="{s}"}} {by_status.get(s, 0)}'
+          for s in ("pending", "planning", "generating", "completed", "failed")],
+        "# HELP simreportd_llm_calls_total LLM requests made by report agents.",
+        "# TYPE simreportd_llm_calls_total counter", f"simreportd_llm_calls_total {llm}",
+        "# HELP simreportd_tool_calls_total Tool calls made by report agents.",
+        "# TYPE simreportd_tool_calls_total counter", f"simreportd_tool_calls_total {tools}",
+        "# HELP simreportd_tokens_total LLM tokens, by kind.", "# TYPE simreportd_tokens_total counter",
+        f'simreportd_tokens_total{{kind="prompt"}} {prompt}', f'simreportd_tokens_total{{kind="completion"}} {completion}',
+        "# HELP simreportd_websocket_clients Connected websocket clients.",
+        "# TYPE simreportd_websocket_clients gauge", f"simreportd_websocket_clients {clients}",
+        "# HELP simreportd_ingest_rejections_total Input lines recorded as IngestRejected.",
+        "# TYPE simreportd_ingest_rejections_total counter", f"simreportd_ingest_rejections_total {rejections}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,170 @@
+"""The websocket protocol without the socket (DESIGN.md section 6): client messages in, frames out.
+
+Notifications are derived from events and carry the event's position, so a client that
+reconnects with `after=<last position>` gets exactly what it missed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from simreportd.events.codec import Recorded
+from simreportd.projections.report import progress_for
+
+TOPICS = frozenset({"notifications", "events"})
+STATUS_OF = {"ReportRequested": "pending", "PlanningStarted": "planning", "OutlinePlanned": "generating",
+             "SectionCompleted": "generating", "ReportCompleted": "completed", "ReportFailed": "failed",
+             "ReportResumed": "generating"}
+MAX_QUESTION = 2000
+
+
+@dataclass(frozen=True)
+class ReportInfo:
+    """What a notification needs beyond its own event: the report's simulation and section count."""
+
+    simulation_id: str
+    sections_total: int
+
+
+@dataclass(frozen=True)
+class Subscribe:
+    topics: frozenset[str]
+    report_id: str | None
+    simulation_id: str | None
+    after: int
+
+
+@dataclass(frozen=True)
+class GenerateReport:
+    simulation_id: str
+
+
+@dataclass(frozen=True)
+class Interview:
+    simulation_id: str | None
+    report_id: str | None
+    agent_id: int
+    question: str
+    platform: str | None
+
+
+@dataclass(frozen=True)
+class ProtocolError:
+    code: str
+    message: str
+
+    def frame(self) -> dict[str, Any]:
+        return {"type": "error", "code": self.code, "message": self.message}
+
+
+Command = Subscribe | GenerateReport | Interview
+
+
+def parse_message(text: str | bytes) -> Command | ProtocolError:
+    """A client frame as a command, or the error frame it deserves."""
+    try:
+        message = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return ProtocolError("bad_json", f"the frame is not JSON: {exc}")
+    if not isinstance(message, dict):
+        return ProtocolError("bad_message", "a frame must be a JSON object with an 'op'")
+    op = message.get("op")
+    if op == "subscribe":
+        return _subscribe(message)
+    if op == "generate_report":
+        if not isinstance(message.get("simulation_id"), str):
+            return ProtocolError("bad_request", "generate_report needs a simulation_id (string)")
+        return GenerateReport(message["simulation_id"])
+    if op == "interview":
+        return _interview(message)
+    return ProtocolError("unknown_op", f"unknown op {op!r}; use subscribe, generate_report or interview")
+
+
+def _subscribe(message: dict[str, Any]) -> Subscribe | ProtocolError:
+    topics = message.get("topics", ["notifications"])
+    if not isinstance(topics, list) or not topics or not set(topics) <= TOPICS:
+        return ProtocolError("bad_topics", f"topics must be a non-empty list of {sorted(TOPICS)}, got {topics!r}")
+    flt = message.get("filter") or {}
+    if not isinstance(flt, dict) or set(flt) - {"report_id", "simulation_id"} or \
+            any(not isinstance(v, str) for v in flt.values()):
+        return ProtocolError("bad_filter", "filter may hold report_id and/or simulation_id, as strings")
+    after = message.get("after")
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+        return ProtocolError("bad_after", "after must be a position (integer >= 0) or null")
+    return Subscribe(frozenset(topics), flt.get("report_id"), flt.get("simulation_id"), after or 0)
+
+
+def _interview(message: dict[str, Any]) -> Interview | ProtocolError:
+    agent, question = message.get("agent_id"), message.get("question")
+    target = message.get("report_id") or message.get("simulation_id")
+    if not isinstance(target, str):
+        return ProtocolError("bad_request", "interview needs a simulation_id or a report_id")
+    if isinstance(agent, bool) or not isinstance(agent, int) or not isinstance(question, str) or not question.strip():
+        return ProtocolError("bad_request", "interview needs agent_id (integer) and question (non-empty string)")
+    if len(question) > MAX_QUESTION:
+        return ProtocolError("bad_request", f"the question is longer than {MAX_QUESTION} characters")
+    platform = message.get("platform")
+    if platform not in (None, "twitter", "reddit"):
+        return ProtocolError("bad_request", "platform must be twitter, reddit or absent")
+    return Interview(message.get("simulation_id"), message.get("report_id"), agent, question, platform)
+
+
+def matches(sub: Subscribe, recorded: Recorded, info: ReportInfo | None) -> bool:
+    """Whether an event concerns what the subscription filters on."""
+    if sub.report_id is not None and recorded.stream != f"report-{sub.report_id}":
+        return False
+    if sub.simulation_id is not None:
+        own = recorded.stream == f"simulation-{sub.simulation_id}"
+        return own or (info is not None and info.simulation_id == sub.simulation_id)
+    return True
+
+
+def frames_for(sub: Subscribe, recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
+    """Every frame this subscription gets for one event."""
+    if recorded.position <= sub.after or not matches(sub, recorded, info):
+        return []
+    frames = []
+    if "events" in sub.topics:
+        frames.append(event_frame(recorded))
+    if "notifications" in sub.topics:
+        frames.extend(notifications(recorded, info))
+    return frames
+
+
+def event_frame(recorded: Recorded) -> dict[str, Any]:
+    """An `event` frame: `type` names the frame, so the event's own type travels as `event_type`."""
+    shape = recorded.as_json()
+    shape["event_type"] = shape.pop("type")
+    return {"type": "event", **shape}
+
+
+def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
+    """section_ready, interview_unlocked and report_status frames derived from one event."""
+    t = recorded.type
+    if t not in STATUS_OF and t not in ("InterviewUnlocked", "InterviewAnswered"):
+        return []
+    d = recorded.data
+    base = {"position": recorded.position, "report_id": d["report_id"],
+            "simulation_id": info.simulation_id if info else d.get("simulation_id")}
+    total = info.sections_total if info else 0
+    out: list[dict[str, Any]] = []
+    if t == "SectionCompleted":
+        out.append({"type": "section_ready", **base, "section_index": d["section_index"], "title": d["title"],
+                    "sections_total": total})
+    if t == "InterviewUnlocked":
+        out.append({"type": "interview_unlocked", **base, "live_environment": d["live_environment"]})
+    if t == "InterviewAnswered":
+        out.append({"type": "interview_answer", **base, "interview_id": d["interview_id"], "agent_id": d["agent_id"],
+                    "answer": d["answer"], "mode": d["mode"], "platform": d.get("platform")})
+    if t in STATUS_OF:
+        status = {"type": "report_status", **base, "status": STATUS_OF[t]}
+        if t == "SectionCompleted":
+            status["progress"] = progress_for(d["section_index"], total)
+        elif t in ("ReportCompleted", "ReportFailed"):
+            status["progress"] = 100 if t == "ReportCompleted" else -1
+        if t == "ReportFailed":
+            status["error"] = d["error"]
+        out.append(status)
+    return out

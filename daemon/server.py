@@ -1,0 +1,282 @@
+"""The websocket and HTTP server (DESIGN.md section 6): one port, `/ws` for websockets, GETs for the rest.
+
+One broadcaster task follows the log and offers each event to every session. A session
+that subscribes with `after` first reads the history itself (buffering what the
+broadcaster offers meanwhile), then goes live: no gap, nothing twice. Each session
+sends from its own bounded queue, so a client that stops reading is disconnected
+(code 4008) instead of slowing anyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from websockets.asyncio.server import Server as WSServer
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from simreportd.events.codec import Recorded
+from simreportd.events.errors import ConfigError, SimreportdError
+from simreportd.events.store import CaughtUp
+
+from . import http_api
+from .config import ServerConfig
+from .notifications import GenerateReport, Interview, ProtocolError, ReportInfo, Subscribe, frames_for, parse_message
+
+log = logging.getLogger("simreportd.daemon.server")
+
+QUEUE_FRAMES = 1000  # frames a client may fall behind by before it is disconnected
+BUFFER_EVENTS = 10_000
+MAX_MESSAGE = 64 * 1024
+SLOW_CLIENT = 4008
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Session:
+    """One websocket client: its subscription, its history/live hand-over, its bounded queue."""
+
+    def __init__(self, ws: ServerConnection, queue_frames: int) -> None:
+        self.ws = ws
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(queue_frames)
+        self.sub: Subscribe | None = None
+        self.live = False
+        self.last = 0
+        self.buffer: list[tuple[Recorded, ReportInfo | None]] = []
+        self.overflowed = False
+
+    def start(self, sub: Subscribe) -> None:
+        self.sub, self.live, self.last, self.buffer, self.overflowed = sub, False, sub.after, [], False
+
+    def offer(self, recorded: Recorded, info: ReportInfo | None) -> None:
+        """Called by the broadcaster for every new event; never blocks."""
+        if self.sub is None:
+            return
+        if not self.live:
+            if len(self.buffer) >= BUFFER_EVENTS:
+                self.buffer, self.overflowed = [], True  # the history reader will read these again
+            else:
+                self.buffer.append((recorded, info))
+            return
+        self._deliver(recorded, info)
+
+    def go_live(self) -> None:
+        """After the history: deliver what was buffered beyond it, then take events as they come."""
+        buffered, self.buffer = self.buffer, []
+        self.live = True
+        for recorded, info in buffered:
+            self._deliver(recorded, info)
+
+    def _deliver(self, recorded: Recorded, info: ReportInfo | None) -> None:
+        if recorded.position <= self.last or self.sub is None:
+            return
+        self.last = recorded.position
+        for frame in frames_for(self.sub, recorded, info):
+            self.push(frame)
+
+    def push(self, frame: dict[str, Any]) -> None:
+        try:
+            self.queue.put_nowait(frame)
+        except asyncio.QueueFull:
+            self.sub = None
+            log.warning("disconnecting a websocket client that fell %d frames behind", self.queue.qsize())
+            asyncio.ensure_future(self.ws.close(SLOW_CLIENT, f"too slow: reconnect with after={self.last}"))
+
+
+class Server:
+    """Serves `/ws`, the JSON API, the MiroFish endpoints and the dashboard for a running Daemon."""
+
+    def __init__(self, daemon: Any, config: ServerConfig) -> None:
+        if not is_loopback(config.host) and not config.token:
+            raise ConfigError(f"[server] host = {config.host!r} is not loopback: set [server] token to expose it")
+        self.daemon, self.config = daemon, config
+        self.sessions: set[Session] = set()
+        self.reports: dict[str, ReportInfo] = {}
+        self._ws: WSServer | None = None
+        self._broadcaster: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Server:
+        start = await self.daemon.store.last_position()
+        self._broadcaster = asyncio.create_task(self._broadcast(start), name="broadcaster")
+        self._ws = await serve(self._handler, self.config.host, self.config.port, max_size=MAX_MESSAGE,
+                               process_request=self._process_request, server_header="simreportd")
+        log.info("serving on http://%s:%d/", self.config.host, self.port)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._ws is not None:
+            self._ws.close(close_connections=True)  # websockets closes each connection with 1001 going away
+            await self._ws.wait_closed()
+        if self._broadcaster is not None:
+            self._broadcaster.cancel()
+            await asyncio.gather(self._broadcaster, return_exceptions=True)
+
+    @property
+    def port(self) -> int:
+        assert self._ws is not None
+        return int(self._ws.sockets[0].getsockname()[1])
+
+    # --- HTTP -----------------------------------------------------------------------------------
+
+    async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        url = urlsplit(request.path)
+        query = dict(parse_qsl(url.query))
+        if self.config.token and not self._authorized(request, query):
+            return _response(401, "text/plain", b"a token is required: Authorization: Bearer <token> or ?token=")
+        if url.path == "/ws":
+            origin = request.headers.get("Origin")
+            if origin and origin not in self.config.allowed_origins \
+                    and urlsplit(origin).netloc != request.headers.get("Host"):
+                return _response(403, "text/plain", f"origin {origin} is not allowed".encode())
+            return None
+        if url.path == "/healthz":
+            return _response(*http_api.json_reply(await self._health()))
+        if url.path == "/metrics":
+            return _response(200, http_api.TEXT, (await self._metrics()).encode())
+        status, kind, body = await asyncio.to_thread(http_api.handle, self.daemon.views.path, url.path, query)
+        return _response(status, kind, body)
+
+    def _authorized(self, request: Request, query: dict[str, str]) -> bool:
+        header = request.headers.get("Authorization", "")
+        given = header[7:] if header.startswith("Bearer ") else query.get("token", "")
+        return hmac.compare_digest(given.encode(), self.config.token.encode())
+
+    async def _health(self) -> dict[str, Any]:
+        head = await self.daemon.store.last_position()
+        return {"status": "ok", "position": head, "projection_position": self.daemon.views.position,
+                "websocket_clients": len(self.sessions)}
+
+    async def _metrics(self) -> str:
+        head = await self.daemon.store.last_position()
+
+        def read() -> str:
+            from simreportd.projections.runner import connect_views
+
+            conn = connect_views(self.daemon.views.path)
+            try:
+                return http_api.metrics(conn, head, self.daemon.views.position, len(self.sessions))
+            finally:
+                conn.close()
+
+        return await asyncio.to_thread(read)
+
+    # --- websockets -----------------------------------------------------------------------------
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        session = Session(ws, QUEUE_FRAMES)
+        self.sessions.add(session)
+        sender = asyncio.create_task(self._send(session))
+        reader: asyncio.Task[None] | None = None
+        try:
+            async for message in ws:
+                command = parse_message(message)
+                if isinstance(command, Subscribe):
+                    if reader is not None:
+                        reader.cancel()
+                    session.start(command)
+                    reader = asyncio.create_task(self._catch_up(session, command))
+                else:
+                    await self._command(session, command)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.sessions.discard(session)
+            for task in (sender, reader):
+                if task is not None:
+                    task.cancel()
+
+    async def _send(self, session: Session) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                frame = await session.queue.get()
+                await session.ws.send(json.dumps(frame, ensure_ascii=False))
+
+    async def _catch_up(self, session: Session, sub: Subscribe) -> None:
+        """History from `after`, `caught_up`, then live: the hand-over described at the top."""
+        position = sub.after
+        while True:
+            batch = await self.daemon.store.read_all(position, 500)
+            for recorded in batch:
+                for frame in frames_for(sub, recorded, await self.report_info(recorded)):
+                    await session.queue.put(frame)  # history may wait for the client; live never does
+                position = session.last = recorded.position
+            if len(batch) < 500 and not session.overflowed:
+                break
+            session.overflowed = False
+        await session.queue.put({"type": "caught_up", "position": position})
+        session.go_live()
+
+    async def _command(self, session: Session, command: GenerateReport | Interview | ProtocolError) -> None:
+        if isinstance(command, ProtocolError):
+            session.push(command.frame())
+        elif isinstance(command, GenerateReport):
+            try:
+                report_id = await self.daemon.reports.request(command.simulation_id, trigger="websocket")
+            except SimreportdError as exc:
+                session.push(ProtocolError("not_found", str(exc)).frame())
+                return
+            session.push({"type": "report_status", "report_id": report_id, "simulation_id": command.simulation_id,
+                          "status": "pending"})
+        else:
+            await self._interview(session, command)
+
+    async def _interview(self, session: Session, command: Interview) -> None:
+        interviews = getattr(self.daemon, "interviews", None)
+        if interviews is None:
+            session.push(ProtocolError("unsupported", "interviews are not available in this daemon").frame())
+            return
+        try:
+            answer = await interviews.ask(command.report_id or command.simulation_id, command.agent_id,
+                                          command.question, command.platform)
+        except SimreportdError as exc:
+            session.push(ProtocolError(getattr(exc, "code", "interview_refused"), str(exc)).frame())
+            return
+        session.push({"type": "interview_answer", **answer})
+
+    async def _broadcast(self, after: int) -> None:
+        async for item in self.daemon.store.subscribe(after=after):
+            if isinstance(item, CaughtUp):
+                continue
+            info = await self.report_info(item)
+            for session in list(self.sessions):
+                session.offer(item, info)
+
+    async def report_info(self, recorded: Recorded) -> ReportInfo | None:
+        """The report's simulation and section count, for notifications (cached, filled from the log)."""
+        if not recorded.stream.startswith("report-"):
+            return None
+        report_id = recorded.data["report_id"]
+        if recorded.type == "OutlinePlanned" and report_id in self.reports:
+            self.reports[report_id] = ReportInfo(self.reports[report_id].simulation_id,
+                                                 len(recorded.data["sections"]))
+        if report_id not in self.reports:
+            events = await self.daemon.store.read_stream(recorded.stream)
+            outline = [r for r in events if r.type == "OutlinePlanned" and r.position <= recorded.position]
+            total = len(outline[-1].data["sections"]) if outline else 0
+            requested = [r for r in events if r.type == "ReportRequested"]
+            simulation_id = requested[0].data["simulation_id"] if requested else ""
+            self.reports[report_id] = ReportInfo(simulation_id, total)
+        return self.reports[report_id]
+
+
+def _response(status: int, content_type: str, body: bytes) -> Response:
+    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body))),
+                       ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+    return Response(status, HTTPStatus(status).phrase, headers, body)
