@@ -40,10 +40,16 @@ class TraceView:
         d = recorded.data
         label, detail = describe(recorded.type, d)
         usage = d.get("usage") or {}
-        yield ("INSERT OR REPLACE INTO trace_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               (recorded.position, d["report_id"], d.get("section_index", 0), d.get("iteration"),
+        # Answers carry no section: they belong to the section of the step before them. A step belongs
+        # to the iteration its section's latest LLM request opened (0 before any).
+        section = ("coalesce(?, (SELECT section_index FROM trace_steps WHERE report_id = ?"
+                   " ORDER BY position DESC LIMIT 1), 0)")
+        yield (f"INSERT OR REPLACE INTO trace_steps SELECT ?, ?, s, ? + (SELECT count(*) FROM trace_steps"
+               f" WHERE report_id = ? AND section_index = s AND kind = 'llm_request'), ?, ?, ?, ?, ?, ?, ?"
+               f" FROM (SELECT {section} AS s)",
+               (recorded.position, d["report_id"], int(recorded.type == "LLMRequested"), d["report_id"],
                 KINDS[recorded.type], label, detail, usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                d.get("latency_ms"), recorded.recorded_at))
+                d.get("latency_ms"), recorded.recorded_at, d.get("section_index"), d["report_id"]))
 
 
 def describe(type_name: str, d: dict[str, Any]) -> tuple[str, str]:

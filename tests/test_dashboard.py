@@ -1,0 +1,72 @@
+"""The dashboard in headless Chromium against a daemon ingesting a live simulated run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from simreportd.daemon.service import Daemon
+
+from .browser import Chromium, chromium_path
+from .conftest import TIMEOUT, make_config
+from .fake_llm import FakeLLM
+from .processes import cli
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow,
+              pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (.ci/run installs it)")]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+STATE = """(() => ({
+  sections: document.querySelectorAll('.report-section').length,
+  pending: document.querySelectorAll('.pending-section').length,
+  simulationRunning: [...document.querySelectorAll('#simulations .status')].some(e => e.textContent !== 'completed'),
+  chartDrawn: [...document.querySelectorAll('#simulations img.chart')].some(i => i.complete && i.naturalWidth > 0),
+  traceSteps: document.querySelectorAll('#trace .step').length,
+  rejections: document.querySelectorAll('#trace .kind.rejection').length,
+  interviewOpen: document.getElementById('interview').classList.contains('open'),
+  live: document.getElementById('conn').className === 'live',
+  blockquotes: document.querySelectorAll('article blockquote').length,
+  navigations: performance.getEntriesByType('navigation').length,
+}))()"""
+
+
+async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tmp_path: Path) -> None:
+    simulator = cli("simulate", str(tmp_path / "sims" / "sim_live"), "--agents", "12", "--rounds", "6", "--live",
+                    "--round-seconds", "0.4")
+    seen: list[dict] = []
+    try:
+        with FakeLLM(latency_s=0.12) as llm:
+            config = make_config(tmp_path, server={"port": 0}, watch={"roots": [tmp_path / "sims"],
+                                                                      "rescan_seconds": 0.2},
+                                 llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"})
+            async with Daemon(config) as daemon:
+                task = asyncio.create_task(daemon.run(serve=True))
+                while daemon.server is None or daemon.server._ws is None:
+                    await asyncio.sleep(0.01)
+                async with Chromium(tmp_path / "profile") as browser:
+                    await browser.goto(f"http://127.0.0.1:{daemon.server.port}/")
+                    deadline = time.monotonic() + TIMEOUT * 2
+                    while True:
+                        state = await browser.evaluate(STATE)  # None while the page is still loading
+                        if state is not None:
+                            seen.append(state)
+                        if state and state["sections"] >= 3 and not state["pending"] and state["interviewOpen"] \
+                                and state["traceSteps"]:
+                            break
+                        assert time.monotonic() < deadline, f"dashboard never completed: {seen[-1]}"
+                        await asyncio.sleep(0.1)
+                    await asyncio.sleep(0.5)  # let the last trace fetch land before the picture
+                    await browser.screenshot(ARTIFACTS / "dashboard.png")
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+    finally:
+        simulator.terminate()
+        simulator.wait(timeout=TIMEOUT)
+    final = seen[-1]
+    assert any(s["simulationRunning"] and s["chartDrawn"] for s in seen), "no chart while the run was ingested"
+    assert any(0 < s["sections"] < final["sections"] for s in seen), "sections did not arrive one by one"
+    assert final["navigations"] == 1 and final["live"] and final["blockquotes"] >= 3
+    assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
