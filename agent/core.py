@@ -31,7 +31,7 @@ from simreportd.events.models import (
     ToolProtocolChosen,
 )
 
-from . import prompts
+from . import grounding, prompts
 from .interpret import Reply, clean_body, is_raw_tool_call, parse_outline, read_reply
 from .outline import fallback_outline
 from .state import ReportState, SectionState
@@ -285,6 +285,10 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict)
             "write the section."))]
     if not body:
         return [ResponseRejected(**base, reason="empty_section", feedback="Rejected: the section text is empty.")]
+    check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
+    if not check.ok and section.grounding_rejections < 1:  # one chance to fix it, then it is marked
+        return [ResponseRejected(**base, reason="ungrounded", detail=check.feedback()[:500],
+                                 feedback=check.feedback())]
     return [_completed(s, section, body, forced=False)]
 
 
@@ -301,9 +305,12 @@ def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base
 
 
 def _completed(s: ReportState, section: SectionState, body: str, forced: bool) -> SectionCompleted:
+    """The section, with any quote the evidence does not hold flagged in place and counted."""
+    check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
     return SectionCompleted(report_id=s.report_id, section_index=section.index, title=section.title,
-                            content=body, forced=forced, tool_calls=section.tool_calls,
-                            iterations=section.iterations)
+                            content=grounding.mark(body, check), forced=forced, tool_calls=section.tool_calls,
+                            iterations=section.iterations,
+                            ungrounded_quotes=len(check.ungrounded_quotes) + len(check.unknown_ids))
 
 
 def _emit(*events: DomainEvent) -> Emit:

@@ -83,7 +83,8 @@ def _plan(title: str, topic: str) -> list[tuple[str, dict[str, Any]]]:
     t = title.lower()
     if "camp" in t or "argument" in t:
         return [("quick_search", {"query": topic, "limit": 10}), ("insight_forge", {"query": topic}),
-                ("panorama_search", {"query": topic}), ("simulation_analytics", {})]
+                ("panorama_search", {"query": topic}), ("interview_agents", {"interview_topic": topic,
+                                                                              "max_agents": 4})]
     if "twitter" in t or "reddit" in t or "platform" in t:
         return [("simulation_analytics", {}), ("panorama_search", {"query": topic}),
                 ("quick_search", {"query": topic, "limit": 10}), ("insight_forge", {"query": topic})]
@@ -187,6 +188,21 @@ def _camps(seen: dict[str, list[dict[str, Any]]]) -> list[str]:
     if agents:
         listed = ", ".join(f"{a['name']} ({a['ref']}, {a['stance']}, {a['actions']} actions)" for a in agents[:5])
         out.append(f"The agents behind these statements include {listed}.")
+    out.extend(_interviews(seen))
+    return out
+
+
+def _interviews(seen: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """What the interviewed agents said, with how they answered (live, or in persona)."""
+    result = (seen.get("interview_agents") or [{}])[0]
+    items = result.get("interviews", [])
+    if not items:
+        return []
+    out = [f"Asked directly ({result.get('note', '')}), {len(items)} agents answered:"]
+    for item in items[:3]:
+        agent = item["agent"]
+        out.append(f"{agent['name']} ({agent['ref']}, {agent['stance'] or 'no stated stance'}, {item['mode']}):\n\n"
+                   f"> {item['answer']}")
     return out
 
 

@@ -49,3 +49,16 @@ class RecordedEnvironment:
 
     async def alive(self, simulation_id: str) -> bool:
         return self.live
+
+
+class RecordedInterviews:
+    """Serves the interview_agents results of the original run, in order: interviews are outside I/O too."""
+
+    def __init__(self, original: list[Recorded]) -> None:
+        self.results = [r.data["result"] for r in original
+                        if r.type == "ToolObserved" and r.data["tool"] == "interview_agents"]
+
+    async def report_interview(self, simulation_id: str, generation: int, topic: str, max_agents: int = 5) -> str:
+        if not self.results:
+            raise UnrecordedCall("the original run made no more interview_agents calls")
+        return self.results.pop(0)

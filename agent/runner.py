@@ -9,6 +9,7 @@ effect whose result was not yet appended is performed a second time.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,8 @@ from typing import Any, Protocol
 from simreportd.events.models import (
     ContextGathered,
     DomainEvent,
+    InterviewAnswered,
+    InterviewRequested,
     InterviewUnlocked,
     LLMFailed,
     LLMResponded,
@@ -81,7 +84,7 @@ class ReportRunner:
         if isinstance(effect, core.CallLLM):
             return [await self._call_llm(s, effect)]
         if isinstance(effect, core.RunTool):
-            return [await self._run_tool(s, effect)]
+            return await self._run_tool(s, effect)
         if isinstance(effect, core.UnlockInterviews):
             live = await self.environment.alive(effect.simulation_id)
             return [InterviewUnlocked(report_id=s.report_id, simulation_id=effect.simulation_id,
@@ -105,17 +108,34 @@ class ReportRunner:
                             latency_ms=round((time.perf_counter() - started) * 1000, 3),
                             finish_reason=completion.finish_reason)
 
-    async def _run_tool(self, s: ReportState, effect: core.RunTool) -> DomainEvent:
+    async def _run_tool(self, s: ReportState, effect: core.RunTool) -> list[DomainEvent]:
         call = effect.call
         assert s.request is not None
         started = time.perf_counter()
         try:
             result = await self.tools.run(call.tool, call.arguments, s.request.simulation_id, s.request.generation)
         except ToolError as exc:
-            return ToolFailed(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
-                              tool=call.tool, error=str(exc))
-        return ToolObserved(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
-                            tool=call.tool, result=result, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+            return [ToolFailed(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
+                               tool=call.tool, error=str(exc))]
+        observed = ToolObserved(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
+                                tool=call.tool, result=result,
+                                latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        return [*interview_events(s, call.call_id, result), observed] if call.tool == "interview_agents" \
+            else [observed]
+
+
+def interview_events(s: ReportState, call_id: str, result: str) -> list[DomainEvent]:
+    """Every question and answer of an interview_agents call, recorded with the mode that answered."""
+    assert s.request is not None
+    events: list[DomainEvent] = []
+    for n, item in enumerate(json.loads(result).get("interviews", []), 1):
+        interview_id = f"{call_id}-{n}"
+        events.append(InterviewRequested(report_id=s.report_id, interview_id=interview_id,
+                                         simulation_id=s.request.simulation_id, agent_id=item["agent_id"],
+                                         question=item["question"], mode=item["mode"]))
+        events.append(InterviewAnswered(report_id=s.report_id, interview_id=interview_id, agent_id=item["agent_id"],
+                                        answer=item["answer"], mode=item["mode"], platform=item.get("platform")))
+    return events
 
 
 def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from simreportd.events.models import (
     ToolProtocolChosen,
 )
 
-from . import prompts
+from . import grounding, prompts
 
 
 @dataclass
@@ -58,6 +58,7 @@ class SectionState:
     tool_calls: int = 0
     used_tools: list[str] = field(default_factory=list)
     conflicts: int = 0
+    grounding_rejections: int = 0
     open_calls: list[ToolCalled] = field(default_factory=list)
     final_requested: bool = False
     observations: list[ToolObserved] = field(default_factory=list)
@@ -162,6 +163,8 @@ class ReportState:
             self.outline_rejections += 1
         if e.reason == "tool_and_final_answer" and (section := self.current) is not None:
             section.conflicts += 1
+        if e.reason == "ungrounded" and (section := self.current) is not None:
+            section.grounding_rejections += 1
 
     def _on_ToolCalled(self, e: ToolCalled) -> None:
         self.conversation.unread = None
@@ -197,6 +200,10 @@ class ReportState:
         self.failed = None
         self.conversation.failures = 0
         self.conversation.last_failure = None
+
+    def known_ids(self) -> set[str]:
+        """Ids any tool of this report returned: citing one of them is citing the simulation model."""
+        return grounding.ids_in([o.result for s in self.sections.values() for o in s.observations])
 
     def _close_call(self, index: int, call_id: str) -> SectionState:
         section = self.sections[index]

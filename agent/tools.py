@@ -12,7 +12,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from simreportd.events.errors import SimreportdError
 from simreportd.projections.chart import per_round_rows, turning_points
@@ -29,18 +29,40 @@ class ToolError(SimreportdError):
     """A tool call that cannot run as asked (bad arguments); the model is told and goes on."""
 
 
-class SimulationTools:
-    """Tool implementations over the read-model database, run in worker threads."""
+class Interviews(Protocol):
+    async def report_interview(self, simulation_id: str, generation: int, topic: str, max_agents: int = 5) -> str:
+        """The interview_agents tool's result (JSON text), live or in persona."""
+        ...
 
-    def __init__(self, views_path: Path) -> None:
-        self.views_path = views_path
+
+class SimulationTools:
+    """Tool implementations over the read-model database, run in worker threads.
+
+    `interview_agents` reaches outside the database (the simulator's file RPC), so it is
+    delegated to an `Interviews` implementation the daemon provides.
+    """
+
+    def __init__(self, views_path: Path, interviews: Interviews | None = None) -> None:
+        self.views_path, self.interviews = views_path, interviews
 
     async def run(self, name: str, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
         """Run tool `name` and return its result as JSON text."""
         if name not in REPORT_TOOLS:
             raise ToolError(f"unknown tool {name!r}")
+        if name == "interview_agents":
+            return await self._interview(arguments, simulation_id, generation)
         method = getattr(self, name)
         return await asyncio.to_thread(self._call, method, arguments, (simulation_id, generation))
+
+    async def _interview(self, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
+        topic = arguments.get("interview_topic")
+        if not isinstance(topic, str) or not topic.strip():
+            raise ToolError("interview_agents needs interview_topic (a non-empty string)")
+        if self.interviews is None:
+            raise ToolError("interviews are not available here")
+        max_agents = arguments.get("max_agents", 5)
+        return await self.interviews.report_interview(simulation_id, generation, topic,
+                                                      max_agents if isinstance(max_agents, int) else 5)
 
     async def context(self, simulation_id: str, generation: int) -> dict[str, Any]:
         """What planning needs: statistics, requirement, agent types, stances, sample posts."""

@@ -42,7 +42,7 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
     },
 }
 
-REPORT_TOOLS = ("insight_forge", "panorama_search", "quick_search", "simulation_analytics")
+REPORT_TOOLS = ("insight_forge", "panorama_search", "quick_search", "simulation_analytics", "interview_agents")
 
 
 def openai_tools(names: list[str]) -> list[dict[str, Any]]:

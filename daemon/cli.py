@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", type=int, required=True, metavar="POSITION")
     p.add_argument("--model", help="the model the fork continues with")
     p.add_argument("--provider", choices=["openai", "offline"], help="the provider the fork continues with")
+    p = command("interview", commands.interview, "Ask a simulated agent a question once its report is complete "
+                "(live when the simulation is still running, else in persona).")
+    p.add_argument("target", metavar="SIMULATION_ID|REPORT_ID")
+    p.add_argument("--agent", type=int, required=True, metavar="N")
+    p.add_argument("--platform", choices=["twitter", "reddit"])
+    p.add_argument("question")
     command("rebuild", commands.rebuild, "Drop every read model and export, replay the log, compare digests.")
     p = command("export", commands.export, "Write a report's MiroFish-compatible folder into DIR.")
     p.add_argument("report_id", metavar="REPORT_ID")

@@ -208,6 +208,14 @@ async def fork(args: argparse.Namespace, config: Config) -> int:
     return finish(config, new_id, state)
 
 
+async def interview(args: argparse.Namespace, config: Config) -> int:
+    async with Daemon(config) as daemon:
+        answer = await daemon.interviews.ask(args.target, args.agent, args.question, args.platform)
+    say(f"agent {answer['agent_id']} ({answer['mode']}{', ' + answer['note'] if answer['note'] else ''}):")
+    print(answer["answer"])
+    return 0
+
+
 async def events(args: argparse.Namespace, config: Config) -> int:
     streams = [args.stream] if args.stream else None
     async with EventStore(config.store.path, config.store.synchronous) as store:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent.replay import RecordedEnvironment, ReplayProvider
+from simreportd.agent.replay import RecordedEnvironment, RecordedInterviews, ReplayProvider
 from simreportd.agent.runner import ReportRunner, report_stream
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
@@ -78,7 +78,8 @@ async def replay_report(store: EventStore, report_id: str, scratch: Path,
             await views.catch_up()
         if tamper is not None:
             tamper(views_path_for(scratch))
-        runner = ReportRunner(copy, SimulationTools(views_path_for(scratch)), ReplayProvider(original),
+        tools = SimulationTools(views_path_for(scratch), RecordedInterviews(original))
+        runner = ReportRunner(copy, tools, ReplayProvider(original),
                               RecordedEnvironment(original), sleep=_no_wait)
         await runner.run(report_id)
         replayed = await copy.read_stream(report_stream(report_id))

@@ -25,6 +25,7 @@ from simreportd.projections.trace import TraceView
 from .config import Config, LLMConfig
 from .environment import FolderEnvironment
 from .exporter import Exporter
+from .interviews import Interviewer
 from .reports import ReportScheduler
 from .server import Server
 from .systemd import notify, watchdog_interval
@@ -65,7 +66,8 @@ class Daemon:
         self.provider = build_provider(c.llm)
         if isinstance(self.provider, OpenAIProvider):
             self._stack.push_async_callback(self.provider.close)
-        self.runner = ReportRunner(self.store, SimulationTools(views_path), self.provider,
+        self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s)
+        self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews), self.provider,
                                    FolderEnvironment(views_path))
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,

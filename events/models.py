@@ -278,6 +278,7 @@ RejectionReason = Literal[
     "unknown_tool",
     "empty_section",
     "invalid_outline",
+    "ungrounded",
 ]
 
 
@@ -300,6 +301,7 @@ class SectionCompleted(ReportEvent):
     forced: bool = False
     tool_calls: int = 0
     iterations: int = 0
+    ungrounded_quotes: int = 0
 
 
 class ReportCompleted(ReportEvent):

@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS reports (
     trigger TEXT, forked_from TEXT, protocol TEXT, llm_calls INTEGER, llm_failures INTEGER, tool_calls INTEGER,
     rejections INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, tokens_estimated INTEGER,
     error TEXT, failed_stage TEXT, resumable INTEGER, created_at TEXT, completed_at TEXT, updated_at TEXT,
-    last_position INTEGER);
+    last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0);
 CREATE TABLE IF NOT EXISTS report_sections (
     report_id TEXT, section_index INTEGER, title TEXT, description TEXT, status TEXT, content TEXT,
     tool_calls INTEGER, iterations INTEGER, forced INTEGER, completed_at TEXT, position INTEGER,
@@ -67,7 +67,7 @@ class ReportView:
 
     def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO reports VALUES (?, ?, ?, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
-               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0)",
+               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0, 0)",
                (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
                 d.get("trigger", ""), d.get("forked_from"), at, at))
 
@@ -106,8 +106,9 @@ class ReportView:
                " forced = ?, completed_at = ? WHERE report_id = ? AND section_index = ?",
                (d["content"], d.get("tool_calls", 0), d.get("iterations", 0), int(d.get("forced", False)), at, rid, i))
         yield ("UPDATE reports SET completed_sections = completed_sections + 1, message = ?,"
-               " progress = 10 + (85 * (completed_sections + 1)) / max(sections_total, 1) WHERE report_id = ?",
-               (f"Section {i} completed: {d['title']}", rid))
+               " progress = 10 + (85 * (completed_sections + 1)) / max(sections_total, 1),"
+               " ungrounded_quotes = ungrounded_quotes + ? WHERE report_id = ?",
+               (f"Section {i} completed: {d['title']}", d.get("ungrounded_quotes", 0), rid))
 
     def _ReportCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = 'completed', progress = 100, message = 'Report completed',"

@@ -239,3 +239,16 @@ async def test_http_endpoints_match_the_mirofish_shapes(running: Running) -> Non
     assert 'simreportd_reports{status="completed"} 1' in metrics and "simreportd_websocket_clients" in metrics
     status, missing = await get("/api/reports/nope")
     assert status == 404
+
+
+async def test_the_interview_op_is_refused_before_unlock_and_answered_after(running: Running) -> None:
+    report_id = await running.daemon.reports.request("sim_small")
+    async with connect(f"ws://{running.base}/ws") as ws:
+        ask = json.dumps({"op": "interview", "report_id": report_id, "agent_id": 1, "question": "Still with us?"})
+        await ws.send(ask)
+        refused = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+        await generate(running.daemon, report_id)
+        await ws.send(ask)
+        answer = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+    assert refused["type"] == "error" and refused["code"] == "locked"
+    assert answer["type"] == "interview_answer" and answer["mode"] == "persona" and answer["agent_id"] == 1

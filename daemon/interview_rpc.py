@@ -1,0 +1,71 @@
+"""The client half of the simulator's file RPC (FORMATS.md section 1.5).
+
+A command is written to a temporary name and renamed into `ipc_commands/`, so the
+simulator never reads half a file; the answer is awaited with watchfiles, with a poll
+as the fallback, until `[interview] timeout_s`. `close_env` is never sent from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import watchfiles
+
+from simreportd.events.errors import SimreportdError
+
+POLL_MS = 250
+
+
+class RPCFailed(SimreportdError):
+    """The live environment did not answer usefully (timeout, failed status, unreadable response)."""
+
+
+def write_command(folder: Path, command_type: str, args: dict[str, Any]) -> str:
+    """Place one command atomically; return its id."""
+    command_id = uuid.uuid4().hex
+    commands = folder / "ipc_commands"
+    commands.mkdir(exist_ok=True)
+    tmp = commands / f".{command_id}.tmp"
+    tmp.write_text(json.dumps({"command_id": command_id, "command_type": command_type, "args": args,
+                               "timestamp": datetime.now().isoformat()}, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, commands / f"{command_id}.json")
+    return command_id
+
+
+def read_response(path: Path) -> dict[str, Any] | None:
+    """The response, or None while it is missing or still half-written."""
+    try:
+        response = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return response if isinstance(response, dict) else None
+
+
+async def call(folder: Path, command_type: str, args: dict[str, Any], timeout_s: float) -> Any:
+    """Send a command and return its `result`; raise RPCFailed on timeout or a failed status."""
+    command_id = await asyncio.to_thread(write_command, folder, command_type, args)
+    responses = folder / "ipc_responses"
+    responses.mkdir(exist_ok=True)
+    path = responses / f"{command_id}.json"
+    try:
+        response = await asyncio.wait_for(_await_file(responses, path), timeout_s)
+    except TimeoutError:
+        (folder / "ipc_commands" / f"{command_id}.json").unlink(missing_ok=True)  # never handled: withdraw it
+        raise RPCFailed(f"the simulation environment did not answer within {timeout_s:g}s") from None
+    path.unlink(missing_ok=True)
+    if response.get("status") != "completed":
+        raise RPCFailed(f"the simulation environment answered {response.get('status')!r}: {response.get('error')}")
+    return response.get("result")
+
+
+async def _await_file(folder: Path, path: Path) -> dict[str, Any]:
+    async for _ in watchfiles.awatch(folder, rust_timeout=POLL_MS, yield_on_timeout=True, debounce=20, step=10):
+        if (response := await asyncio.to_thread(read_response, path)) is not None:
+            return response
+    raise RPCFailed(f"{folder} vanished while waiting for an answer")

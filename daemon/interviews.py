@@ -1,0 +1,230 @@
+"""Interviews with simulated agents: live over the file RPC when the environment is alive, else in persona.
+
+Used twice: by the report agent's `interview_agents` tool, and after a report completes
+by users (`simreportd interview`, the websocket op). Every answer says which mode made it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any
+
+from simreportd.agent.providers import LLMError, LLMProvider
+from simreportd.agent.prompts import DATA_RULE, delimit
+from simreportd.agent.runner import report_stream
+from simreportd.agent.tools import fts_query
+from simreportd.events.errors import NotFound, SimreportdError
+from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
+from simreportd.events.store import EventStore
+from simreportd.projections.runner import connect_views
+
+from . import interview_rpc
+from .environment import FolderEnvironment
+
+MAX_AGENTS = 10
+STANCE_ORDER = ("opposing", "supportive", "neutral", "observer", "")
+
+
+class InterviewLocked(SimreportdError):
+    code = "locked"
+
+
+def questions(topic: str) -> list[str]:
+    """Three questions on a topic, the same for every agent so answers can be compared."""
+    return [f"What is your view on {topic}, and why?",
+            f"Did anything you saw during the discussion of {topic} change your mind?",
+            f"What would you say to someone who disagrees with you about {topic}?"]
+
+
+class Interviewer:
+    def __init__(self, store: EventStore, views_path: Path, provider: LLMProvider, model: str,
+                 timeout_s: float) -> None:
+        self.store, self.views_path, self.provider, self.timeout_s = store, views_path, provider, timeout_s
+        self.model = model
+        self.environment = FolderEnvironment(views_path)
+
+    # --- the report tool ------------------------------------------------------------------------
+
+    async def report_interview(self, simulation_id: str, generation: int, topic: str, max_agents: int = 5) -> str:
+        """The `interview_agents` tool: varied agents, shared questions, one batch; JSON with every answer."""
+        count = max(1, min(int(max_agents), MAX_AGENTS))
+        agents = await asyncio.to_thread(self._choose, simulation_id, generation, topic, count)
+        asked = questions(topic)
+        prompt = "Please answer these questions:\n" + "\n".join(f"{i}. {q}" for i, q in enumerate(asked, 1))
+        answers, mode, note = await self._answers(simulation_id, generation, agents, prompt)
+        return json.dumps({"topic": topic, "questions": asked, "mode": mode, "note": note, "interviews": [
+            {"agent": {"ref": f"agent:{a['agent_id']}", "name": a["name"], "stance": a["stance"]},
+             "agent_id": a["agent_id"], "question": prompt, **answers[a["agent_id"]]} for a in agents]},
+            sort_keys=True, ensure_ascii=False)
+
+    async def _answers(self, simulation_id: str, generation: int, agents: list[dict[str, Any]],
+                       prompt: str) -> tuple[dict[int, dict[str, Any]], str, str]:
+        folder = self.environment.folder_of(simulation_id)
+        if folder and await self.environment.alive(simulation_id):
+            try:
+                result = await interview_rpc.call(folder, "batch_interview", {"interviews": [
+                    {"agent_id": a["agent_id"], "prompt": prompt} for a in agents]}, self.timeout_s)
+                return _live_answers(result, agents), "live", "answered live by the running simulation"
+            except interview_rpc.RPCFailed as exc:
+                note = f"live interview failed ({exc}); answered in persona from profiles and posts instead"
+        else:
+            note = "the simulation environment is not running; answered in persona from profiles and posts"
+        persona = {a["agent_id"]: {"mode": "persona", "platform": None,
+                                   "answer": await self._persona(simulation_id, generation, a["agent_id"], prompt)}
+                   for a in agents}
+        return persona, "persona", note
+
+    def _choose(self, simulation_id: str, generation: int, topic: str, count: int) -> list[dict[str, Any]]:
+        """Agents who wrote about the topic, taken in turn from each stance so camps are all heard."""
+        conn = connect_views(self.views_path)
+        try:
+            key = (simulation_id, generation)
+            expression = fts_query(topic)
+            ranked = [r[0] for r in conn.execute(
+                "SELECT p.agent_id FROM sim_posts_fts JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
+                " WHERE sim_posts_fts MATCH ? AND p.simulation_id = ? AND p.generation = ? AND p.kind != 'profile'"
+                " GROUP BY p.agent_id ORDER BY count(*) DESC, p.agent_id", (expression, *key))] if expression else []
+            active = [r[0] for r in conn.execute(
+                "SELECT agent_id FROM sim_activity WHERE simulation_id = ? AND generation = ? GROUP BY agent_id"
+                " ORDER BY sum(actions) DESC, agent_id", key)]
+            profiles = {r[0]: {"agent_id": r[0], "name": r[1], "stance": r[2] or ""} for r in conn.execute(
+                "SELECT agent_id, name, stance FROM sim_agents WHERE simulation_id = ? AND generation = ?", key)}
+        finally:
+            conn.close()
+        candidates = [profiles[a] for a in dict.fromkeys(ranked + active) if a in profiles]
+        by_stance = {s: [c for c in candidates if c["stance"] == s] for s in STANCE_ORDER}
+        chosen: list[dict[str, Any]] = []
+        while len(chosen) < min(count, len(candidates)):
+            for stance in STANCE_ORDER:
+                if by_stance[stance] and len(chosen) < count:
+                    chosen.append(by_stance[stance].pop(0))
+        return chosen
+
+    async def _persona(self, simulation_id: str, generation: int, agent_id: int, question: str) -> str:
+        """An answer in the agent's persona: from its profile and its own recorded posts."""
+        profile, posts = await asyncio.to_thread(self._persona_material, simulation_id, generation, agent_id, question)
+        if self.provider.name == "openai":
+            try:
+                return await self._persona_by_model(profile, posts, question)
+            except LLMError:
+                pass  # the data-only answer below is always available
+        said = " ".join(f"I wrote: \u201c{p['content']}\u201d ({p['ref']})." for p in posts[:2]) or \
+            "I did not post about this."
+        return (f"[persona, from my profile and posts] I am {profile['name']}, {profile['entity_type'] or 'a participant'}"
+                f", {profile['stance'] or 'without a stated stance'}. {said}")
+
+    async def _persona_by_model(self, profile: dict[str, Any], posts: list[dict[str, Any]], question: str) -> str:
+        system = (f"You answer as one simulated social-media user, in the first person, in two or three sentences, "
+                  f"consistent with their profile and posts and nothing else. {DATA_RULE}")
+        user = (f"Profile:\n{delimit('simulation_data', json.dumps(profile, ensure_ascii=False))}\n"
+                f"Posts:\n{delimit('simulation_data', json.dumps(posts, ensure_ascii=False))}\n"
+                f"Question:\n{delimit('simulation_data', question)}")
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        request = LLMRequested(report_id="interview", call_id=uuid.uuid4().hex, purpose="interview",
+                               model=self.model, messages_added=messages,
+                               fingerprint="")
+        completion = await self.provider.complete(request, messages, 1)
+        return completion.content.strip() or "(no answer)"
+
+    def _persona_material(self, simulation_id: str, generation: int, agent_id: int,
+                          question: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        conn = connect_views(self.views_path)
+        conn.row_factory = sqlite3.Row
+        try:
+            row = conn.execute("SELECT name, stance, entity_type, bio, persona FROM sim_agents WHERE simulation_id = ?"
+                               " AND generation = ? AND agent_id = ?", (simulation_id, generation, agent_id)).fetchone()
+            if row is None:
+                raise NotFound(f"agent {agent_id} is not in simulation {simulation_id}")
+            key = (simulation_id, generation, agent_id)
+            expression = fts_query(question)
+            relevant = [dict(r) for r in conn.execute(
+                "SELECT p.ref, p.content, p.round FROM sim_posts_fts JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
+                " WHERE sim_posts_fts MATCH ? AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
+                " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
+                (expression, *key))] if expression else []
+            latest = [dict(r) for r in conn.execute(
+                "SELECT ref, content, round FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?"
+                " AND kind IN ('post', 'quote', 'comment') ORDER BY round DESC, id DESC LIMIT 3", key)]
+            posts = list({p["content"]: p for p in relevant + latest}.values())  # the same words once
+        finally:
+            conn.close()
+        return dict(row), posts
+
+    # --- after the report -------------------------------------------------------------------------
+
+    async def ask(self, target: str, agent_id: int, question: str, platform: str | None = None) -> dict[str, Any]:
+        """A user's question to one agent, refused before the report's interviews are unlocked; recorded."""
+        report = await self._unlocked_report(target)
+        simulation_id, generation = report["simulation_id"], report["generation"]
+        interview_id = uuid.uuid4().hex[:12]
+        live = await self.environment.alive(simulation_id)
+        folder = self.environment.folder_of(simulation_id)
+        mode, answer, note = "persona", "", ""
+        if live and folder:
+            try:
+                args = {"agent_id": agent_id, "prompt": question, **({"platform": platform} if platform else {})}
+                result = await interview_rpc.call(folder, "interview", args, self.timeout_s)
+                answer, mode = _single_answer(result), "live"
+            except interview_rpc.RPCFailed as exc:
+                note = f"live interview failed ({exc}); answered in persona"
+        if mode == "persona":
+            answer = await self._persona(simulation_id, generation, agent_id, question)
+        stream = report_stream(report["report_id"])
+        await self.store.append(stream, [
+            InterviewRequested(report_id=report["report_id"], interview_id=interview_id, simulation_id=simulation_id,
+                               agent_id=agent_id, question=question, platform=platform, mode=mode),  # type: ignore[arg-type]
+            InterviewAnswered(report_id=report["report_id"], interview_id=interview_id, agent_id=agent_id,
+                              answer=answer, mode=mode, platform=platform)])  # type: ignore[arg-type]
+        return {"report_id": report["report_id"], "simulation_id": simulation_id, "interview_id": interview_id,
+                "agent_id": agent_id, "question": question, "answer": answer, "mode": mode, "platform": platform,
+                "note": note}
+
+    async def _unlocked_report(self, target: str) -> dict[str, Any]:
+        events = await self.store.read_stream(report_stream(target))
+        if not events:
+            report_id = await asyncio.to_thread(self._latest_report, target)
+            events = await self.store.read_stream(report_stream(report_id))
+        requested = events[0].data
+        if not any(r.type == "InterviewUnlocked" for r in events):
+            raise InterviewLocked(f"interviews for report {requested['report_id']} unlock when it completes "
+                                  f"(it is at: {events[-1].type}); try again then")
+        return requested
+
+    def _latest_report(self, simulation_id: str) -> str:
+        conn = connect_views(self.views_path)
+        try:
+            row = conn.execute("SELECT report_id FROM reports WHERE simulation_id = ? ORDER BY created_at DESC,"
+                               " report_id DESC LIMIT 1", (simulation_id,)).fetchone()
+        finally:
+            conn.close()
+        if row is None:
+            raise NotFound(f"no report or simulation with a report named {simulation_id!r}")
+        return str(row[0])
+
+
+def _live_answers(result: Any, agents: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per agent, its answers from a batch result keyed `<platform>_<agent_id>`."""
+    results = (result or {}).get("results", {}) if isinstance(result, dict) else {}
+    answers: dict[int, dict[str, Any]] = {}
+    for agent in agents:
+        per_platform = {p: results.get(f"{p}_{agent['agent_id']}") for p in ("twitter", "reddit")}
+        parts = [f"[{p}] {r['response']}" for p, r in per_platform.items() if isinstance(r, dict) and r.get("response")]
+        answers[agent["agent_id"]] = {"mode": "live" if parts else "persona", "platform": None,
+                                      "answer": " ".join(parts) or "(the live environment gave no answer)"}
+    return answers
+
+
+def _single_answer(result: Any) -> str:
+    if not isinstance(result, dict):
+        raise interview_rpc.RPCFailed("the live environment sent an unreadable result")
+    if "response" in result:
+        return str(result["response"])
+    platforms = result.get("platforms") or {}
+    parts = [f"[{p}] {r['response']}" for p, r in sorted(platforms.items()) if isinstance(r, dict) and r.get("response")]
+    if not parts:
+        raise interview_rpc.RPCFailed("the live environment's result holds no answer")
+    return " ".join(parts)
