@@ -107,6 +107,8 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
     """What the offline writer would answer to this request, in the request's protocol."""
     messages = body["messages"]
     system = messages[0]["content"]
+    if "You answer as one simulated" in system:  # a persona interview
+        return {"content": "I stand by what I posted during the simulation."}
     purpose = "outline" if "Plan the report" in system else "section"
     protocol = "text" if "<tool_call>" in system else "native"
     forced = "limit is reached" in str(messages[-1].get("content"))

@@ -23,7 +23,8 @@ INVENTED = '> "Everyone agreed the policy was perfect." (post:twitter:9999)'
 
 def invent_quotes(body: dict, message: dict) -> dict | None:
     """A model that writes its sections well, then adds a quote nobody wrote."""
-    if message.get("tool_calls") or "Plan the report" in body["messages"][0]["content"]:
+    system = body["messages"][0]["content"]
+    if message.get("tool_calls") or "Plan the report" in system or "You answer as one simulated" in system:
         return None
     return {**message, "content": message["content"] + "\n\n" + INVENTED}
 
