@@ -20,7 +20,7 @@ from simreportd import __version__
 from simreportd.events.errors import ConfigError, SimreportdError
 
 from . import commands
-from .config import Config, load_config
+from .config import Config, find_config, load_config
 from .logs import setup_logging
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        config = load_config(_config_path(args))
+        config = load_config(config_path(args))
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
         if not asyncio.iscoroutinefunction(args.handler):
             return args.handler(args, config)
@@ -45,14 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _config_path(args: argparse.Namespace) -> Path | None:
-    """-c PATH, else $SIMREPORTD_CONFIG, else ./config.toml if present, else the embedded defaults."""
-    if getattr(args, "config", None):
-        return Path(args.config)
-    if env := os.environ.get("SIMREPORTD_CONFIG"):
-        return Path(env)
-    local = Path("config.toml")
-    return local if local.is_file() else None
+def config_path(args: argparse.Namespace) -> Path | None:
+    return find_config(getattr(args, "config", None))
 
 
 async def _until_signalled(work: Awaitable[int]) -> int:

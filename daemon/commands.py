@@ -6,6 +6,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
+import os
+import signal
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -14,11 +17,12 @@ from typing import Any
 
 from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
-from simreportd.events.errors import NotFound, SimreportdError
+from simreportd.events.errors import ConfigError, NotFound, SimreportdError
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import connect_views, rows_as_dicts, views_path_for
 
-from .config import Config
+from .config import Config, find_config, load_config
+from .logs import setup_logging
 from .ingest import simulation_stream
 from .progress import follow_report
 from .replay import ReplayResult, fork_report, replay_report
@@ -27,14 +31,32 @@ from .service import Daemon
 from .simulate import simulate as write_simulation
 from .systemd import notify
 
+log = logging.getLogger("simreportd.daemon.commands")
+
 
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload, daemon, args)
         try:
             await daemon.run(ready=True, serve=True)
         finally:
             notify("STOPPING=1")
     return 0
+
+
+def reload(daemon: Daemon, args: argparse.Namespace) -> None:
+    """SIGHUP: read config.toml again; a bad one is refused, with its reason, and the old one stays."""
+    notify("RELOADING=1")
+    try:
+        config = load_config(find_config(getattr(args, "config", None)))
+    except ConfigError as exc:
+        log.error("config reload refused, keeping the running configuration: %s", exc)
+    else:
+        setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
+        for note in daemon.reload(config):
+            log.warning(note)
+        log.info("configuration reloaded")
+    notify("READY=1")
 
 
 @contextlib.asynccontextmanager

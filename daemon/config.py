@@ -118,6 +118,16 @@ class Config(Section):
         )
 
 
+def find_config(explicit: str | None) -> Path | None:
+    """-c PATH, else $SIMREPORTD_CONFIG, else ./config.toml if present, else None (the embedded defaults)."""
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get("SIMREPORTD_CONFIG"):
+        return Path(env)
+    local = Path("config.toml")
+    return local if local.is_file() else None
+
+
 def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> Config:
     """Read `path` (or only the embedded defaults when None), apply env overrides, validate."""
     environ = os.environ if environ is None else environ

@@ -105,8 +105,21 @@ class Daemon:
 
     async def status_line(self) -> str:
         running = sum(1 for t in self.reports.tasks.values() if not t.done())
+        serving = f", serving http://{self.config.server.host}:{self.server.port}/" if self.server else ""
         return (f"{len(self.watcher.ingestors)} simulations watched, {running} reports running, "
-                f"position {await self.store.last_position()}")
+                f"position {await self.store.last_position()}{serving}")
+
+    def reload(self, config: Config) -> list[str]:
+        """Take a new config.toml (SIGHUP): roots, logging, LLM and agent settings; say what needs a restart."""
+        old, self.config = self.config, config
+        self.watcher.roots, self.watcher.rescan_seconds = list(config.watch.roots), config.watch.rescan_seconds
+        self.reports.config = config
+        if config.llm != old.llm:
+            self.provider = build_provider(config.llm)
+            self.runner.provider = self.interviews.provider = self.provider
+            self.reports.provider_name = self.provider.name
+        return [f"[{name}] changes take effect after a restart" for name in ("store", "server")
+                if getattr(config, name) != getattr(old, name)]
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
         for report_id in sorted({r.data["report_id"] for r in batch if r.stream.startswith("report-")}):

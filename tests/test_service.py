@@ -1,0 +1,115 @@
+"""Running as a service: sd_notify readiness, status, watchdog, signals, reload, the unit file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from simreportd.daemon.simulate import simulate
+
+from .conftest import TIMEOUT, write_config
+from .processes import NotifySocket, cli, count, wait_until
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+UNIT = ROOT / "systemd" / "simreportd.service"
+SECURITY_THRESHOLD = 2.0  # the README states it too
+
+
+def serving(status: str) -> str:
+    return re.search(r"serving (http://[^ /]+/)", status).group(1)
+
+
+def test_ready_status_watchdog_and_stopping_reach_systemd_and_sigterm_exits_0(tmp_path: Path) -> None:
+    config = write_config(tmp_path, '[server]\nport = 0\n')
+    os.environ["WATCHDOG_USEC"] = "1000000"
+    try:
+        with NotifySocket(tmp_path / "notify.sock") as systemd:
+            daemon = cli("run", "-c", str(config))
+            [ready] = [m for m in systemd.wait_for("READY=1") if "READY=1" in m]
+            url = serving(ready)
+            with urllib.request.urlopen(url + "healthz", timeout=TIMEOUT) as response:  # listening already
+                assert json.load(response)["status"] == "ok"
+            stamps = []
+            while len(stamps) < 5:
+                message = systemd.sock.recv(4096).decode()
+                if "WATCHDOG=1" in message.split("\n"):
+                    stamps.append(time.monotonic())
+                    assert "STATUS=" in message and "reports running" in message
+            daemon.send_signal(signal.SIGTERM)
+            systemd.wait_for("STOPPING=1")
+            assert daemon.wait(timeout=TIMEOUT) == 0
+    finally:
+        os.environ.pop("WATCHDOG_USEC", None)
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    assert statistics.median(gaps) < 1.0, gaps  # inside the watchdog period, as systemd requires
+
+
+@pytest.mark.anyio
+async def test_sigterm_closes_websockets_with_1001(tmp_path: Path) -> None:
+    config = write_config(tmp_path, '[server]\nport = 0\n')
+    with NotifySocket(tmp_path / "notify.sock") as systemd:
+        daemon = cli("run", "-c", str(config))
+        [ready] = [m for m in await asyncio.to_thread(systemd.wait_for, "READY=1") if "READY=1" in m]
+    url = serving(ready).replace("http://", "ws://") + "ws"
+    async with connect(url) as ws:
+        await ws.send(json.dumps({"op": "subscribe"}))
+        assert json.loads(await ws.recv())["type"] == "caught_up"
+        daemon.send_signal(signal.SIGTERM)
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), TIMEOUT)
+    assert closed.value.rcvd.code == 1001
+    assert daemon.wait(timeout=TIMEOUT) == 0
+
+
+def test_sighup_takes_a_good_config_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    config = write_config(tmp_path, '[server]\nport = 0\n', auto=False)
+    db = tmp_path / "state" / "events.sqlite3"
+    simulate(tmp_path / "more" / "sim_later", agents=6, rounds=2, seed=2)
+    with NotifySocket(tmp_path / "notify.sock") as systemd:
+        daemon = cli("run", "-c", str(config))
+        systemd.wait_for("READY=1")
+        config.write_text(config.read_text().replace('roots = ["sims"]', 'roots = ["sims", "more"]'))
+        daemon.send_signal(signal.SIGHUP)
+        systemd.wait_for("READY=1")
+        wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE stream = 'simulation-sim_later'") > 0,
+                   "the new root to be watched")
+        good = config.read_text()
+        config.write_text(good + "\n[agent]\nmax_tools = 9\n")
+        daemon.send_signal(signal.SIGHUP)
+        systemd.wait_for("READY=1")
+        simulate(tmp_path / "more" / "sim_after", agents=6, rounds=2, seed=3)
+        wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE stream = 'simulation-sim_after'") > 0,
+                   "the old config to keep working")
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=TIMEOUT) == 0
+    stderr = daemon.stderr.read().decode()
+    assert "configuration reloaded" in stderr
+    assert "config reload refused" in stderr and "unknown key [agent] max_tools" in stderr
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze (.ci/run installs it)")
+def test_the_unit_verifies_cleanly_and_is_hardened() -> None:
+    verify = subprocess.run(["systemd-analyze", "verify", str(UNIT)], capture_output=True, text=True, timeout=TIMEOUT)
+    assert verify.returncode == 0 and verify.stderr == "" and verify.stdout == ""
+    security = subprocess.run(["systemd-analyze", "security", "--offline=true", str(UNIT)],
+                              capture_output=True, text=True, timeout=TIMEOUT)
+    exposure = float(re.search(r"Overall exposure level for \S+: ([\d.]+)", security.stdout).group(1))
+    assert exposure <= SECURITY_THRESHOLD
+    text = UNIT.read_text()
+    for required in ("Type=notify", "WatchdogSec=", "Restart=on-failure", "StateDirectory=simreportd",
+                     "/etc/simreportd/config.toml", "ExecReload=/bin/kill -HUP $MAINPID"):
+        assert required in text
