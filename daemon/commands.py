@@ -78,13 +78,14 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
     if not (folder / "simulation_config.json").exists():
         story = write_simulation(folder, agents=40, rounds=16, seed=7)
         say(f"Simulated {len(story.agents)} agents over {story.rounds} rounds into {folder}")
+    (root / "config.toml").write_text(DEMO_CONFIG, encoding="utf-8")
     async with Daemon(config) as daemon:
         await daemon.watcher.rescan()
         generation = await completed_generation(daemon.store, folder.name)
         report_id = await daemon.reports.request(folder.name, generation, trigger="auto",
                                                  report_id=auto_report_id(folder.name, generation))
         state = await generate(daemon, report_id)
-    return finish(config, report_id, state)
+    return finish(config, report_id, state, root / "config.toml")
 
 
 async def report(args: argparse.Namespace, config: Config) -> int:
@@ -122,8 +123,22 @@ async def generate(daemon: Daemon, report_id: str) -> ReportState:
     return state
 
 
-def finish(config: Config, report_id: str, state: ReportState) -> int:
-    """Say where the report is; exit 1 if it failed."""
+DEMO_CONFIG = """# Written by `simreportd demo`: the daemon on the demo's folders. Run it with
+#   simreportd -c simreportd-demo/config.toml run
+# and open http://127.0.0.1:8765/ for the dashboard. Every other key keeps its default.
+[store]
+path = "state/events.sqlite3"
+
+[watch]
+roots = ["simulations"]
+
+[reports]
+output_dir = "reports"
+"""
+
+
+def finish(config: Config, report_id: str, state: ReportState, daemon_config: Path | None = None) -> int:
+    """Say where the report is (and how to watch it in the dashboard); exit 1 if it failed."""
     folder = config.reports.output_dir / report_id
     if state.failed is not None:
         say(f"Report {report_id} failed during {state.failed.stage}: {state.failed.error}")
@@ -136,6 +151,8 @@ def finish(config: Config, report_id: str, state: ReportState) -> int:
     say(f"  sections     {folder}/section_NN.md  (MiroFish-compatible folder: {folder})")
     say(f"  trace        {folder / 'agent_log.jsonl'}  and  simreportd events --stream {report_stream(report_id)}")
     say(f"  event store  {config.store.path}")
+    if daemon_config is not None:
+        say(f"See it in the dashboard: simreportd -c {daemon_config} run   then open http://127.0.0.1:8765/")
     print(report_id)
     return 0
 

@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import ConfigError, SimreportdError
+from simreportd.events.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.store import CaughtUp
 
 from . import http_api
@@ -251,12 +251,13 @@ class Server:
         session.push({"type": "interview_answer", **answer})
 
     async def _broadcast(self, after: int) -> None:
-        async for item in self.daemon.store.subscribe(after=after):
-            if isinstance(item, CaughtUp):
-                continue
-            info = await self.report_info(item)
-            for session in list(self.sessions):
-                session.offer(item, info)
+        with contextlib.suppress(StoreClosed):  # the daemon is shutting down
+            async for item in self.daemon.store.subscribe(after=after):
+                if isinstance(item, CaughtUp):
+                    continue
+                info = await self.report_info(item)
+                for session in list(self.sessions):
+                    session.offer(item, info)
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""
