@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from simreportd.events.errors import SimreportdError
 from simreportd.projections.chart import per_round_rows, turning_points
-from simreportd.projections.runner import connect_views, rows_as_dicts
+from simreportd.projections.runner import reading, rows_as_dicts
 
 from .toolspec import REPORT_TOOLS
 
@@ -72,13 +72,11 @@ class SimulationTools:
         return json.dumps(self._call_raw(method, arguments, key), sort_keys=True, ensure_ascii=False)
 
     def _call_raw(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> Any:
-        conn = connect_views(self.views_path)
-        try:
-            return method(conn, key, **_clean_args(arguments))
-        except TypeError as exc:
-            raise ToolError(f"bad arguments {sorted(arguments)}: {exc}") from None
-        finally:
-            conn.close()
+        with reading(self.views_path) as conn:
+            try:
+                return method(conn, key, **_clean_args(arguments))
+            except TypeError as exc:
+                raise ToolError(f"bad arguments {sorted(arguments)}: {exc}") from None
 
     # --- the tools --------------------------------------------------------------------------
 
@@ -183,22 +181,22 @@ def _per_round(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str,
 
 def _most_active(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
     rows = conn.execute(
-        f"SELECT a.agent_id, coalesce(g.name, ''), coalesce(g.stance, ''), sum(a.actions), sum(a.posts)"
-        f" FROM sim_activity a LEFT JOIN sim_agents g USING (simulation_id, generation, agent_id)"
-        f" WHERE a.simulation_id = ? AND a.generation = ? GROUP BY a.agent_id"
-        f" ORDER BY sum(a.actions) DESC, a.agent_id LIMIT ?", (*key, limit)).fetchall()
+        "SELECT a.agent_id, coalesce(g.name, ''), coalesce(g.stance, ''), sum(a.actions), sum(a.posts)"
+        " FROM sim_activity a LEFT JOIN sim_agents g USING (simulation_id, generation, agent_id)"
+        " WHERE a.simulation_id = ? AND a.generation = ? GROUP BY a.agent_id"
+        " ORDER BY sum(a.actions) DESC, a.agent_id LIMIT ?", (*key, limit)).fetchall()
     return [{"ref": f"agent:{a}", "name": n, "stance": s, "actions": c, "posts": p} for a, n, s, c, p in rows]
 
 
 def _most_engaged_agents(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
     """Agents others reacted to most (likes, reposts, quotes, comments, follows received)."""
     rows = conn.execute(
-        f"SELECT e.dst_agent, coalesce(g.name, ''), coalesce(g.stance, ''), count(*),"
-        f" sum(e.kind IN ('repost', 'quote')), sum(e.kind = 'comment'), sum(e.kind IN ('like', 'like_comment'))"
-        f" FROM sim_edges e LEFT JOIN sim_agents g ON g.simulation_id = e.simulation_id"
-        f" AND g.generation = e.generation AND g.agent_id = e.dst_agent"
-        f" WHERE e.simulation_id = ? AND e.generation = ? AND e.dst_agent IS NOT NULL AND e.undone = 0"
-        f" AND e.dst_agent != e.src_agent GROUP BY e.dst_agent ORDER BY count(*) DESC, e.dst_agent LIMIT ?",
+        "SELECT e.dst_agent, coalesce(g.name, ''), coalesce(g.stance, ''), count(*),"
+        " sum(e.kind IN ('repost', 'quote')), sum(e.kind = 'comment'), sum(e.kind IN ('like', 'like_comment'))"
+        " FROM sim_edges e LEFT JOIN sim_agents g ON g.simulation_id = e.simulation_id"
+        " AND g.generation = e.generation AND g.agent_id = e.dst_agent"
+        " WHERE e.simulation_id = ? AND e.generation = ? AND e.dst_agent IS NOT NULL AND e.undone = 0"
+        " AND e.dst_agent != e.src_agent GROUP BY e.dst_agent ORDER BY count(*) DESC, e.dst_agent LIMIT ?",
         (*key, limit)).fetchall()
     return [{"ref": f"agent:{a}", "name": n, "stance": s, "reactions": c, "shares": sh, "comments": cm, "likes": lk}
             for a, n, s, c, sh, cm, lk in rows]
@@ -248,7 +246,7 @@ def _search(conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: i
 def _most_engaged(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
     rows = conn.execute(
         f"SELECT {POST_COLUMNS}, (SELECT count(*) FROM sim_edges e WHERE e.simulation_id = p.simulation_id"
-        f" AND e.generation = p.generation AND e.target_ref = p.ref) AS engagement"
+        " AND e.generation = p.generation AND e.target_ref = p.ref) AS engagement"
         f" FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ? AND p.kind IN ('post', 'quote')"
         " ORDER BY engagement DESC, p.id LIMIT ?", (*key, limit)).fetchall()
     return [{**_post(r[:-1]), "engagement": r[-1]} for r in rows]
@@ -256,11 +254,11 @@ def _most_engaged(conn: sqlite3.Connection, key: tuple[str, int], limit: int) ->
 
 def _profiles(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[int]) -> list[dict[str, Any]]:
     rows = conn.execute(
-        f"SELECT g.agent_id, g.name, g.stance, g.entity_type, g.bio,"
-        f" (SELECT coalesce(sum(actions), 0) FROM sim_activity a WHERE a.simulation_id = g.simulation_id"
-        f"  AND a.generation = g.generation AND a.agent_id = g.agent_id)"
-        f" FROM sim_agents g WHERE g.simulation_id = ? AND g.generation = ?"
-        f" AND g.agent_id IN (SELECT value FROM json_each(?)) ORDER BY g.agent_id",
+        "SELECT g.agent_id, g.name, g.stance, g.entity_type, g.bio,"
+        " (SELECT coalesce(sum(actions), 0) FROM sim_activity a WHERE a.simulation_id = g.simulation_id"
+        "  AND a.generation = g.generation AND a.agent_id = g.agent_id)"
+        " FROM sim_agents g WHERE g.simulation_id = ? AND g.generation = ?"
+        " AND g.agent_id IN (SELECT value FROM json_each(?)) ORDER BY g.agent_id",
         (*key, json.dumps(agent_ids))).fetchall()
     return [{"ref": f"agent:{a}", "name": n, "stance": s, "type": t, "bio": b, "actions": c}
             for a, n, s, t, b, c in rows]
@@ -269,16 +267,16 @@ def _profiles(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[in
 def _chains(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[int]) -> list[dict[str, Any]]:
     """Who reposted, quoted, commented on, liked or followed whom, among and around these agents."""
     rows = conn.execute(
-        f"SELECT e.src_agent, coalesce(s.name, ''), e.kind, e.dst_agent, coalesce(d.name, e.dst_name, ''),"
-        f" count(*), sum(e.undone) FROM sim_edges e"
-        f" LEFT JOIN sim_agents s ON s.simulation_id = e.simulation_id AND s.generation = e.generation"
-        f"  AND s.agent_id = e.src_agent"
-        f" LEFT JOIN sim_agents d ON d.simulation_id = e.simulation_id AND d.generation = e.generation"
-        f"  AND d.agent_id = e.dst_agent"
-        f" WHERE e.simulation_id = ? AND e.generation = ? AND e.dst_agent IS NOT NULL"
-        f" AND (e.src_agent IN (SELECT value FROM json_each(?)) OR e.dst_agent IN (SELECT value FROM json_each(?)))"
-        f" GROUP BY e.src_agent, e.kind, e.dst_agent ORDER BY count(*) DESC, e.src_agent, e.kind, e.dst_agent"
-        f" LIMIT 15", (*key, json.dumps(agent_ids), json.dumps(agent_ids))).fetchall()
+        "SELECT e.src_agent, coalesce(s.name, ''), e.kind, e.dst_agent, coalesce(d.name, e.dst_name, ''),"
+        " count(*), sum(e.undone) FROM sim_edges e"
+        " LEFT JOIN sim_agents s ON s.simulation_id = e.simulation_id AND s.generation = e.generation"
+        "  AND s.agent_id = e.src_agent"
+        " LEFT JOIN sim_agents d ON d.simulation_id = e.simulation_id AND d.generation = e.generation"
+        "  AND d.agent_id = e.dst_agent"
+        " WHERE e.simulation_id = ? AND e.generation = ? AND e.dst_agent IS NOT NULL"
+        " AND (e.src_agent IN (SELECT value FROM json_each(?)) OR e.dst_agent IN (SELECT value FROM json_each(?)))"
+        " GROUP BY e.src_agent, e.kind, e.dst_agent ORDER BY count(*) DESC, e.src_agent, e.kind, e.dst_agent"
+        " LIMIT 15", (*key, json.dumps(agent_ids), json.dumps(agent_ids))).fetchall()
     return [{"from": f"agent:{s}", "from_name": sn, "kind": k, "to": f"agent:{d}", "to_name": dn, "count": c,
              "undone": u} for s, sn, k, d, dn, c, u in rows]
 

@@ -19,7 +19,7 @@ from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
 from simreportd.events.errors import ConfigError, NotFound, SimreportdError
 from simreportd.events.store import CaughtUp, EventStore
-from simreportd.projections.runner import connect_views, rows_as_dicts, views_path_for
+from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
 
 from .config import Config, find_config, load_config
 from .logs import setup_logging
@@ -227,12 +227,9 @@ async def replay_one(store: EventStore, report_id: str, into: str | None) -> Rep
 
 
 def completed_report_ids(config: Config) -> list[str]:
-    conn = connect_views(views_path_for(config.store.path))
-    try:
+    with reading(views_path_for(config.store.path)) as conn:
         return [row[0] for row in conn.execute(
             "SELECT report_id FROM reports WHERE status = 'completed' ORDER BY created_at, report_id")]
-    finally:
-        conn.close()
 
 
 async def fork(args: argparse.Namespace, config: Config) -> int:
@@ -290,8 +287,7 @@ async def status(args: argparse.Namespace, config: Config) -> int:
 def read_views_summary(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {"position": 0, "simulations": [], "reports": []}
-    conn = connect_views(path)
-    try:
+    with reading(path) as conn:
         position = conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
         sims = rows_as_dicts(conn.execute(
             "SELECT g.simulation_id, g.generation, g.status, (SELECT coalesce(sum(actions), 0) FROM sim_platforms p"
@@ -300,8 +296,6 @@ def read_views_summary(path: Path) -> dict[str, Any]:
         reports = rows_as_dicts(conn.execute(
             "SELECT report_id, simulation_id, generation, status, progress, title, error FROM reports"
             " ORDER BY created_at, report_id"))
-    finally:
-        conn.close()
     return {"position": position, "simulations": sims, "reports": reports}
 
 
@@ -317,11 +311,8 @@ def print_status(info: dict[str, Any]) -> None:
 
 
 def report_ids(views_path: Path) -> list[str]:
-    conn = connect_views(views_path)
-    try:
+    with reading(views_path) as conn:
         return [row[0] for row in conn.execute("SELECT report_id FROM reports ORDER BY report_id")]
-    finally:
-        conn.close()
 
 
 def say(text: str) -> None:

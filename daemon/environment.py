@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from simreportd.projections.runner import connect_views
+from simreportd.projections.runner import reading
 
 from .folder import read_env_status
 
@@ -25,10 +25,7 @@ class FolderEnvironment:
         return status is not None and status.status == "alive"
 
     def folder_of(self, simulation_id: str) -> Path | None:
-        conn = connect_views(self.views_path)
-        try:
+        with reading(self.views_path) as conn:
             row = conn.execute("SELECT folder FROM sim_generations WHERE simulation_id = ?"
                                " ORDER BY generation DESC LIMIT 1", (simulation_id,)).fetchone()
-        finally:
-            conn.close()
         return Path(row[0]) if row else None

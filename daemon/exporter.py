@@ -8,7 +8,7 @@ from pathlib import Path
 
 from simreportd.events.errors import NotFound
 from simreportd.projections.export import load_report, render
-from simreportd.projections.runner import connect_views
+from simreportd.projections.runner import reading
 
 
 class Exporter:
@@ -26,11 +26,8 @@ class Exporter:
         return target
 
     def _export(self, report_id: str, target: Path) -> None:
-        conn = connect_views(self.views_path)
-        try:
+        with reading(self.views_path) as conn:
             report = load_report(conn, report_id)
-        finally:
-            conn.close()
         if report is None:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         target.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from simreportd.projections.chart import activity_svg, per_round_rows
 from simreportd.projections.export import full_markdown, load_report, section_markdown
-from simreportd.projections.runner import connect_views, rows_as_dicts
+from simreportd.projections.runner import reading, rows_as_dicts
 
 Reply = tuple[int, str, bytes]
 JSON, TEXT, SVG, HTML, MARKDOWN = ("application/json", "text/plain; version=0.0.4", "image/svg+xml",
@@ -54,11 +54,8 @@ def handle(views: Path, path: str, query: dict[str, str]) -> Reply:
         if match := pattern.match(path):
             if not views.exists():
                 return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
-            conn = connect_views(views)
-            try:
+            with reading(views) as conn:
                 return fn(conn, query, *match.groups())
-            finally:
-                conn.close()
     return not_found(f"no route for {path}")
 
 

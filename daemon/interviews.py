@@ -20,7 +20,7 @@ from simreportd.agent.tools import fts_query
 from simreportd.events.errors import NotFound, SimreportdError
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.store import EventStore
-from simreportd.projections.runner import connect_views
+from simreportd.projections.runner import reading
 
 from . import interview_rpc
 from .environment import FolderEnvironment
@@ -80,8 +80,7 @@ class Interviewer:
 
     def _choose(self, simulation_id: str, generation: int, topic: str, count: int) -> list[dict[str, Any]]:
         """Agents who wrote about the topic, taken in turn from each stance so camps are all heard."""
-        conn = connect_views(self.views_path)
-        try:
+        with reading(self.views_path) as conn:
             key = (simulation_id, generation)
             expression = fts_query(topic)
             ranked = [r[0] for r in conn.execute(
@@ -93,8 +92,6 @@ class Interviewer:
                 " ORDER BY sum(actions) DESC, agent_id", key)]
             profiles = {r[0]: {"agent_id": r[0], "name": r[1], "stance": r[2] or ""} for r in conn.execute(
                 "SELECT agent_id, name, stance FROM sim_agents WHERE simulation_id = ? AND generation = ?", key)}
-        finally:
-            conn.close()
         candidates = [profiles[a] for a in dict.fromkeys(ranked + active) if a in profiles]
         by_stance = {s: [c for c in candidates if c["stance"] == s] for s in STANCE_ORDER}
         chosen: list[dict[str, Any]] = []
@@ -132,9 +129,8 @@ class Interviewer:
 
     def _persona_material(self, simulation_id: str, generation: int, agent_id: int,
                           question: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        conn = connect_views(self.views_path)
-        conn.row_factory = sqlite3.Row
-        try:
+        with reading(self.views_path) as conn:
+            conn.row_factory = sqlite3.Row
             row = conn.execute("SELECT name, stance, entity_type, bio, persona FROM sim_agents WHERE simulation_id = ?"
                                " AND generation = ? AND agent_id = ?", (simulation_id, generation, agent_id)).fetchone()
             if row is None:
@@ -150,8 +146,6 @@ class Interviewer:
                 "SELECT ref, content, round FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?"
                 " AND kind IN ('post', 'quote', 'comment') ORDER BY round DESC, id DESC LIMIT 3", key)]
             posts = list({p["content"]: p for p in relevant + latest}.values())  # the same words once
-        finally:
-            conn.close()
         return dict(row), posts
 
     # --- after the report -------------------------------------------------------------------------
@@ -195,12 +189,9 @@ class Interviewer:
         return requested
 
     def _latest_report(self, simulation_id: str) -> str:
-        conn = connect_views(self.views_path)
-        try:
+        with reading(self.views_path) as conn:
             row = conn.execute("SELECT report_id FROM reports WHERE simulation_id = ? ORDER BY created_at DESC,"
                                " report_id DESC LIMIT 1", (simulation_id,)).fetchone()
-        finally:
-            conn.close()
         if row is None:
             raise NotFound(f"no report or simulation with a report named {simulation_id!r}")
         return str(row[0])

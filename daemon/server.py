@@ -28,6 +28,7 @@ from websockets.http11 import Request, Response
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.store import CaughtUp
+from simreportd.projections.runner import reading
 
 from . import http_api
 from .config import ServerConfig
@@ -115,8 +116,13 @@ class Server:
     async def __aenter__(self) -> Server:
         start = await self.daemon.store.last_position()
         self._broadcaster = asyncio.create_task(self._broadcast(start), name="broadcaster")
-        self._ws = await serve(self._handler, self.config.host, self.config.port, max_size=MAX_MESSAGE,
-                               process_request=self._process_request, server_header="simreportd")
+        try:
+            self._ws = await serve(self._handler, self.config.host, self.config.port, max_size=MAX_MESSAGE,
+                                   process_request=self._process_request, server_header="simreportd")
+        except OSError as exc:
+            self._broadcaster.cancel()
+            raise SimreportdError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
+                                  "stop the other process or set [server] port") from exc
         log.info("serving on http://%s:%d/", self.config.host, self.port)
         return self
 
@@ -167,13 +173,8 @@ class Server:
         head = await self.daemon.store.last_position()
 
         def read() -> str:
-            from simreportd.projections.runner import connect_views
-
-            conn = connect_views(self.daemon.views.path)
-            try:
+            with reading(self.daemon.views.path) as conn:
                 return http_api.metrics(conn, head, self.daemon.views.position, len(self.sessions))
-            finally:
-                conn.close()
 
         return await asyncio.to_thread(read)
 

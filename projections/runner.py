@@ -213,6 +213,16 @@ def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
 
 
 @contextmanager
+def reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the read models for the length of a `with` block."""
+    conn = connect_views(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN IMMEDIATE ... COMMIT on an autocommit connection; ROLLBACK on any error."""
     conn.execute("BEGIN IMMEDIATE")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from simreportd.daemon.config import Config
+
 # Every wait in the suite uses this bound: generous on a loaded 2-core CI machine, and a
 # condition is always what ends the wait, never the clock.
 TIMEOUT = float(os.environ.get("SIMREPORTD_TEST_TIMEOUT", "60"))
@@ -19,15 +21,22 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True)
+def no_leftover_processes():
+    """A failing test must not leave a daemon running into the next one."""
+    yield
+    from .processes import reap
+
+    reap()
+
+
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "events.sqlite3"
 
 
-def make_config(tmp_path: Path, **sections: dict) -> "Config":
+def make_config(tmp_path: Path, **sections: dict) -> Config:
     """A config with everything under tmp_path; `sections` override keys, e.g. llm={"model": "m"}."""
-    from simreportd.daemon.config import Config
-
     config = Config().with_paths(store=tmp_path / "state" / "events.sqlite3", roots=[tmp_path / "sims"],
                                  output_dir=tmp_path / "reports")
     updates = {name: getattr(config, name).model_copy(update=values) for name, values in sections.items()}
@@ -35,11 +44,12 @@ def make_config(tmp_path: Path, **sections: dict) -> "Config":
 
 
 def write_config(tmp_path: Path, text: str = "", auto: bool = True) -> Path:
-    """A config.toml under tmp_path with relative paths, plus extra TOML text (other tables)."""
+    """A config.toml under tmp_path with relative paths and a free port, plus extra TOML (other tables)."""
     path = tmp_path / "config.toml"
     tmp_path.mkdir(parents=True, exist_ok=True)
     path.write_text('[store]\npath = "state/events.sqlite3"\n[watch]\nroots = ["sims"]\nrescan_seconds = 0.2\n'
-                    f'[reports]\noutput_dir = "reports"\nauto = {str(auto).lower()}\n' + text, encoding="utf-8")
+                    f'[reports]\noutput_dir = "reports"\nauto = {str(auto).lower()}\n[server]\nport = 0\n' + text,
+                    encoding="utf-8")
     return path
 
 

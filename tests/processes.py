@@ -13,11 +13,25 @@ from pathlib import Path
 from .conftest import PYTHON, TIMEOUT
 
 
+STARTED: list[subprocess.Popen] = []  # killed after each test by conftest, whatever the test did
+
+
 def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     """`simreportd ARGS` as a child process, its output kept out of the test's way."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([PYTHON, "-m", "simreportd.daemon.cli", *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen([PYTHON, "-m", "simreportd.daemon.cli", *args], cwd=cwd, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    STARTED.append(process)
+    return process
+
+
+def reap() -> None:
+    """Kill every child a test left running."""
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=TIMEOUT)
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:

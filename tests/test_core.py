@@ -13,7 +13,6 @@ from simreportd.events.models import (
     ContextGathered,
     DomainEvent,
     LLMFailed,
-    LLMRequested,
     LLMResponded,
     OutlinePlanned,
     OutlineSection,

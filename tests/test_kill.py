@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.simulate import platform_lines, simulate
-from simreportd.daemon.scenario import make_story
+from simreportd.daemon.simulate import simulate
 
 from .conftest import PYTHON, TIMEOUT, make_config, write_config
 from .fake_llm import FakeLLM

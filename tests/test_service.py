@@ -34,7 +34,7 @@ def serving(status: str) -> str:
 
 
 def test_ready_status_watchdog_and_stopping_reach_systemd_and_sigterm_exits_0(tmp_path: Path) -> None:
-    config = write_config(tmp_path, '[server]\nport = 0\n')
+    config = write_config(tmp_path)
     os.environ["WATCHDOG_USEC"] = "1000000"
     try:
         with NotifySocket(tmp_path / "notify.sock") as systemd:
@@ -60,7 +60,7 @@ def test_ready_status_watchdog_and_stopping_reach_systemd_and_sigterm_exits_0(tm
 
 @pytest.mark.anyio
 async def test_sigterm_closes_websockets_with_1001(tmp_path: Path) -> None:
-    config = write_config(tmp_path, '[server]\nport = 0\n')
+    config = write_config(tmp_path)
     with NotifySocket(tmp_path / "notify.sock") as systemd:
         daemon = cli("run", "-c", str(config))
         [ready] = [m for m in await asyncio.to_thread(systemd.wait_for, "READY=1") if "READY=1" in m]
@@ -76,7 +76,7 @@ async def test_sigterm_closes_websockets_with_1001(tmp_path: Path) -> None:
 
 
 def test_sighup_takes_a_good_config_and_refuses_a_bad_one(tmp_path: Path) -> None:
-    config = write_config(tmp_path, '[server]\nport = 0\n', auto=False)
+    config = write_config(tmp_path, auto=False)
     db = tmp_path / "state" / "events.sqlite3"
     simulate(tmp_path / "more" / "sim_later", agents=6, rounds=2, seed=2)
     with NotifySocket(tmp_path / "notify.sock") as systemd:
