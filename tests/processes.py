@@ -6,6 +6,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +20,11 @@ STARTED: list[subprocess.Popen] = []  # killed after each test by conftest, what
 def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     """`simreportd ARGS` as a child process, its output kept out of the test's way."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log = tempfile.NamedTemporaryFile(prefix="simreportd-", suffix=".log", delete=False)  # a pipe could fill up
     process = subprocess.Popen([PYTHON, "-m", "simreportd.daemon.cli", *args], cwd=cwd, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               stdout=subprocess.DEVNULL, stderr=log)
+    process.log_path = Path(log.name)  # type: ignore[attr-defined]
+    log.close()
     STARTED.append(process)
     return process
 

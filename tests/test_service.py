@@ -96,7 +96,7 @@ def test_sighup_takes_a_good_config_and_refuses_a_bad_one(tmp_path: Path) -> Non
                    "the old config to keep working")
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(timeout=TIMEOUT) == 0
-    stderr = daemon.stderr.read().decode()
+    stderr = daemon.log_path.read_text()
     assert "configuration reloaded" in stderr
     assert "config reload refused" in stderr and "unknown key [agent] max_tools" in stderr
 
