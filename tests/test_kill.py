@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import textwrap
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,20 @@ def test_kill_9_while_appending_loses_no_committed_event_and_splits_no_batch(tmp
     assert len(batches) == len(rows) // 5
 
 
+def kill_and_restart(config: Path, db: Path, progress_sql: str, rng: random.Random, steps: tuple[int, int],
+                     done: Callable[[], bool]) -> subprocess.Popen:
+    """Four times: run the daemon until it made a random amount of progress, kill -9 it. Then start it for good."""
+    for _ in range(4):
+        daemon = cli("run", "-c", str(config))
+        target = count(db, progress_sql) + rng.randint(*steps)
+        wait_until(lambda: count(db, progress_sql) >= target or done(), "some progress")
+        kill9(daemon)
+    with NotifySocket(config.parent / "notify.sock") as systemd:
+        daemon = cli("run", "-c", str(config))
+        systemd.wait_for("READY=1")
+    return daemon
+
+
 def simulation_lines(folder: Path) -> Counter:
     """Action lines per platform in the folder's actions files."""
     counts: Counter = Counter()
@@ -79,17 +94,9 @@ def test_kill_9_during_live_ingest_ends_with_every_line_once(tmp_path: Path) -> 
     config = write_config(tmp_path, auto=False)
     folder, db = tmp_path / "sims" / "sim_live", tmp_path / "state" / "events.sqlite3"
     simulator = cli("simulate", str(folder), "--agents", "16", "--rounds", "10", "--live", "--round-seconds", "0.15")
-    rng = random.Random(11)
     try:
-        for _ in range(4):
-            daemon = cli("run", "-c", str(config))
-            target = count(db, "SELECT count(*) FROM events") + rng.randint(5, 40)
-            wait_until(lambda: count(db, "SELECT count(*) FROM events") >= target
-                       or (folder / "env_status.json").exists(), "some ingest")
-            kill9(daemon)
-        with NotifySocket(tmp_path / "notify.sock") as systemd:
-            daemon = cli("run", "-c", str(config))
-            systemd.wait_for("READY=1")
+        daemon = kill_and_restart(config, db, "SELECT count(*) FROM events", random.Random(11), (5, 40),
+                                  lambda: (folder / "env_status.json").exists())
         wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE type = 'SimulationCompleted'") == 1,
                    "the run to complete")
         wait_until(lambda: (folder / "env_status.json").exists(), "the live phase")
@@ -153,17 +160,9 @@ def test_kill_9_during_a_report_completes_it_with_each_section_once(tmp_path: Pa
         config = write_config(base, f'[llm]\nprovider = "openai"\nbase_url = "{llm.base_url}"\nmodel = "m"\n'
                                     "retry_backoff_s = 0.01\n")
         db = base / "state" / "events.sqlite3"
-        rng = random.Random(5)
-        for _ in range(4):
-            daemon = cli("run", "-c", str(config))
-            target = count(db, "SELECT count(*) FROM events WHERE stream LIKE 'report-%'") + rng.randint(3, 25)
-            wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE stream LIKE 'report-%'")
-                       >= target or count(db, "SELECT count(*) FROM events WHERE"
-                                                          " type = 'InterviewUnlocked'"), "report progress")
-            kill9(daemon)
-        with NotifySocket(base / "notify.sock") as systemd:
-            daemon = cli("run", "-c", str(config))
-            systemd.wait_for("READY=1")
+        daemon = kill_and_restart(config, db, "SELECT count(*) FROM events WHERE stream LIKE 'report-%'",
+                                  random.Random(5), (3, 25),
+                                  lambda: count(db, "SELECT count(*) FROM events WHERE type = 'InterviewUnlocked'") > 0)
         wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE type = 'InterviewUnlocked'") == 1,
                    "the report to complete")
         daemon.terminate()
