@@ -34,7 +34,7 @@ from simreportd.events.models import (
 from . import grounding, prompts
 from .interpret import Reply, clean_body, is_raw_tool_call, parse_outline, read_reply
 from .outline import fallback_outline
-from .state import ReportState, SectionState
+from .state import ReportState, SectionState, message_bytes
 
 
 @dataclass(frozen=True)
@@ -145,19 +145,32 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
     params = {"temperature": settings.get("temperature", 0.3), "max_tokens": settings.get("max_tokens", 2048)}
     model = s.request.model or s.request.provider
     protocol = s.protocol or "native"
-    messages = s.conversation.messages + added
+    digest = s.conversation.digest.copy()  # the messages so far are hashed already, as they were folded
+    for message in added:
+        digest.update(message_bytes(message))
     return LLMRequested(report_id=s.report_id, call_id=f"llm-{s.llm_calls + 1}", purpose=purpose,  # type: ignore[arg-type]
                         section_index=index, model=model, params=params, protocol=protocol,  # type: ignore[arg-type]
                         tools=tools, messages_added=added,
-                        fingerprint=fingerprint(model, params, protocol, tools, messages))
+                        fingerprint=_seal(model, params, protocol, tools, digest.hexdigest()))
 
 
 def fingerprint(model: str, params: dict[str, Any], protocol: str, tools: list[str],
                 messages: list[dict[str, Any]]) -> str:
-    """SHA-256 of everything that decides what the model is asked: recomputable from the log."""
-    canonical = json.dumps({"model": model, "params": params, "protocol": protocol, "tools": tools,
-                            "messages": messages}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """SHA-256 of everything that decides what the model is asked: recomputable from the log.
+
+    The messages are hashed one by one, in order, so the fold can keep the running hash and a
+    request costs what it adds, not the whole conversation again.
+    """
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(message_bytes(message))
+    return _seal(model, params, protocol, tools, digest.hexdigest())
+
+
+def _seal(model: str, params: dict[str, Any], protocol: str, tools: list[str], messages_digest: str) -> str:
+    header = json.dumps({"model": model, "params": params, "protocol": protocol, "tools": tools,
+                         "messages": messages_digest}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(header.encode()).hexdigest()
 
 
 # --- planning -------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ stream again and `core.decide` picks up exactly where the log stops.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +38,21 @@ from simreportd.events.models import (
 from . import grounding, prompts
 
 
+def message_bytes(message: dict[str, Any]) -> bytes:
+    """One message in canonical JSON, newline-terminated: the unit the fingerprint's running hash takes."""
+    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
 @dataclass
 class Conversation:
     """One LLM conversation (the outline, or one section): messages sent, and those waiting to be sent."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
+    digest: Any = field(default_factory=hashlib.sha256)  # running hash of `messages`, for fingerprints
+
+    def add(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.digest.update(message_bytes(message))
     pending: list[dict[str, Any]] = field(default_factory=list)
     awaiting: LLMRequested | None = None
     attempts: int = 0  # the last attempt number of the outstanding request (never reused)
@@ -123,7 +135,8 @@ class ReportState:
 
     def _on_LLMRequested(self, e: LLMRequested) -> None:
         c = self.conversation
-        c.messages.extend(e.messages_added)
+        for message in e.messages_added:
+            c.add(message)
         c.pending, c.awaiting, c.attempts, c.failures, c.last_failure = [], e, 0, 0, None
         c.requests += 1
         self.llm_calls += 1
@@ -145,7 +158,7 @@ class ReportState:
             message["tool_calls"] = [
                 {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": prompts.dumps(t.arguments)}}
                 for t in e.tool_calls]
-        c.messages.append(message)
+        c.add(message)
         if (section := self.current) is not None and self.outline is not None:
             section.iterations += 1
 

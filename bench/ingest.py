@@ -19,6 +19,7 @@ from pathlib import Path
 
 from simreportd.daemon.ingest import SimulationIngestor
 from simreportd.daemon.scenario import make_story
+from simreportd.daemon.service import tune_gc
 from simreportd.daemon.simulate import write_setup
 from simreportd.events.store import EventStore
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -77,4 +78,5 @@ async def main(actions: int) -> None:
 
 
 if __name__ == "__main__":
+    tune_gc()  # as the daemon does
     asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000))

@@ -22,6 +22,7 @@ from simreportd.events.errors import ConfigError, SimreportdError
 from . import commands
 from .config import Config, find_config, load_config
 from .logs import setup_logging
+from .service import tune_gc
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
 
@@ -29,6 +30,7 @@ Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    tune_gc()
     try:
         config = load_config(config_path(args))
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
