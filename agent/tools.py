@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from simreportd.events.errors import SimreportdError
-from simreportd.projections.chart import per_round_rows, turning_points
+from simreportd.projections.chart import activity_rows, turning_points
 from simreportd.projections.runner import reading, rows_as_dicts
 
 from .toolspec import REPORT_TOOLS
@@ -175,8 +175,7 @@ def _clean_args(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _per_round(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str, Any]]:
-    return per_round_rows(conn.execute(
-        f"SELECT platform, round, actions FROM sim_rounds WHERE {KEY} ORDER BY round, platform", key).fetchall())
+    return activity_rows(conn, *key)
 
 
 def _most_active(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from simreportd.projections.chart import activity_svg, per_round_rows
+from simreportd.projections.chart import activity_rows, activity_svg
 from simreportd.projections.export import full_markdown, load_report, section_markdown
 from simreportd.projections.runner import reading, rows_as_dicts
 
@@ -79,9 +79,7 @@ def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
 def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
     generation = conn.execute("SELECT max(generation) FROM sim_generations WHERE simulation_id = ?",
                               (simulation_id,)).fetchone()[0]
-    rows = per_round_rows(conn.execute(
-        "SELECT platform, round, actions FROM sim_rounds WHERE simulation_id = ? AND generation = ?"
-        " ORDER BY round, platform", (simulation_id, generation)).fetchall())
+    rows = activity_rows(conn, simulation_id, generation)
     return 200, SVG, activity_svg(rows, f"Actions per round: {simulation_id}").encode()
 
 

@@ -48,11 +48,6 @@ def encode(event: DomainEvent) -> str:
     return event.model_dump_json(exclude={"type"})
 
 
-def dumps(value: Any) -> str:
-    """The one JSON spelling used for stored data: compact, sorted keys, raw UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def decode(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainEvent:
     """Validate stored data into its current event model."""
     data = upcast(type_name, schema_version, data)

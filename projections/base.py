@@ -21,6 +21,7 @@ class Projection(Protocol):
     name: str
     schema: str
     tables: tuple[str, ...]
+    extra_tables: tuple[str, ...]  # dropped on rebuild but not digested (e.g. FTS indexes)
     types: frozenset[str]
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:

@@ -6,12 +6,20 @@ the same counts (the export folder and the dashboard both use it).
 
 from __future__ import annotations
 
+import sqlite3
 from html import escape
 from typing import Any
 
 WIDTH, HEIGHT, PAD_L, PAD_R, PAD_T, PAD_B = 640, 240, 44, 16, 28, 34
 COLORS = {"twitter": "#1d9bf0", "reddit": "#ff4500"}
 WINDOW = 3
+
+
+def activity_rows(conn: sqlite3.Connection, simulation_id: str, generation: int) -> list[dict[str, Any]]:
+    """Per-round rows of one simulation generation, read from the simulation model."""
+    return per_round_rows(conn.execute(
+        "SELECT platform, round, actions FROM sim_rounds WHERE simulation_id = ? AND generation = ?"
+        " ORDER BY round, platform", (simulation_id, generation)).fetchall())
 
 
 def per_round_rows(counts: list[tuple[str, int, int]]) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Render the MiroFish-compatible report folder (FORMATS.md section 3) from the report view.
 
-Pure: rows in, `{file name: bytes}` out. The daemon writes the files; `rebuild` and
-`export` render the same bytes from the same rows.
+`load_report` reads the rows; `render` is pure: rows in, `{file name: bytes}` out. The daemon
+writes the files; `rebuild` and `export` render the same bytes from the same rows.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import sqlite3
 from typing import Any
 
-from .chart import activity_svg, per_round_rows
+from .chart import activity_rows, activity_svg
 from .runner import rows_as_dicts
 
 
@@ -24,9 +24,7 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
         "SELECT * FROM report_sections WHERE report_id = ? ORDER BY section_index", (report_id,)))
     report["log"] = [row[0] for row in conn.execute(
         "SELECT line FROM agent_log WHERE report_id = ? ORDER BY line_no", (report_id,))]
-    report["activity"] = per_round_rows(conn.execute(
-        "SELECT platform, round, actions FROM sim_rounds WHERE simulation_id = ? AND generation = ?"
-        " ORDER BY round, platform", (report["simulation_id"], report["generation"])).fetchall())
+    report["activity"] = activity_rows(conn, report["simulation_id"], report["generation"])
     return report
 
 

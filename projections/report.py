@@ -48,6 +48,7 @@ class ReportView:
     name = "report"
     schema = SCHEMA
     tables = ("reports", "report_sections", "agent_log")
+    extra_tables = ()
     types = frozenset({
         "ReportRequested", "PlanningStarted", "OutlinePlanned", "SectionStarted", "LLMRequested", "LLMResponded",
         "LLMFailed", "ToolCalled", "ToolObserved", "ResponseRejected", "SectionCompleted", "ReportCompleted",

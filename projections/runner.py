@@ -168,7 +168,7 @@ class ProjectionRunner:
         conn = self._require()
         with transaction(conn):
             for projection in self.projections:
-                for table in projection.tables + _extra_tables(projection):
+                for table in projection.tables + projection.extra_tables:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 (names are ours)
             conn.execute("DELETE FROM projection_checkpoint")
             conn.execute("DELETE FROM projection_schema")
@@ -195,10 +195,6 @@ class ProjectionRunner:
         if self._conn is None:
             raise RuntimeError("ProjectionRunner is not open; use `async with`")
         return self._conn
-
-def _extra_tables(projection: Projection) -> tuple[str, ...]:
-    return tuple(getattr(projection, "extra_tables", ()))
-
 
 def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
     """A sqlite3 connection to the read models, usable from worker threads."""

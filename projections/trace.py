@@ -34,6 +34,7 @@ class TraceView:
     name = "trace"
     schema = SCHEMA
     tables = ("trace_steps",)
+    extra_tables = ()
     types = frozenset(KINDS)
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
