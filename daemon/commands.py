@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
@@ -14,6 +13,8 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
@@ -36,12 +37,19 @@ log = logging.getLogger("simreportd.daemon.commands")
 
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload, daemon, args)
         try:
-            await daemon.run(ready=True, serve=True)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(reload_on_sighup, daemon, args)
+                await daemon.run(ready=True, serve=True)
         finally:
             notify("STOPPING=1")
     return 0
+
+
+async def reload_on_sighup(daemon: Daemon, args: argparse.Namespace) -> None:
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            reload(daemon, args)
 
 
 def reload(daemon: Daemon, args: argparse.Namespace) -> None:
@@ -62,12 +70,10 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
 @contextlib.asynccontextmanager
 async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
     """The daemon's background work (projections, report scheduling) for the length of a command."""
-    task = asyncio.create_task(daemon.run(ingest=ingest))
-    try:
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(daemon.run, ingest)
         yield daemon
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        tasks.cancel_scope.cancel()
 
 
 async def demo(args: argparse.Namespace, config: Config) -> int:
@@ -113,13 +119,12 @@ async def resume(args: argparse.Namespace, config: Config) -> int:
 
 async def generate(daemon: Daemon, report_id: str) -> ReportState:
     """Run one report here, printing its progress, until it completes or fails."""
-    async with running(daemon):
-        progress = asyncio.create_task(follow_report(daemon.store, report_id, sys.stderr))
+    async with running(daemon), anyio.create_task_group() as tasks:
+        tasks.start_soon(follow_report, daemon.store, report_id, sys.stderr)
         state = await daemon.reports.wait(report_id)
         await daemon.views.wait_for(await daemon.store.last_position(), timeout=600)
         await daemon.exporter.export(report_id)
-        progress.cancel()
-        await asyncio.gather(progress, return_exceptions=True)
+        tasks.cancel_scope.cancel()
     return state
 
 
@@ -178,7 +183,7 @@ async def rebuild(args: argparse.Namespace, config: Config) -> int:
         before = await daemon.views.digest()
         position = await daemon.views.rebuild()
         after = await daemon.views.digest()
-        for report_id in await asyncio.to_thread(report_ids, daemon.views.path):
+        for report_id in await daemon.views.in_thread(report_ids, daemon.views.path):
             await daemon.exporter.export(report_id)
     for name in sorted(after):
         verdict = "identical" if before.get(name) == after[name] else "CHANGED"
@@ -196,7 +201,7 @@ async def export(args: argparse.Namespace, config: Config) -> int:
 
 async def replay(args: argparse.Namespace, config: Config) -> int:
     async with EventStore(config.store.path, config.store.synchronous) as store:
-        ids = await asyncio.to_thread(completed_report_ids, config) if args.all else [args.report_id]
+        ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
             raise NotFound("no report given; pass REPORT_ID or --all")
         results = [await replay_one(store, report_id, args.into) for report_id in ids]
@@ -273,7 +278,7 @@ async def status(args: argparse.Namespace, config: Config) -> int:
     async with EventStore(config.store.path, config.store.synchronous) as store:
         head = await store.last_position()
         streams = await store.stream_summaries()
-    views = await asyncio.to_thread(read_views_summary, views_path_for(config.store.path))
+    views = await anyio.to_thread.run_sync(read_views_summary, views_path_for(config.store.path))
     info = {"store": str(config.store.path), "last_position": head, "streams": len(streams),
             "projection_position": views["position"], "projection_lag": head - views["position"],
             "simulations": views["simulations"], "reports": views["reports"]}

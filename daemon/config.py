@@ -80,6 +80,10 @@ class ServerConfig(Section):
     allowed_origins: list[str] = Field(default_factory=list)
 
 
+class ServiceConfig(Section):
+    stop_timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+
 class LogConfig(Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     format: Literal["text", "json"] = "text"
@@ -93,6 +97,7 @@ class Config(Section):
     reports: ReportsConfig = ReportsConfig()
     interview: InterviewConfig = InterviewConfig()
     server: ServerConfig = ServerConfig()
+    service: ServiceConfig = ServiceConfig()
     log: LogConfig = LogConfig()
 
     def with_paths(self, store: Path, roots: list[Path], output_dir: Path) -> Config:

@@ -9,12 +9,13 @@ stream is never touched.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from simreportd.agent.replay import RecordedEnvironment, RecordedInterviews, ReplayProvider
 from simreportd.agent.runner import ReportRunner, report_stream
@@ -135,4 +136,4 @@ async def _copy(store: EventStore, stream: str, events: list[Recorded]) -> None:
 
 
 async def _no_wait(seconds: float) -> None:
-    await asyncio.sleep(0)
+    await anyio.sleep(0)

@@ -10,27 +10,32 @@ imports aiosqlite.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import aiosqlite
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 
 from .codec import Recorded, encode
 from .ids import new_event_id
-from .errors import ConcurrencyConflict, DuplicateEventMismatch, SimreportdError, StoreClosed, WaitTimeout
+from .errors import (ConcurrencyConflict, DuplicateEventMismatch, SimreportdError, StoreClosed, StoreFull,
+                     StoreUnusable, WaitTimeout)
 from .models import DomainEvent
 
 log = logging.getLogger("simreportd.events.store")
 
 ANY_VERSION: None = None
 MAX_GROUP_APPENDS = 1024
+MAX_QUEUED_APPENDS = 8192  # appenders beyond this wait (backpressure) instead of growing memory
+CLOSE_TIMEOUT = 10.0  # how long close() lets the writer drain before it gives up on the rest
 POLL_SECONDS = 0.5  # how often a subscriber looks for appends made by other processes
 
 SCHEMA = """
@@ -93,10 +98,18 @@ class CaughtUp:
 
 @dataclass
 class _Pending:
+    """One caller's append, waiting in the writer's queue for its outcome."""
+
     stream: str
     events: list[NewEvent]
     expected_version: int | None
-    future: asyncio.Future[AppendResult]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    outcome: AppendResult | Exception | None = None
+
+    def settle(self, outcome: AppendResult | Exception) -> None:
+        if self.outcome is None:
+            self.outcome = outcome
+            self.done.set()
 
 
 class EventStore:
@@ -107,53 +120,79 @@ class EventStore:
         self.synchronous = synchronous
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
-        self._writer_task: asyncio.Task[None] | None = None
+        self._queue: MemoryObjectSendStream[_Pending] | None = None
+        self._stack = AsyncExitStack()
+        self._writer_stopped = anyio.Event()
         self._closed = False
         self._head = 0  # highest position known committed, by anyone
         self._db_head = 0  # the same, as of our last write transaction (cache)
         self._versions: dict[str, int] = {}  # stream -> version as of our last commit (cache)
-        self._committed = asyncio.Event()
+        self._committed = anyio.Event()
 
     async def __aenter__(self) -> EventStore:
-        await self.open()
+        """Open both connections and start the writer in a task group this store owns."""
+        try:
+            await self._open_connections()
+            self._head = self._db_head = await self._read_head()
+        except BaseException:
+            await self._close_connections()
+            raise
+        send, receive = anyio.create_memory_object_stream[_Pending](MAX_QUEUED_APPENDS)
+        self._queue = send
+        tasks = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.push_async_callback(self.close)  # runs before the task group exits (LIFO)
+        tasks.start_soon(self._write_loop, receive, name="event-store-writer")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await self._stack.aclose()
 
-    async def open(self) -> None:
-        """Create the file and schema if needed and start the writer task."""
+    async def _open_connections(self) -> None:
+        """Create the file and schema if needed; sqlite3 errors become ours at this boundary."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._writer = await self._connect()
             await self._writer.executescript(SCHEMA)
             self._reader = await self._connect()
-        except Exception as exc:  # sqlite3 errors become ours at this boundary
-            raise SimreportdError(f"cannot open event store {self.path}: {exc}") from exc
-        self._head = self._db_head = await self._read_head()
-        self._writer_task = asyncio.create_task(self._write_loop(), name="event-store-writer")
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnusable(self.path, str(exc)) from exc
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'FULL' else 'NORMAL'}")
-        await conn.execute("PRAGMA busy_timeout=10000")
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'FULL' else 'NORMAL'}")
+            await conn.execute("PRAGMA busy_timeout=10000")
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await conn.close()  # else its worker thread would keep the process from exiting
+            raise
         return conn
 
     async def close(self) -> None:
-        """Drain accepted appends, stop the writer and close both connections. Safe to call twice."""
+        """Drain accepted appends, stop the writer and close both connections. Safe to call twice.
+
+        Shielded: a store closed while its owner is being cancelled still lets the writer finish
+        the appends it accepted (up to CLOSE_TIMEOUT), and closes each connection only after its
+        last user returned (aiosqlite runs a close after every call already queued).
+        """
         if self._closed:
             return
         self._closed = True
-        if self._writer_task is not None:
-            await self._queue.join()
-            self._writer_task.cancel()
-            await asyncio.gather(self._writer_task, return_exceptions=True)
-        for conn in (self._writer, self._reader):
-            if conn is not None:
-                await conn.close()
+        with anyio.CancelScope(shield=True):
+            if self._queue is not None:
+                self._queue.close()
+                with anyio.move_on_after(CLOSE_TIMEOUT):
+                    await self._writer_stopped.wait()
+            await self._close_connections()
         self._committed.set()
+
+    async def _close_connections(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for conn in (self._writer, self._reader):
+                if conn is not None:
+                    await conn.close()
+            self._writer = self._reader = None
 
     def _check_open(self) -> aiosqlite.Connection:
         if self._closed or self._reader is None:
@@ -178,25 +217,41 @@ class EventStore:
         wrapped = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
         if not wrapped:
             raise ValueError("append needs at least one event")
-        future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(stream, wrapped, expected_version, future))
-        return await future
+        pending = _Pending(stream, wrapped, expected_version)
+        assert self._queue is not None
+        try:
+            await self._queue.send(pending)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StoreClosed() from None
+        await pending.done.wait()
+        if isinstance(pending.outcome, Exception):
+            raise pending.outcome
+        assert pending.outcome is not None
+        return pending.outcome
 
-    async def _write_loop(self) -> None:
-        while True:
-            group = [await self._queue.get()]
-            while not self._queue.empty() and len(group) < MAX_GROUP_APPENDS:
-                group.append(self._queue.get_nowait())
+    async def _write_loop(self, queue: anyio.abc.ObjectReceiveStream[_Pending]) -> None:
+        """Commit what arrives, a group at a time, until the queue is closed and drained.
+
+        Shielded from the owner's cancellation: a group in flight always ends in COMMIT or
+        ROLLBACK, and `close()` decides when the writer stops (after draining).
+        """
+        with anyio.CancelScope(shield=True) as self._writer_scope:
             try:
-                await self._commit_group(group)
-            except Exception as exc:  # a failed transaction fails every caller in it, not the writer
-                log.exception("group commit of %d appends failed", len(group))
-                for pending in group:
-                    if not pending.future.done():
-                        pending.future.set_exception(SimreportdError(f"append failed: {exc}"))
+                async with queue:
+                    async for first in queue:
+                        await self._commit_safely(_gather_group(first, queue))
             finally:
-                for _ in group:
-                    self._queue.task_done()
+                self._writer_stopped.set()
+
+    async def _commit_safely(self, group: list[_Pending]) -> None:
+        """Commit one group; a failed transaction fails every caller in it, not the writer."""
+        try:
+            await self._commit_group(group)
+        except Exception as exc:
+            if not isinstance(_translate(exc), StoreFull):  # a full disk is the callers' to report
+                log.exception("group commit of %d appends failed", len(group))
+            for pending in group:
+                pending.settle(_translate(exc))
 
     async def _commit_group(self, group: list[_Pending]) -> None:
         """One transaction for the whole group, planned optimistically against cached versions.
@@ -266,7 +321,7 @@ class EventStore:
             self._versions.update({**dict.fromkeys(missing, 0), **{stream: version for stream, version in rows}})
 
     def _wake_subscribers(self) -> None:
-        committed, self._committed = self._committed, asyncio.Event()
+        committed, self._committed = self._committed, anyio.Event()
         committed.set()
 
     # --- reading ---------------------------------------------------------------------------
@@ -338,24 +393,42 @@ class EventStore:
                 caught_up = True
                 yield CaughtUp(position)
             self._check_open()
-            try:
-                await asyncio.wait_for(woken.wait(), POLL_SECONDS)
-            except TimeoutError:
-                pass
+            with anyio.move_on_after(POLL_SECONDS):
+                await woken.wait()
 
     async def wait_for(self, position: int, timeout: float = 30.0) -> None:
         """Return once `position` is committed; raise WaitTimeout after `timeout` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while await self.last_position() < position:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise WaitTimeout(f"position {position}", timeout)
-            woken = self._committed
-            try:
-                await asyncio.wait_for(woken.wait(), min(remaining, POLL_SECONDS))
-            except TimeoutError:
-                pass
+        try:
+            with anyio.fail_after(timeout):
+                while await self.last_position() < position:
+                    woken = self._committed
+                    with anyio.move_on_after(POLL_SECONDS):
+                        await woken.wait()
+        except TimeoutError:
+            raise WaitTimeout(f"position {position}", timeout) from None
+
+
+def _gather_group(first: _Pending, queue: anyio.abc.ObjectReceiveStream[_Pending]) -> list[_Pending]:
+    """`first` and every append already waiting behind it, up to MAX_GROUP_APPENDS."""
+    group = [first]
+    while len(group) < MAX_GROUP_APPENDS:
+        try:
+            group.append(queue.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+    return group
+
+
+def _translate(exc: Exception) -> Exception:
+    """A failed group's error as the callers see it: ours, with the sqlite3 cause kept."""
+    if isinstance(exc, SimreportdError):
+        return exc
+    if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+        error: SimreportdError = StoreFull(str(exc))
+    else:
+        error = SimreportdError(f"append failed: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 class _Replan(Exception):
@@ -364,12 +437,7 @@ class _Replan(Exception):
 
 def _settle(group: list[_Pending], outcomes: list[AppendResult | Exception]) -> None:
     for pending, outcome in zip(group, outcomes):
-        if pending.future.done():
-            continue
-        if isinstance(outcome, Exception):
-            pending.future.set_exception(outcome)
-        else:
-            pending.future.set_result(outcome)
+        pending.settle(outcome)
 
 
 def _plan_group(group: list[_Pending], versions: dict[str, int], known: dict[str, tuple[int, int]],

@@ -21,7 +21,7 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     """`simreportd ARGS` as a child process, its output kept out of the test's way."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     log = tempfile.NamedTemporaryFile(prefix="simreportd-", suffix=".log", delete=False)  # a pipe could fill up
-    process = subprocess.Popen([PYTHON, "-m", "simreportd.daemon.cli", *args], cwd=cwd, env=env,
+    process = subprocess.Popen([PYTHON, "-m", "simreportd", *args], cwd=cwd, env=env,
                                stdout=subprocess.DEVNULL, stderr=log)
     process.log_path = Path(log.name)  # type: ignore[attr-defined]
     log.close()

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def simreportd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "simreportd.daemon.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PYTHON, "-m", "simreportd", *args], capture_output=True, text=True,
                           timeout=TIMEOUT * 2, cwd=cwd)
 
 

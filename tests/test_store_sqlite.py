@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
-from simreportd.events.errors import StoreClosed
+from simreportd.events.errors import StoreClosed, StoreUnusable
 from simreportd.events.models import PlanningStarted
 from simreportd.events.store import EventStore
 
@@ -30,12 +31,30 @@ class TestSQLiteStoreFull(EventStoreContract):
 
 @pytest.mark.anyio
 async def test_closing_twice_is_safe_and_append_after_close_raises(store_path: Path) -> None:
-    store = EventStore(store_path)
-    await store.open()
-    await store.close()
-    await store.close()
-    with pytest.raises(StoreClosed):
-        await store.append("report-a", [PlanningStarted(report_id="a")])
+    async with EventStore(store_path) as store:
+        await store.close()
+        await store.close()
+        with pytest.raises(StoreClosed):
+            await store.append("report-a", [PlanningStarted(report_id="a")])
+
+
+@pytest.mark.anyio
+async def test_appends_accepted_before_close_are_committed(store_path: Path) -> None:
+    async with EventStore(store_path) as store, anyio.create_task_group() as tasks:
+        for n in range(50):
+            tasks.start_soon(store.append, f"report-{n}", [PlanningStarted(report_id=str(n))])
+        await anyio.wait_all_tasks_blocked()
+        await store.close()
+    async with EventStore(store_path) as store:
+        assert await store.last_position() == 50
+
+
+@pytest.mark.anyio
+async def test_a_file_that_is_not_a_database_is_refused_with_a_clear_error(store_path: Path) -> None:
+    store_path.write_bytes(b"this is not an SQLite file" * 200)
+    with pytest.raises(StoreUnusable, match="move it away"):
+        async with EventStore(store_path):
+            pass
 
 
 @pytest.mark.anyio
