@@ -15,6 +15,7 @@ import ipaddress
 import json
 import logging
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -31,9 +32,10 @@ from simreportd.events.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.store import CaughtUp
 from simreportd.projections.runner import reading
 
-from . import http_api
+from . import actions, http_api
 from .config import ServerConfig
-from .notifications import GenerateReport, Interview, ProtocolError, ReportInfo, Subscribe, frames_for, parse_message
+from .notifications import (GenerateReport, HandedOver, Interview, ProtocolError, ReportInfo, Subscribe, frames_for,
+                            parse_message)
 
 log = logging.getLogger("simreportd.daemon.server")
 
@@ -244,9 +246,11 @@ class Server:
             await session.queue.send({"type": "caught_up", "position": position})
             session.go_live()
 
-    async def _command(self, session: Session, command: GenerateReport | Interview | ProtocolError) -> None:
+    async def _command(self, session: Session, command: GenerateReport | Interview | HandedOver | ProtocolError) -> None:
         if isinstance(command, ProtocolError):
             session.push(command.frame())
+        elif isinstance(command, HandedOver):
+            await self._handed_over(session, command)
         elif isinstance(command, GenerateReport):
             try:
                 report_id = await self.daemon.reports.request(command.simulation_id, trigger="websocket")
@@ -257,6 +261,27 @@ class Server:
                           "status": "pending"})
         else:
             await self._interview(session, command)
+
+    async def _handed_over(self, session: Session, command: HandedOver) -> None:
+        """A CLI command's work, done here because this daemon holds the store."""
+        try:
+            result = await self._perform(command)
+        except SimreportdError as exc:
+            session.push(ProtocolError("usage" if exc.exit_code == 2 else "failed", str(exc)).frame())
+            return
+        session.push({"type": "command_result", "op": command.op, **result})
+
+    async def _perform(self, command: HandedOver) -> dict[str, Any]:
+        daemon = self.daemon
+        if command.op == "request_report":
+            return {"report_id": await actions.request_report(daemon, Path(command.folder or ""))}
+        if command.op == "resume":
+            return {"report_id": await actions.resume_report(daemon, command.report_id or "")}
+        if command.op == "fork":
+            actions.check_fork_writer(daemon, command.provider, command.model)
+            return {"report_id": await actions.fork(daemon, command.report_id or "", command.at or 0)}
+        rebuilt = await actions.rebuild(daemon)
+        return {"before": rebuilt.before, "after": rebuilt.after, "position": rebuilt.position}
 
     async def _interview(self, session: Session, command: Interview) -> None:
         interviews = getattr(self.daemon, "interviews", None)
