@@ -17,7 +17,7 @@ import anyio
 
 from simreportd.events.errors import SimreportdError
 from simreportd.projections.chart import activity_rows, turning_points
-from simreportd.projections.runner import reading, rows_as_dicts
+from simreportd.projections.runner import in_thread, reading, rows_as_dicts
 
 from .toolspec import REPORT_TOOLS
 
@@ -54,7 +54,7 @@ class SimulationTools:
         if name == "interview_agents":
             return await self._interview(arguments, simulation_id, generation)
         method = getattr(self, name)
-        return await anyio.to_thread.run_sync(self._call, method, arguments, (simulation_id, generation),
+        return await in_thread(self._call, method, arguments, (simulation_id, generation),
                                               limiter=self.limiter)
 
     async def _interview(self, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
@@ -69,7 +69,7 @@ class SimulationTools:
 
     async def context(self, simulation_id: str, generation: int) -> dict[str, Any]:
         """What planning needs: statistics, requirement, agent types, stances, sample posts."""
-        return await anyio.to_thread.run_sync(self._call_raw, self.gather_context, {}, (simulation_id, generation),
+        return await in_thread(self._call_raw, self.gather_context, {}, (simulation_id, generation),
                                               limiter=self.limiter)
 
     def _call(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import anyio
 
-from simreportd.projections.runner import reading
+from simreportd.projections.runner import in_thread, reading
 
 from .folder import read_env_status
 
@@ -18,7 +18,7 @@ class FolderEnvironment:
         self.views_path, self.limiter = views_path, limiter
 
     async def alive(self, simulation_id: str) -> bool:
-        return await anyio.to_thread.run_sync(self._alive, simulation_id, limiter=self.limiter)
+        return await in_thread(self._alive, simulation_id, limiter=self.limiter)
 
     def _alive(self, simulation_id: str) -> bool:
         folder = self.folder_of(simulation_id)

@@ -9,7 +9,7 @@ import anyio
 
 from simreportd.events.errors import NotFound
 from simreportd.projections.export import load_report, render
-from simreportd.projections.runner import reading
+from simreportd.projections.runner import in_thread, reading
 
 
 class Exporter:
@@ -23,7 +23,7 @@ class Exporter:
         """Write the report's folder (default: output_dir/<report_id>) and return it."""
         target = folder or self.output_dir / report_id
         async with self._locks.setdefault(target, anyio.Lock()):  # one writer per folder at a time
-            await anyio.to_thread.run_sync(self._export, report_id, target, limiter=self.limiter)
+            await in_thread(self._export, report_id, target, limiter=self.limiter)
         return target
 
     def _export(self, report_id: str, target: Path) -> None:

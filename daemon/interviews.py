@@ -22,7 +22,7 @@ from simreportd.agent.tools import fts_query
 from simreportd.events.errors import NotFound, SimreportdError
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.store import EventStore
-from simreportd.projections.runner import reading
+from simreportd.projections.runner import in_thread, reading
 
 from . import interview_rpc
 from .environment import FolderEnvironment
@@ -52,7 +52,7 @@ class Interviewer:
 
     async def _in_thread(self, func: Callable[..., T], *args: Any) -> T:
         """Blocking read-model work in a worker thread, under the read-model database's limiter."""
-        return await anyio.to_thread.run_sync(func, *args, limiter=self.limiter)
+        return await in_thread(func, *args, limiter=self.limiter)
 
     # --- the report tool ------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +28,7 @@ from .base import Projection
 log = logging.getLogger("simreportd.projections.runner")
 
 PAGE = 2000
+PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelled caller wants a query stopped
 THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
 T = TypeVar("T")
 META_SCHEMA = """
@@ -68,7 +70,7 @@ class ProjectionRunner:
 
     async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
         """Run blocking work on the read-model file in a worker thread, under this database's limiter."""
-        return await anyio.to_thread.run_sync(func, *args, limiter=self.limiter)
+        return await in_thread(func, *args, limiter=self.limiter)
 
     def _open(self) -> sqlite3.Connection:
         conn = connect_views(self.path, readonly=False)
@@ -219,10 +221,66 @@ def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
     return conn
 
 
+class _Interruption:
+    """Set when a worker thread's caller is cancelled: its `reading()` queries then stop at once."""
+
+    def __init__(self) -> None:
+        self.requested = self.finished = False
+
+    def __call__(self) -> bool:  # an SQLite progress handler: a true result aborts the statement
+        return self.requested
+
+
+_INTERRUPTION: ContextVar[_Interruption | None] = ContextVar("simreportd_interruption", default=None)
+
+
+async def in_thread(func: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter | None = None) -> T:
+    """Run `func` in a worker thread and wait for it, even when cancelled (DESIGN.md section 9).
+
+    A cancelled caller never abandons the thread; instead the queries it runs through
+    `reading()` are interrupted, so a long scan ends at once and shutdown stays bounded.
+    """
+    interruption = _Interruption()
+    token = _INTERRUPTION.set(interruption)  # the worker thread runs in a copy of this context
+    try:
+        async with anyio.create_task_group() as watch:  # exits with the cancellation, if there was one
+            watch.start_soon(_interrupt_when_cancelled, interruption)
+            try:
+                result, error = await anyio.to_thread.run_sync(_outcome, func, *args, limiter=limiter)
+            finally:
+                interruption.finished = True
+                watch.cancel_scope.cancel()
+    finally:
+        _INTERRUPTION.reset(token)
+    if error is not None:
+        if interruption.requested:
+            await anyio.lowlevel.checkpoint()  # the cancellation that interrupted the query, raised here
+        raise error  # outside the task group: the caller gets the error itself, not an ExceptionGroup
+    return result  # type: ignore[return-value]
+
+
+def _outcome(func: Callable[..., T], *args: Any) -> tuple[T | None, BaseException | None]:
+    try:
+        return func(*args), None
+    except Exception as exc:
+        return None, exc
+
+
+async def _interrupt_when_cancelled(interruption: _Interruption) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        if not interruption.finished:  # cancelled while the thread still runs: the caller is being stopped
+            interruption.requested = True
+
+
 @contextmanager
 def reading(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to the read models for the length of a `with` block."""
+    """A read-only connection to the read models for the length of a `with` block (interruptible
+    when opened in `in_thread`)."""
     conn = connect_views(path)
+    if (interruption := _INTERRUPTION.get()) is not None:
+        conn.set_progress_handler(interruption, PROGRESS_STEPS)
     try:
         yield conn
     finally:

@@ -84,6 +84,7 @@ class NotifySocket:
     def __exit__(self, *exc: object) -> None:
         os.environ.pop("NOTIFY_SOCKET", None)
         self.sock.close()
+        self.path.unlink(missing_ok=True)
 
     def wait_for(self, field: str) -> list[str]:
         """Messages received until one contains `field` (e.g. READY=1)."""
