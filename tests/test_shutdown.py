@@ -206,3 +206,35 @@ def test_a_store_that_is_not_a_database_exits_2_at_once_with_a_clear_message(tmp
                                 text=True, timeout=TIMEOUT)  # a hang would fail here
         assert result.returncode == 2, (command, result.stderr)
         assert "move it away" in result.stderr and "Traceback" not in result.stderr
+
+
+def simreportd(config: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "simreportd", "-c", str(config), *args], capture_output=True, text=True,
+                          timeout=TIMEOUT * 2)
+
+
+def test_writing_commands_hand_their_work_to_the_running_daemon_and_export_nothing_twice(
+        tmp_path: Path, small_sim: Path) -> None:
+    config = write_config(tmp_path, auto=False)
+    with NotifySocket(tmp_path / "notify.sock") as systemd:
+        daemon = cli("run", "-c", str(config))
+        systemd.wait_for("READY=1")
+    report = simreportd(config, "report", str(small_sim), "--wait")
+    assert report.returncode == 0 and "running daemon writes report" in report.stderr, report.stderr
+    report_id = report.stdout.split()[-1]
+    db = tmp_path / "state" / "events.sqlite3"
+    mid = count(db, "SELECT min(position) FROM events WHERE type = 'SectionCompleted'")
+    fork = simreportd(config, "fork", report_id, "--at", str(mid))
+    assert fork.returncode == 0 and "Report ready" in fork.stderr, fork.stderr
+    fork_id = fork.stdout.split()[-1]
+    asked = simreportd(config, "interview", report_id, "--agent", "1", "What did you think?")
+    assert asked.returncode == 0 and asked.stdout.strip(), asked.stderr
+    rebuilt = simreportd(config, "rebuild")
+    assert rebuilt.returncode == 0 and "CHANGED" not in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
+    log = (tmp_path / "reports" / fork_id / "agent_log.jsonl").read_text(encoding="utf-8").splitlines()
+    steps = count(db, "SELECT count(*) FROM events WHERE stream = ?", (f"report-{fork_id}",))
+    assert len(log) == len(set(log)) and len(log) <= steps  # one line per step at most, none twice
+    assert daemon.poll() is None
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=TIMEOUT) == 0
+    assert "CHANGED" not in simreportd(config, "rebuild").stdout  # the daemon's read models were the log's fold
