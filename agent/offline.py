@@ -28,6 +28,10 @@ QUOTED_REF = re.compile(r'^> ".*" \((\w+:\w+:\w+)\)$', re.M)
 class OfflineProvider:
     name = "offline"
 
+    async def context_window(self, model: str) -> int:
+        """The offline writer reads any length: its conversations are never shortened."""
+        return 1_000_000
+
     async def complete(self, request: LLMRequested, messages: list[dict[str, Any]], attempt: int) -> Completion:
         content, calls = (_outline(messages) if request.purpose == "outline" else _section(request, messages))
         if request.protocol == "text" and calls:

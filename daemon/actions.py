@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from simreportd.events.errors import SimreportdError
 from simreportd.projections.runner import reading
@@ -46,9 +46,15 @@ async def request_report(daemon: Daemon, folder: Path) -> str:
     return await daemon.reports.request(folder.name, trigger="cli")
 
 
-async def resume_report(daemon: Daemon, report_id: str) -> str:
-    await daemon.reports.resume(report_id)
+async def resume_report(daemon: Daemon, report_id: str, overrides: dict[str, Any] | None = None) -> str:
+    await daemon.reports.resume(report_id, overrides)
     return report_id
+
+
+def resume_overrides(model: str | None, max_tokens: int | None, timeout_s: float | None) -> dict[str, Any]:
+    """The LLM settings a resume changes (recorded in its ReportResumed): only those given."""
+    given = {"model": model, "max_tokens": max_tokens, "timeout_s": timeout_s}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 async def fork(daemon: Daemon, report_id: str, at: int) -> str:

@@ -147,8 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("report", commands.report, "Ingest SIM_DIR and generate its report.")
     p.add_argument("sim_dir", metavar="SIM_DIR")
     p.add_argument("--wait", action="store_true", help="return when the report ends; print its id last")
+    strict(p)
     p = command("resume", commands.resume, "Continue a failed report from its last recorded step.")
     p.add_argument("report_id", metavar="REPORT_ID")
+    p.add_argument("--model", help="continue with this model (recorded in the ReportResumed event)")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="continue with this completion token limit")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="continue with this LLM request timeout")
+    strict(p)
     p = command("replay", commands.replay, "Re-run a completed report with LLM answers served from the log "
                 "and tools re-run against the rebuilt simulation model; compare every step.")
     p.add_argument("report_id", nargs="?", metavar="REPORT_ID")
@@ -181,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("status", commands.status, "Show the store, simulations and reports.")
     p.add_argument("--json", action="store_true")
     return parser
+
+
+def strict(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--strict", action="store_true", help="exit 1 when the report completes degraded "
+                   "(a section does not meet the [agent] rules)")
 
 
 if __name__ == "__main__":

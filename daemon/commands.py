@@ -111,7 +111,7 @@ async def report(args: argparse.Namespace, config: Config) -> int:
         if not args.wait:
             print(frame["report_id"])
             return 0
-        return await follow_handed_over(config, frame["report_id"])
+        return await follow_handed_over(config, frame["report_id"], strict=args.strict)
     config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
     async with Daemon(config, folders=[folder], command="report") as daemon:
         report_id = await actions.request_report(daemon, folder)
@@ -119,26 +119,28 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             print(report_id)
             return 0
         state = await generate(daemon, report_id)
-    return finish(config, report_id, state)
+    return finish(config, report_id, state, strict=args.strict)
 
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
+    overrides = actions.resume_overrides(args.model, args.max_tokens, args.timeout)
     if holder := running_daemon(config):
-        await send(holder, config, {"op": "resume", "report_id": args.report_id})
-        return await follow_handed_over(config, args.report_id)
+        await send(holder, config, {"op": "resume", "report_id": args.report_id, **overrides})
+        return await follow_handed_over(config, args.report_id, strict=args.strict)
     async with Daemon(config, command="resume") as daemon:
-        await actions.resume_report(daemon, args.report_id)
+        await actions.resume_report(daemon, args.report_id, overrides)
         state = await generate(daemon, args.report_id)
-    return finish(config, args.report_id, state)
+    return finish(config, args.report_id, state, strict=args.strict)
 
 
-async def follow_handed_over(config: Config, report_id: str, daemon_config: Path | None = None) -> int:
+async def follow_handed_over(config: Config, report_id: str, daemon_config: Path | None = None,
+                             strict: bool = False) -> int:
     """Print the progress of a report the running daemon writes, from the shared log, until it ends."""
     say(f"The running daemon writes report {report_id}; following it here (Ctrl-C stops following, not the report)")
     async with config.store.open() as store:
         await follow_report(store, report_id, sys.stderr)
         state = core.fold([r.event for r in await store.read_stream(report_stream(report_id))], report_id)
-    return finish(config, report_id, state, daemon_config)
+    return finish(config, report_id, state, daemon_config, strict)
 
 
 async def generate(daemon: Daemon, report_id: str) -> ReportState:
@@ -166,16 +168,23 @@ output_dir = "reports"
 """
 
 
-def finish(config: Config, report_id: str, state: ReportState, daemon_config: Path | None = None) -> int:
-    """Say where the report is (and how to watch it in the dashboard); exit 1 if it failed."""
+def finish(config: Config, report_id: str, state: ReportState, daemon_config: Path | None = None,
+           strict: bool = False) -> int:
+    """Say where the report is (and how to watch it in the dashboard); exit 1 if it failed (or, strict, degraded)."""
     folder = config.reports.output_dir / report_id
-    if state.failed is not None:
-        say(f"Report {report_id} failed during {state.failed.stage}: {state.failed.error}")
-        say(f"Fix the cause, then continue it with: simreportd resume {report_id}")
+    if state.failed is not None:  # the error itself was printed once, as the report's progress
+        say(f"Fix the cause, then continue it with: simreportd resume {report_id} "
+            "(--max-tokens, --timeout, --model change those LLM settings from there on)")
         print(report_id)
         return 1
     title = state.outline.title if state.outline else report_id
-    say(f"\nReport ready: {title}")
+    problems = state.verdict.problems if state.verdict else []
+    if problems:
+        say(f"\nWARNING: report ready but degraded: {title}\n  it does not meet the [agent] rules:")
+        for problem in problems:
+            say(f"  - {problem}")
+    else:
+        say(f"\nReport ready: {title}")
     say(f"  full report  {folder / 'full_report.md'}")
     say(f"  sections     {folder}/section_NN.md  (MiroFish-compatible folder: {folder})")
     say(f"  trace        {folder / 'agent_log.jsonl'}  and  simreportd events --stream {report_stream(report_id)}")
@@ -183,7 +192,7 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
     if daemon_config is not None:
         say(f"See it in the dashboard: simreportd -c {daemon_config} run   then open http://127.0.0.1:8765/")
     print(report_id)
-    return 0
+    return 1 if strict and problems else 0
 
 
 async def completed_generation(store: EventStore, simulation_id: str) -> int:
@@ -264,7 +273,8 @@ async def replay_one(store: EventStore, report_id: str, into: str | None) -> Rep
 def completed_report_ids(config: Config) -> list[str]:
     with reading(views_path_for(config.store.path)) as conn:
         return [row[0] for row in conn.execute(
-            "SELECT report_id FROM reports WHERE status = 'completed' ORDER BY created_at, report_id")]
+            "SELECT report_id FROM reports WHERE status IN ('completed', 'completed_degraded')"
+            " ORDER BY created_at, report_id")]
 
 
 async def fork(args: argparse.Namespace, config: Config) -> int:

@@ -59,6 +59,7 @@ class LLMConfig(Section):
     requests_per_minute: int = Field(default=0, ge=0)
     temperature: float = Field(default=0.3, ge=0, le=2)
     max_tokens: int = Field(default=2048, ge=16)
+    context_tokens: int = Field(default=0, ge=0)
 
     def resolved_provider(self) -> Literal["openai", "offline"]:
         """`auto` means openai when a base_url or an API key is configured, else offline."""
@@ -73,6 +74,8 @@ class AgentConfig(Section):
     max_iterations: int = Field(default=5, ge=1)
     conflict_retries: int = Field(default=2, ge=0)
     outline_retries: int = Field(default=2, ge=0)
+    max_rejections: int = Field(default=4, ge=0)
+    mirofish_budget: bool = False
 
 
 class ReportsConfig(Section):

@@ -15,6 +15,7 @@ from typing import Any
 
 from simreportd.projections.chart import activity_rows, activity_svg
 from simreportd.projections.export import full_markdown, load_report, section_markdown
+from simreportd.projections.report import mirofish_status
 from simreportd.projections.runner import reading, rows_as_dicts
 
 Reply = tuple[int, str, bytes]
@@ -87,7 +88,7 @@ def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str
 def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     rows = rows_as_dicts(conn.execute(
         "SELECT report_id, simulation_id, generation, status, progress, title, sections_total, completed_sections,"
-        " interview_unlocked, created_at, completed_at, error FROM reports ORDER BY created_at, report_id"))
+        " interview_unlocked, created_at, completed_at, error, problems FROM reports ORDER BY created_at, report_id"))
     return json_reply({"reports": rows})
 
 
@@ -130,7 +131,7 @@ def progress(conn: sqlite3.Connection, query: dict[str, str], report_id: str) ->
     found = load_report(conn, report_id)
     if found is None:
         return not_found(f"no report {report_id}")
-    return mirofish({"status": found["status"], "progress": -1 if found["status"] == "failed" else found["progress"],
+    return mirofish({"status": mirofish_status(found["status"]), "progress": -1 if found["status"] == "failed" else found["progress"],
                      "message": found["message"], "current_section": found["current_section"],
                      "completed_sections": [s["title"] for s in found["sections"] if s["status"] == "completed"],
                      "updated_at": found["updated_at"]})
@@ -145,7 +146,7 @@ def sections(conn: sqlite3.Connection, query: dict[str, str], report_id: str) ->
     return mirofish({"report_id": report_id, "sections": [
         {"filename": f"section_{s['section_index']:02d}.md", "section_index": s["section_index"],
          "content": section_markdown(s)} for s in done],
-        "total_sections": found["sections_total"], "is_complete": found["status"] == "completed"})
+        "total_sections": found["sections_total"], "is_complete": mirofish_status(found["status"]) == "completed"})
 
 
 @route(r"/api/report/([^/]+)/section/(\d+)")
@@ -194,7 +195,7 @@ def metrics(conn: sqlite3.Connection, head: int, projected: int, clients: int) -
         "# TYPE simreportd_projection_lag gauge", f"simreportd_projection_lag {head - projected}",
         "# HELP simreportd_reports Reports by status.", "# TYPE simreportd_reports gauge",
         *[f'simreportd_reports{{status="{s}"}} {by_status.get(s, 0)}'
-          for s in ("pending", "planning", "generating", "completed", "failed")],
+          for s in ("pending", "planning", "generating", "completed", "completed_degraded", "failed")],
         "# HELP simreportd_llm_calls_total LLM requests made by report agents.",
         "# TYPE simreportd_llm_calls_total counter", f"simreportd_llm_calls_total {llm}",
         "# HELP simreportd_tool_calls_total Tool calls made by report agents.",

@@ -39,9 +39,13 @@ def describe(recorded: Recorded, total: int) -> str | None:
         "ToolCalled": lambda: f"        {d['tool']}({json.dumps(d['arguments'], ensure_ascii=False)[1:-1]})",
         "ResponseRejected": lambda: f"        rejected: {d['reason']}",
         "LLMFailed": lambda: f"        LLM call failed: {d['kind']} (attempt {d['attempt']})",
-        "SectionCompleted": lambda: f"  [{d['section_index']}/{total}] ready: {d['title']} "
-                                    f"({d['tool_calls']} tool calls)",
-        "ReportCompleted": lambda: "Report completed.",
+        "SectionCompleted": lambda: f"  [{d['section_index']}/{total}] {'degraded' if d.get('problems') else 'ready'}:"
+                                    f" {d['title']} ({d['tool_calls']} tool calls)",
+        "ReportCompleted": lambda: "Report completed." if not d.get("problems") else
+                                   f"Report completed, degraded: {len(d['problems'])} problem(s).",
+        "ToolProtocolChosen": lambda: f"Tool protocol: {d['protocol']} ({d['reason']})",
+        "ContextCompacted": lambda: f"        context shortened: {d['before_tokens']} -> {d['after_tokens']} tokens "
+                                    f"({d['reason']})",
         "ReportFailed": lambda: f"Report failed during {d['stage']}: {d['error']}",
         "ReportResumed": lambda: "Resuming from the last recorded step...",
     }

@@ -12,9 +12,11 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
+from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
@@ -108,24 +110,31 @@ class ReportScheduler:
             generation = await self._latest_generation(simulation_id)
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
+        settings = settings_for(self.config.agent, llm, REPORT_TOOLS)
+        settings["context_tokens"] = llm.context_tokens or await self._server_context(llm.model)
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
                                 model=llm.model if self.provider_name == "openai" else "offline-writer",
-                                settings=settings_for(self.config.agent, llm, REPORT_TOOLS))
+                                settings=settings)
         try:
             await self.store.append(report_stream(report_id), [event], expected_version=0)
         except ConcurrencyConflict:
             log.debug("report %s was already requested", report_id)
         return report_id
 
-    async def resume(self, report_id: str) -> None:
-        """Let a failed report continue from its last recorded step."""
+    async def _server_context(self, model: str) -> int:
+        """`[llm] context_tokens = 0`: what the server says its context is, else 8192; recorded with the report."""
+        ask = getattr(self.runner.provider, "context_window", None)
+        return (await ask(model) if ask else None) or DEFAULT_CONTEXT_TOKENS
+
+    async def resume(self, report_id: str, overrides: dict[str, Any] | None = None) -> None:
+        """Let a failed report continue from its last recorded step, with LLM settings overridden if asked."""
         events = await self.store.read_stream(report_stream(report_id))
         if not events:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         if events[-1].type != "ReportFailed":
             raise SimreportdError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
-        await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id)],
+        await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id, overrides=overrides or {})],
                                 expected_version=events[-1].version)
 
     def start(self, report_id: str, position: int) -> ReportRun:

@@ -277,7 +277,8 @@ class Server:
         if command.op == "request_report":
             return {"report_id": await actions.request_report(daemon, Path(command.folder or ""))}
         if command.op == "resume":
-            return {"report_id": await actions.resume_report(daemon, command.report_id or "")}
+            overrides = actions.resume_overrides(command.model, command.max_tokens, command.timeout_s)
+            return {"report_id": await actions.resume_report(daemon, command.report_id or "", overrides)}
         if command.op == "fork":
             actions.check_fork_writer(daemon, command.provider, command.model)
             return {"report_id": await actions.fork(daemon, command.report_id or "", command.at or 0)}

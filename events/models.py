@@ -235,6 +235,17 @@ class ToolProtocolChosen(ReportEvent):
     reason: str
 
 
+class ContextCompacted(ReportEvent):
+    """Older turns of the conversation were shortened so the next request fits `target_tokens`."""
+
+    type: Literal["ContextCompacted"] = "ContextCompacted"
+    section_index: int
+    target_tokens: int
+    before_tokens: int
+    after_tokens: int
+    reason: str
+
+
 class ThoughtRecorded(ReportEvent):
     type: Literal["ThoughtRecorded"] = "ThoughtRecorded"
     section_index: int
@@ -279,6 +290,8 @@ RejectionReason = Literal[
     "empty_section",
     "invalid_outline",
     "ungrounded",
+    "length_cut",
+    "echoed_prompt",
 ]
 
 
@@ -302,12 +315,17 @@ class SectionCompleted(ReportEvent):
     tool_calls: int = 0
     iterations: int = 0
     ungrounded_quotes: int = 0
+    grounded_quotes: int = 0
+    rejections: dict[str, int] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list)  # the [agent] rules this section does not meet
 
 
 class ReportCompleted(ReportEvent):
     type: Literal["ReportCompleted"] = "ReportCompleted"
     title: str
     sections_total: int
+    status: Literal["completed", "completed_degraded"] = "completed"
+    problems: list[str] = Field(default_factory=list)
 
 
 class InterviewUnlocked(ReportEvent):
@@ -326,6 +344,7 @@ class ReportFailed(ReportEvent):
 class ReportResumed(ReportEvent):
     type: Literal["ReportResumed"] = "ReportResumed"
     reason: str = "resume"
+    overrides: dict[str, Any] = Field(default_factory=dict)  # LLM settings changed from here on
 
 
 class InterviewRequested(ReportEvent):
@@ -368,6 +387,7 @@ AnyEvent = Annotated[
         LLMResponded,
         LLMFailed,
         ToolProtocolChosen,
+        ContextCompacted,
         ThoughtRecorded,
         ToolCalled,
         ToolObserved,

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from .chart import activity_rows, activity_svg
+from .report import mirofish_status
 from .runner import rows_as_dicts
 
 
@@ -47,9 +48,9 @@ def render(report: dict[str, Any]) -> dict[str, bytes]:
     outline = {"title": report["title"], "summary": report["summary"],
                "sections": [{"title": s["title"], "content": s["content"] or ""} for s in report["sections"]]}
     meta = {"report_id": report["report_id"], "simulation_id": report["simulation_id"], "status": report["status"],
-            "outline": outline, "created_at": report["created_at"], "completed_at": report["completed_at"],
+            "problems": json.loads(report.get("problems") or "[]"), "outline": outline, "created_at": report["created_at"], "completed_at": report["completed_at"],
             "error": report["error"]}
-    progress = {"status": report["status"], "progress": -1 if report["status"] == "failed" else report["progress"],
+    progress = {"status": mirofish_status(report["status"]), "progress": -1 if report["status"] == "failed" else report["progress"],
                 "message": report["message"], "current_section": report["current_section"],
                 "completed_sections": [s["title"] for s in completed], "updated_at": report["updated_at"]}
     files = {
