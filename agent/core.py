@@ -203,7 +203,7 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
         if compaction.after_tokens < compaction.before_tokens:
             return compaction
     params: dict[str, Any] = {"temperature": s.setting("temperature", 0.3),
-                              "max_tokens": max(64, min(_max_tokens(s), context - size - context // 20))}
+                              "max_tokens": min(_max_tokens(s), max(64, context - size - context // 20))}
     if tools and s.protocol == "native" and s.setting("tool_protocol") == "auto":
         params["tool_choice"] = "auto"  # some servers (llama.cpp's chatml-function-calling) ignore tools without it
     if "timeout_s" in s.overrides:
@@ -410,7 +410,7 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict)
     if not check.ok and section.grounding_rejections < 1:  # one chance to fix it, then it is marked
         return events + [ResponseRejected(**base, reason="ungrounded", detail=check.feedback()[:500],
                                           feedback=check.feedback())]
-    return events + [_completed(s, section, body, forced=False)]
+    return events + [_completed(s, section, body, False, events)]
 
 
 def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base: dict,
@@ -419,26 +419,34 @@ def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base
     body, events = _body(s, reply.final if reply.final is not None else reply.thought, base)
     problem = _unusable(body) or (("length_cut", prompts.cut_off(_max_tokens(s))) if cut else None)
     if problem is None:
-        return events + [_completed(s, section, body, forced=True)]
+        return events + [_completed(s, section, body, True, events)]
     if section.forced_replies <= FORCED_RETRIES:
         return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
                                           feedback=problem[1] + " " + prompts.forced_final(s.protocol or "native"))]
     if problem[0] == "length_cut":
-        return events + [_completed(s, section, body, forced=True)]  # cut short, but the model's own text
+        return events + [_completed(s, section, body, True, events)]  # cut short, but the model's own text
     evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
-    return events + [ResponseRejected(**base, reason=problem[0], detail="forced final answer unusable; evidence kept"),  # type: ignore[arg-type]
-                     _completed(s, section, f"{prompts.PLACEHOLDER}\n\n{evidence}", forced=True)]
+    events.append(ResponseRejected(**base, reason=problem[0], detail="forced final answer unusable; evidence kept"))  # type: ignore[arg-type]
+    return events + [_completed(s, section, f"{prompts.PLACEHOLDER}\n\n{evidence}", True, events)]
 
 
-def _completed(s: ReportState, section: SectionState, body: str, forced: bool) -> SectionCompleted:
-    """The section with its verdict: quotes the evidence lacks are flagged in place, rules not met listed."""
+def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
+               repairs: list[DomainEvent]) -> SectionCompleted:
+    """The section with its verdict: quotes the evidence lacks are flagged in place, rules not met listed.
+
+    `repairs` are the rejections decided from the same reply, not folded yet but part of the verdict.
+    """
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
+    rejections = dict(section.rejections)
+    for event in repairs:
+        if isinstance(event, ResponseRejected):
+            rejections[event.reason] = rejections.get(event.reason, 0) + 1
     ungrounded = len(check.ungrounded_quotes) + len(check.unknown_ids)
     return SectionCompleted(report_id=s.report_id, section_index=section.index, title=section.title,
                             content=grounding.mark(body, check), forced=forced, tool_calls=section.tool_calls,
                             iterations=section.iterations, ungrounded_quotes=ungrounded,
                             grounded_quotes=check.quotes - len(check.ungrounded_quotes),
-                            rejections=dict(sorted(section.rejections.items())),
+                            rejections=dict(sorted(rejections.items())),
                             problems=_problems(s, section, body, ungrounded))
 
 

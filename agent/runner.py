@@ -99,7 +99,7 @@ class ReportRunner:
         try:
             completion = await self.provider.complete(request, effect.messages, effect.attempt)
         except LLMError as exc:
-            log.warning("report %s: %s attempt %d failed: %s", s.report_id, request.call_id, effect.attempt, exc)
+            log.debug("report %s: %s attempt %d failed: %s", s.report_id, request.call_id, effect.attempt, exc)
             return LLMFailed(report_id=s.report_id, call_id=request.call_id, attempt=effect.attempt, kind=exc.kind,
                              message=exc.message, status_code=exc.status_code, retry_after_s=exc.retry_after_s,
                              retryable=exc.retryable, tools_refused=exc.tools_refused)

@@ -38,7 +38,7 @@ def describe(recorded: Recorded, total: int) -> str | None:
         "SectionStarted": lambda: f"  [{d['section_index']}/{total}] writing: {d['title']}",
         "ToolCalled": lambda: f"        {d['tool']}({json.dumps(d['arguments'], ensure_ascii=False)[1:-1]})",
         "ResponseRejected": lambda: f"        rejected: {d['reason']}",
-        "LLMFailed": lambda: f"        LLM call failed: {d['kind']} (attempt {d['attempt']})",
+        "LLMFailed": lambda: f"        LLM call failed (attempt {d['attempt']}): {d['kind']}",
         "SectionCompleted": lambda: f"  [{d['section_index']}/{total}] {'degraded' if d.get('problems') else 'ready'}:"
                                     f" {d['title']} ({d['tool_calls']} tool calls)",
         "ReportCompleted": lambda: "Report completed." if not d.get("problems") else

@@ -61,6 +61,7 @@ class ReportScheduler:
         self.store, self.views, self.runner, self.config = store, views, runner, config
         self.provider_name, self.leases = provider_name, leases or SoleNode()
         self.runs: dict[str, ReportRun] = {}
+        self.log_failures = True
         self.unfinished: dict[str, int] = {}  # report id -> position of its last start, anywhere
         self._tasks: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
@@ -182,7 +183,8 @@ class ReportScheduler:
                 with anyio.CancelScope(shield=True):
                     await self.leases.release(lease)
         if state.failed:
-            log.warning("report %s failed at %s: %s", run.report_id, state.failed.stage, state.failed.error)
+            (log.warning if self.log_failures else log.debug)(
+                "report %s failed at %s: %s", run.report_id, state.failed.stage, state.failed.error)
         elif state.report_completed:
             log.info("report %s completed", run.report_id)
 
