@@ -93,4 +93,8 @@ def _trim_all(limit: int, newest: bool = False) -> Callable[[list[dict[str, Any]
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit].rstrip() + " [...shortened to fit the context]"
+    """The head and the tail of a long text (a request's instruction often comes last)."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[:limit * 2 // 3].rstrip(), text[len(text) - limit // 3:].lstrip()
+    return f"{head} [...shortened to fit the context...] {tail}"

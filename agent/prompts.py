@@ -143,6 +143,11 @@ def cut_off(max_tokens: int) -> str:
             "or write the section in at most 300 words.")
 
 
+PREVIOUS_CHARS = 1200  # of each earlier section in a section's opening: enough to avoid repeating it
+
+
 def previous_section(content: str) -> str:
-    """A finished section as later sections see it: placeholders are never shown as text to copy."""
-    return "(no text: the model wrote none for this section)" if content.startswith(PLACEHOLDER) else content
+    """A finished section as later sections see it: shortened, and never a placeholder to copy."""
+    if content.startswith(PLACEHOLDER):
+        return "(no text: the model wrote none for this section)"
+    return content if len(content) <= PREVIOUS_CHARS else content[:PREVIOUS_CHARS].rstrip() + " [...]"

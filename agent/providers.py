@@ -108,7 +108,7 @@ class OpenAIProvider:
         if request.tools and request.protocol == "native":
             kwargs["tools"] = openai_tools(request.tools)
         timeout = float(kwargs.setdefault("timeout", self.timeout_s))  # `resume --timeout` records its own
-        late = f"no complete answer within {timeout:g} s ([llm] timeout_s, or resume --timeout)"
+        late = f"no complete answer within {timeout:g}s ([llm] timeout_s)"
         async with self.semaphore:
             await self.rate.acquire()
             try:

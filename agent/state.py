@@ -62,6 +62,7 @@ class Conversation:
     unread: LLMResponded | None = None
     requests: int = 0
     overflows: int = 0  # requests the server refused as longer than its context
+    native_ids: set[str] = field(default_factory=set)  # tool calls the server sent as tool_calls
 
     def replace(self, messages: list[dict[str, Any]]) -> None:
         """Swap in a compacted conversation, rehashing it for the fingerprints."""
@@ -201,6 +202,7 @@ class ReportState:
                 {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": prompts.dumps(t.arguments)}}
                 for t in e.tool_calls]
         c.add(message)
+        c.native_ids.update(t.id for t in e.tool_calls)
         if offered:
             self.tools_ignored += not e.tool_calls
             self.native_calls_seen |= bool(e.tool_calls)
@@ -288,6 +290,6 @@ class ReportState:
             unused = [t for t in self.tools if t not in section.used_tools]
             hint = prompts.budget_hint(unused, section.tool_calls, self.limits["max_tool_calls"],
                                        self.limits["min_tool_calls"])
-        if self.protocol == "text":
+        if self.protocol == "text" or call_id not in self.conversation.native_ids:  # a call written as text
             return {"role": "user", "content": "Observation:\n" + prompts.observation(tool, result, hint)}
         return {"role": "tool", "tool_call_id": call_id, "content": prompts.observation(tool, result, hint)}

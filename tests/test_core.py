@@ -50,14 +50,15 @@ def drive(s: ReportState) -> core.Effect:
     return effect
 
 
-def reply(s: ReportState, content: str = "", calls: list[tuple[str, dict]] = ()) -> list[DomainEvent]:
+def reply(s: ReportState, content: str = "", calls: list[tuple[str, dict]] = (),
+          finish_reason: str | None = None) -> list[DomainEvent]:
     """Answer the outstanding LLM call and return the events the core decided from the answer."""
     effect = drive(s)
     assert isinstance(effect, core.CallLLM), effect
     tool_calls = [ToolCallRequest(id=f"c{s.version}-{n}", name=name, arguments=args)
                   for n, (name, args) in enumerate(calls)]
     s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=effect.attempt,
-                         content=content, tool_calls=tool_calls))
+                         content=content, tool_calls=tool_calls, finish_reason=finish_reason))
     decided = core.decide(s)
     assert isinstance(decided, core.Emit)
     for event in decided.events:

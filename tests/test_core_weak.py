@@ -22,19 +22,6 @@ from simreportd.events.models import (
 from .test_core import drive, observe_all, reasons, reply, started, use_tools
 
 
-def answer(s, content: str = "", finish_reason: str | None = None) -> list:  # type: ignore[no-untyped-def]
-    """Like `reply`, with a finish reason."""
-    effect = drive(s)
-    assert isinstance(effect, core.CallLLM), effect
-    s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=effect.attempt,
-                         content=content, finish_reason=finish_reason))
-    decided = core.decide(s)
-    assert isinstance(decided, core.Emit)
-    for event in decided.events:
-        s.apply(event)
-    return list(decided.events)
-
-
 @pytest.mark.parametrize("content", [
     'Let me search.\n```json\n{"name": "quick_search", "arguments": {"query": "ban"}}\n```',
     '{"name": "quick_search", "parameters": {"query": "ban"}}',
@@ -46,6 +33,9 @@ def test_tool_calls_written_as_json_are_executed(content: str) -> None:
     [called] = [e for e in events if isinstance(e, ToolCalled)]
     assert called.tool == "quick_search" and called.arguments == {"query": "ban"}
     assert not reasons(events)
+    observe_all(s)  # no native tool_calls to answer: the result comes back as an observation
+    sent = s.conversation.messages[-1]
+    assert sent["role"] == "user" and sent["content"].startswith("Observation:")
 
 
 def test_a_wrong_format_is_named_before_the_tool_count() -> None:
@@ -100,7 +90,7 @@ def test_a_placeholder_section_never_reaches_later_prompts() -> None:
 
 def test_a_reply_cut_by_the_length_limit_asks_for_a_brief_answer() -> None:
     s = started()
-    events = answer(s, "The debate began when the first agents", finish_reason="length")
+    events = reply(s, "The debate began when the first agents", finish_reason="length")
     assert reasons(events) == ["length_cut"]
     assert "cut off at the length limit (100 tokens)" in s.conversation.pending[-1]["content"]
     assert not s.completed
@@ -109,7 +99,7 @@ def test_a_reply_cut_by_the_length_limit_asks_for_a_brief_answer() -> None:
 def test_auto_sends_tool_choice_and_falls_back_to_text_when_tools_are_ignored() -> None:
     s = started(protocol="auto")
     assert drive(s).request.params["tool_choice"] == "auto"
-    answer(s, "Everything is fine.")
+    reply(s, "Everything is fine.")
     effect = drive(s)
     assert isinstance(effect, core.CallLLM) and s.protocol == "native"
     s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=1, content="Still fine."))
@@ -126,7 +116,7 @@ def test_native_tool_calls_once_seen_keep_the_native_protocol() -> None:
     s = started(protocol="auto")
     use_tools(s, 1)
     for _ in range(3):
-        answer(s, "Fine.")
+        reply(s, "Fine.")
     assert s.protocol == "native"
 
 
@@ -181,7 +171,7 @@ def test_resume_overrides_change_the_following_requests() -> None:
     s = started()
     effect = drive(s)
     s.apply(LLMFailed(report_id="r1", call_id=effect.request.call_id, attempt=1, kind="timeout",
-                      message="no complete answer within 60 s", retryable=False))
+                      message="no complete answer within 60s", retryable=False))
     assert isinstance(drive(s), core.Stop)
     s.apply(ReportResumed(report_id="r1", overrides={"max_tokens": 50, "timeout_s": 300.0, "model": "bigger"}))
     effect = drive(s)
