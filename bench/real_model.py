@@ -70,11 +70,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(gguf: Path, n_ctx: int, chat_format: str | None, log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(gguf: Path, args: argparse.Namespace, log: Path) -> tuple[subprocess.Popen, str]:
     """llama_cpp.server on a free loopback port; returns once it answers /v1/models."""
     port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_ctx", str(n_ctx),
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_ctx", str(args.n_ctx),
+           "--n_threads", str(args.threads), "--host", "127.0.0.1", "--port", str(port)]
+    chat_format = args.chat_format
     if chat_format:
         cmd += ["--chat_format", chat_format]
     server = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
@@ -162,6 +163,7 @@ def main() -> None:
     parser.add_argument("--protocols", default="auto,text,native")
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--chat-format", help="llama_cpp.server --chat_format (default: the GGUF's template)")
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (its default is half the cores)")
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=1024)
@@ -177,7 +179,7 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="simreportd-real-") as tmp:
         work = Path(tmp)
-        server, base = start_server(gguf, args.n_ctx, args.chat_format, work / "server.log")
+        server, base = start_server(gguf, args, work / "server.log")
         try:
             for protocol in args.protocols.split(","):
                 results.append(asyncio.run(one_report(base, protocol, args, work)))
