@@ -6,10 +6,11 @@ and it appends whatever the files hold beyond what the log already records.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 from pathlib import Path
+
+import anyio
 
 from simreportd.events.errors import ConcurrencyConflict
 from simreportd.events.models import (
@@ -40,7 +41,7 @@ class SimulationIngestor:
         self.simulation_id = folder.name
         self.stream = simulation_stream(self.simulation_id)
         self.state: IngestState | None = None
-        self._lock = asyncio.Lock()
+        self._lock = anyio.Lock()
 
     async def check(self) -> None:
         """Append everything new in the folder; on a conflict, re-read the stream and try once more."""
@@ -56,7 +57,7 @@ class SimulationIngestor:
 
     async def _check(self) -> None:
         state = await self._state()
-        snap = await asyncio.to_thread(snapshot, self.folder)
+        snap = await anyio.to_thread.run_sync(snapshot, self.folder)
         if not snap.exists:
             return
         if state.generation == 0:
@@ -84,7 +85,7 @@ class SimulationIngestor:
     async def _start_generation(self, kind: type[SimulationDiscovered | SimulationGenerationStarted],
                                 reason: str) -> None:
         state = await self._state()
-        requirement, config, agents = await asyncio.to_thread(read_setup, self.folder)
+        requirement, config, agents = await anyio.to_thread.run_sync(read_setup, self.folder)
         extra = {"reason": reason} if kind is SimulationGenerationStarted else {}
         event = kind(simulation_id=self.simulation_id, generation=state.generation + 1, folder=str(self.folder),
                      requirement=requirement, config=config, agents=agents, **extra)
@@ -102,7 +103,7 @@ class SimulationIngestor:
         if source.kind == "oasis":
             await self._ingest_database(source, offset, minutes_per_round)
             return
-        while lines := await asyncio.to_thread(read_lines, source.path, offset, self.max_line_bytes):
+        while lines := await anyio.to_thread.run_sync(read_lines, source.path, offset, self.max_line_bytes):
             before = state.version
             try:
                 events = events_for_lines(state, source.key, source.platform, source.identity, lines)
@@ -116,7 +117,7 @@ class SimulationIngestor:
         state = await self._state()
         while True:
             try:
-                scanned, rows = await asyncio.to_thread(read_actions, source.path, after, minutes_per_round)
+                scanned, rows = await anyio.to_thread.run_sync(read_actions, source.path, after, minutes_per_round)
             except sqlite3.Error as exc:  # locked or being rewritten: the next check tries again
                 log.info("OASIS database %s not readable now: %s", source.path, exc)
                 return

@@ -7,11 +7,11 @@ change only means "check this folder again": `SimulationIngestor.check` is idemp
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import watchfiles
 
 from simreportd.events.store import EventStore
@@ -34,20 +34,20 @@ class Watcher:
 
     async def run(self) -> None:
         """Rescan and watch until cancelled."""
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self._rescan_forever())
-            tg.create_task(self._watch_forever())
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._rescan_forever)
+            tasks.start_soon(self._watch_forever)
 
     async def rescan(self) -> None:
         """Check every simulation folder once."""
-        for folder in await asyncio.to_thread(self._discover):
+        for folder in await anyio.to_thread.run_sync(self._discover):
             await self.check(folder)
 
     async def check(self, folder: Path) -> None:
         """Ingest what is new in one folder; bad input is logged, never fatal."""
         ingestor = self.ingestors.get(folder)
         if ingestor is None:
-            if not await asyncio.to_thread(is_simulation_folder, folder):
+            if not await anyio.to_thread.run_sync(is_simulation_folder, folder):
                 return
             ingestor = self.ingestors[folder] = SimulationIngestor(self.store, folder, self.max_line_bytes)
         try:
@@ -68,13 +68,13 @@ class Watcher:
     async def _rescan_forever(self) -> None:
         while True:
             await self.rescan()
-            await asyncio.sleep(self.rescan_seconds)
+            await anyio.sleep(self.rescan_seconds)
 
     async def _watch_forever(self) -> None:
         while True:
             watched = [p for p in [*self.roots, *self.folders] if p.is_dir()]
             if not watched:
-                await asyncio.sleep(self.rescan_seconds)
+                await anyio.sleep(self.rescan_seconds)
                 continue
             try:
                 async for changes in watchfiles.awatch(*watched, debounce=50, step=20, yield_on_timeout=True,
@@ -85,7 +85,7 @@ class Watcher:
                         break  # a root appeared or vanished: watch the new set
             except (OSError, RuntimeError) as exc:
                 log.info("watch restarted: %s", exc)
-                await asyncio.sleep(self.rescan_seconds)
+                await anyio.sleep(self.rescan_seconds)
 
     def _folder_of(self, path: Path) -> Path | None:
         for folder in self.folders:
