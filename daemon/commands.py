@@ -27,6 +27,7 @@ from . import actions
 from .config import Config, find_config, load_config
 from .exporter import Exporter
 from .handover import running_daemon, send
+from .leases import leases_for
 from .lock import read_holder
 from .logs import setup_logging
 from .ingest import simulation_stream
@@ -323,16 +324,17 @@ async def migrate(args: argparse.Namespace, config: Config) -> int:
 async def status(args: argparse.Namespace, config: Config) -> int:
     if not config.store.url and not config.store.path.exists():
         raise NotFound(f"no event store at {config.store.path}; start `simreportd run` or set [store] path")
-    async with config.store.open() as store:
+    async with config.store.open() as store, leases_for(config.store) as leases:
         head = await store.last_position()
         streams = await store.stream_summaries()
+        owners = await leases.owners() if config.store.url else {}
     views = await anyio.to_thread.run_sync(read_views_summary, views_path_for(config.store.path))
     holder = read_holder(config.store.path)
     info = {"store": str(config.store.path), "last_position": head, "streams": len(streams),
             "daemon": {"pid": holder.pid, "since": holder.since, "command": holder.command, "url": holder.url}
             if holder else None,
             "projection_position": views["position"], "projection_lag": head - views["position"],
-            "simulations": views["simulations"], "reports": views["reports"]}
+            "simulations": views["simulations"], "reports": views["reports"], "leases": owners}
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
     else:
@@ -365,6 +367,8 @@ def print_status(info: dict[str, Any]) -> None:
     print(f"simulations  {len(info['simulations'])}")
     for s in info["simulations"]:
         print(f"  {s['simulation_id']:<20} gen {s['generation']}  {s['status']:<10} {s['actions']} actions")
+    for name, node in info["leases"].items():
+        print(f"lease        {name:<32} held by {node}")
     print(f"reports      {len(info['reports'])}")
     for r in info["reports"]:
         print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")

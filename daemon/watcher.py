@@ -18,6 +18,7 @@ from simreportd.events.store import EventStore
 
 from .folder import is_simulation_folder
 from .ingest import SimulationIngestor
+from .leases import Leases, SoleNode
 
 log = logging.getLogger("simreportd.daemon.watcher")
 
@@ -26,8 +27,9 @@ class Watcher:
     """Watches `roots` (folders of simulation folders) and `folders` (simulation folders themselves)."""
 
     def __init__(self, store: EventStore, roots: Sequence[Path], folders: Sequence[Path] = (),
-                 rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576) -> None:
+                 rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576, leases: Leases | None = None) -> None:
         self.store, self.roots, self.folders = store, list(roots), list(folders)
+        self.leases = leases or SoleNode()
         self.rescan_seconds, self.max_line_bytes = rescan_seconds, max_line_bytes
         self.ingestors: dict[Path, SimulationIngestor] = {}
         self.errors = 0
@@ -49,6 +51,8 @@ class Watcher:
         if ingestor is None:
             if not await anyio.to_thread.run_sync(is_simulation_folder, folder):
                 return
+            if not await self.leases.take(f"ingest:{folder.name}"):
+                return  # another daemon on this store ingests it; it is ours if that one dies
             ingestor = self.ingestors[folder] = SimulationIngestor(self.store, folder, self.max_line_bytes)
         try:
             await ingestor.check()
