@@ -73,6 +73,12 @@ async def main(args: argparse.Namespace) -> None:
     print(f"Report quality: {writer} ({config.llm.resolved_provider()}), {args.runs} seeds from {args.first_seed}, "
           f"{args.agents} agents x {args.rounds} rounds, {elapsed:.1f} s\n")
     print(table(scores))
+    facts = sum(len(s.facts) for _, s in scores)
+    share = sum(s.recovered for _, s in scores) / max(facts, 1)
+    wrong = sum(len(s.wrong_numbers) for _, s in scores)
+    invented = sum(len(s.hallucinated) for _, s in scores)
+    met = share >= 0.9 and wrong == 0 and invented == 0
+    print(f"\nGoal (>= 90% facts recovered, 0 wrong numbers, 0 hallucinated names): {'met' if met else 'NOT met'}")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -65,7 +65,7 @@ class Fact:
 def facts_of(truth: dict[str, Any]) -> list[Fact]:
     """The facts a good report on this story states."""
     t, spike, div = truth["trigger"], truth["spike"], truth["divergence"]
-    words = "|".join(re.escape(w) for w in [*t["words"], t["description"][:24]])
+    words = "|".join(re.escape(w) for w in [*t["words"], t["description"][:24], "scheduled event", "trigger"])
     out = [Fact("trigger", f"the trigger landed in round {t['round']}",
                 _near(rf"\bround {t['round']}\b", words)),
            Fact("spike", f"round {spike['round']} spiked to {spike['actions']} actions",
