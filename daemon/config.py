@@ -32,6 +32,7 @@ class WatchConfig(Section):
     roots: list[Path] = Field(default_factory=lambda: [Path("simulations")])
     rescan_seconds: float = Field(default=5.0, gt=0)
     max_line_bytes: int = Field(default=1_048_576, ge=1024)
+    follow_external_symlinks: bool = False
 
 
 class LLMConfig(Section):
@@ -78,6 +79,7 @@ class ServerConfig(Section):
     port: int = Field(default=8765, ge=0, le=65535)
     token: str = ""
     allowed_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
 
 
 class LogConfig(Section):

@@ -78,7 +78,7 @@ class Daemon:
                                    FolderEnvironment(views_path))
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
-                               c.watch.max_line_bytes)
+                               c.watch.max_line_bytes, c.watch.follow_external_symlinks)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

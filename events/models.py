@@ -130,6 +130,15 @@ class IngestRejected(SimulationEvent):
     source: Source | None = None
 
 
+class IngestFailed(SimulationEvent):
+    """A whole check of the folder failed unexpectedly; ingest tries it again after `retry_in_s`."""
+
+    type: Literal["IngestFailed"] = "IngestFailed"
+    error: str
+    failures: int  # consecutive failures of this folder so far
+    retry_in_s: float
+
+
 # --- report stream: report-<report_id> --------------------------------------------------------
 
 
@@ -360,6 +369,7 @@ AnyEvent = Annotated[
         SimulationCompleted,
         EnvironmentStatusChanged,
         IngestRejected,
+        IngestFailed,
         ReportRequested,
         PlanningStarted,
         ContextGathered,
