@@ -44,13 +44,13 @@ ANYWHERE = Confinement()
 def open_regular(path: Path, confinement: Confinement = ANYWHERE) -> int:
     """A read-only descriptor of a regular file, never blocking; `NotReadable` for anything else."""
     if not confinement.allows(path):
-        raise NotReadable(f"{path} links outside {confinement.folder}; not read "
+        raise NotReadable(f"{path.name} links outside the simulation folder; not read "
                           "(set [watch] follow_external_symlinks = true to allow it)")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotReadable(f"{path} is not a regular file ({_kind(mode)}); not read")
+            raise NotReadable(f"{path.name} is not a regular file ({_kind(mode)}); not read")
         os.set_blocking(fd, True)  # regular files never block; normal reads from here on
     except BaseException:
         os.close(fd)
@@ -63,7 +63,7 @@ def read_bytes(path: Path, confinement: Confinement = ANYWHERE, limit: int = MAX
     with os.fdopen(open_regular(path, confinement), "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise NotReadable(f"{path} is larger than {limit} bytes; not read")
+        raise NotReadable(f"{path.name} is larger than {limit} bytes; not read")
     return data
 
 
