@@ -140,8 +140,8 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
             raise ConfigError(f"config file {path} does not exist; pass -c PATH to an existing config.toml")
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        except (ValueError, RecursionError) as exc:  # TOMLDecodeError, bad UTF-8, a 5000-digit int, deep arrays
+            raise ConfigError(f"config file {path} is not valid TOML: {str(exc)[:200]}") from None
         base = path.resolve().parent
     _apply_env(raw, environ)
     try:
@@ -168,7 +168,7 @@ def _env_value(value: str) -> Any:
     """Env values are TOML-ish: JSON when they parse as JSON (numbers, lists, booleans), else text."""
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
 
 
