@@ -19,6 +19,7 @@ from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
 from simreportd.events.errors import ConfigError, NotFound, SimreportdError
 from simreportd.events.store import CaughtUp, EventStore
+from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
 
 from .config import Config, find_config, load_config

@@ -53,6 +53,8 @@ def fold(events: list[DomainEvent]) -> None:
     model, conn = SimulationModel(), sqlite3.connect(":memory:")
     conn.executescript(model.schema)
     for position, event in enumerate(events, 1):
+        if event.type_name not in model.types:
+            continue
         recorded = Recorded(position, "simulation-p", position, event.type_name, event.SCHEMA_VERSION, str(position),
                             "2026-01-01T00:00:00Z", encode(event))
         for sql, params in model.apply(recorded):
