@@ -7,12 +7,12 @@ runner retries, so every attempt is an event. Errors are translated here, once, 
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import anyio
 import openai
 
 from simreportd.events.errors import SimreportdError
@@ -59,7 +59,7 @@ class RateLimiter:
     def __init__(self, per_minute: int) -> None:
         self.interval = 60.0 / per_minute if per_minute > 0 else 0.0
         self._next = 0.0
-        self._lock = asyncio.Lock()
+        self._lock = anyio.Lock()
 
     async def acquire(self) -> None:
         if not self.interval:
@@ -68,7 +68,7 @@ class RateLimiter:
             now = time.monotonic()
             wait, self._next = max(0.0, self._next - now), max(now, self._next) + self.interval
         if wait:
-            await asyncio.sleep(wait)
+            await anyio.sleep(wait)
 
 
 class OpenAIProvider:
@@ -80,7 +80,8 @@ class OpenAIProvider:
                  requests_per_minute: int = 0) -> None:
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
                                          timeout=timeout_s, max_retries=0)
-        self.semaphore = asyncio.Semaphore(max_concurrency)  # shared by every report of this daemon
+        self.timeout_s = timeout_s
+        self.semaphore = anyio.Semaphore(max_concurrency)  # shared by every report of this daemon
         self.rate = RateLimiter(requests_per_minute)
 
     async def close(self) -> None:
@@ -93,7 +94,10 @@ class OpenAIProvider:
         async with self.semaphore:
             await self.rate.acquire()
             try:
-                response = await self.client.chat.completions.create(**kwargs)
+                with anyio.fail_after(self.timeout_s):  # a deadline for the whole call, not per socket read
+                    response = await self.client.chat.completions.create(**kwargs)
+            except TimeoutError as exc:
+                raise LLMError("timeout", f"no complete answer within {self.timeout_s:g}s ([llm] timeout_s)") from exc
             except openai.APIStatusError as exc:
                 raise _status_error(exc) from exc
             except openai.APITimeoutError as exc:

@@ -8,12 +8,13 @@ effect whose result was not yet appended is performed a second time.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
+
+import anyio
 
 from simreportd.events.models import (
     ContextGathered,
@@ -51,7 +52,7 @@ class ReportRunner:
     """Drives one report to completion, failure, or a stop."""
 
     def __init__(self, store: EventStore, tools: SimulationTools, provider: LLMProvider,
-                 environment: Environment, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 environment: Environment, sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
         self.store, self.tools, self.provider, self.environment = store, tools, provider, environment
         self.sleep = sleep  # replay passes a no-op: recorded retries need no waiting
 
@@ -65,13 +66,12 @@ class ReportRunner:
                 return state
             try:
                 events = await self._perform(state, effect)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:  # unexpected: logged once here, and a resumable terminal event
                 log.exception("report %s: unexpected error performing %s", report_id, type(effect).__name__)
                 events = [ReportFailed(report_id=report_id, stage=type(effect).__name__, resumable=True,
                                        error=f"{type(exc).__name__}: {exc}")]
-            await self.store.append(stream, events, expected_version=state.version)
+            with anyio.CancelScope(shield=True):  # an outcome paid for (an LLM answer) is recorded, even when stopping
+                await self.store.append(stream, events, expected_version=state.version)
             for event in events:
                 state.apply(event)
 

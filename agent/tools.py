@@ -7,16 +7,17 @@ bytes on every machine: replay depends on it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
+
 from simreportd.events.errors import SimreportdError
 from simreportd.projections.chart import activity_rows, turning_points
-from simreportd.projections.runner import reading, rows_as_dicts
+from simreportd.projections.runner import in_thread, reading, rows_as_dicts
 
 from .toolspec import REPORT_TOOLS
 
@@ -42,8 +43,9 @@ class SimulationTools:
     delegated to an `Interviews` implementation the daemon provides.
     """
 
-    def __init__(self, views_path: Path, interviews: Interviews | None = None) -> None:
-        self.views_path, self.interviews = views_path, interviews
+    def __init__(self, views_path: Path, interviews: Interviews | None = None,
+                 limiter: anyio.CapacityLimiter | None = None) -> None:
+        self.views_path, self.interviews, self.limiter = views_path, interviews, limiter
 
     async def run(self, name: str, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
         """Run tool `name` and return its result as JSON text."""
@@ -52,7 +54,8 @@ class SimulationTools:
         if name == "interview_agents":
             return await self._interview(arguments, simulation_id, generation)
         method = getattr(self, name)
-        return await asyncio.to_thread(self._call, method, arguments, (simulation_id, generation))
+        return await in_thread(self._call, method, arguments, (simulation_id, generation),
+                                              limiter=self.limiter)
 
     async def _interview(self, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
         topic = arguments.get("interview_topic")
@@ -66,7 +69,8 @@ class SimulationTools:
 
     async def context(self, simulation_id: str, generation: int) -> dict[str, Any]:
         """What planning needs: statistics, requirement, agent types, stances, sample posts."""
-        return await asyncio.to_thread(self._call_raw, self.gather_context, {}, (simulation_id, generation))
+        return await in_thread(self._call_raw, self.gather_context, {}, (simulation_id, generation),
+                                              limiter=self.limiter)
 
     def _call(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> str:
         return json.dumps(self._call_raw(method, arguments, key), sort_keys=True, ensure_ascii=False)

@@ -2,22 +2,29 @@
 
 Exit codes: 0 success, 1 a failed run, 2 bad usage or configuration. Our errors are
 printed as one line that says what to do, never as a traceback.
+
+Async commands run under one root cancel scope (DESIGN.md section 9): SIGTERM or SIGINT
+cancel it, every component finishes or rolls back what it has in flight, and the process
+exits 0. If that takes longer than `[service] stop_timeout_s`, or a second SIGINT comes, it
+exits at once: SQLite keeps every committed event either way.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
+import inspect
+import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-from simreportd import __version__
-from simreportd.events.errors import ConfigError, SimreportdError
+import anyio
+
+from simreportd import __version__, entry
+from simreportd.events.errors import SimreportdError
 
 from . import commands
 from .config import Config, find_config, load_config
@@ -27,6 +34,9 @@ from .service import tune_gc
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
 
 
+log = logging.getLogger("simreportd.daemon.cli")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -34,15 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(config_path(args))
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
-        if not asyncio.iscoroutinefunction(args.handler):
-            return args.handler(args, config)
-        return asyncio.run(_until_signalled(args.handler(args, config)))
-    except ConfigError as exc:
-        print(f"simreportd: {exc}", file=sys.stderr)
-        return 2
+        if not inspect.iscoroutinefunction(args.handler):
+            _restore_default_signals()
+            return 0 if entry.stop_requested() else args.handler(args, config)
+        return anyio.run(_until_signalled, args.handler, args, config, backend="asyncio")
     except SimreportdError as exc:
-        print(f"simreportd: error: {exc}", file=sys.stderr)
-        return 1
+        print(f"simreportd: {'' if exc.exit_code == 2 else 'error: '}{exc}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
 
@@ -51,16 +59,60 @@ def config_path(args: argparse.Namespace) -> Path | None:
     return find_config(getattr(args, "config", None))
 
 
-async def _until_signalled(work: Awaitable[int]) -> int:
-    """Run `work`; SIGTERM or SIGINT cancel it cleanly (exit code 0 for a daemon asked to stop)."""
-    task = asyncio.ensure_future(work)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        return 0
+def _restore_default_signals() -> None:
+    """Synchronous commands (`simulate --live`) handle signals themselves, like a real simulator."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+async def _until_signalled(handler: Callable[..., Awaitable[int]], args: argparse.Namespace, config: Config) -> int:
+    """Run the command under a root scope that SIGTERM or SIGINT cancel (exit 0 for a command asked to stop)."""
+    result, error = 0, None
+    async with anyio.create_task_group() as tasks:
+
+        async def work() -> None:
+            nonlocal result, error
+            try:
+                result = await handler(args, config)
+            except SimreportdError as exc:  # raised again below, not wrapped in an ExceptionGroup
+                error = exc
+            finally:
+                tasks.cancel_scope.cancel()
+
+        await tasks.start(_stop_on_signal, tasks.cancel_scope, config.service.stop_timeout_s)
+        if entry.stop_requested():  # asked to stop while we were starting
+            tasks.cancel_scope.cancel()
+        else:
+            tasks.start_soon(work)
+    if error is not None:
+        raise error
+    return result
+
+
+async def _stop_on_signal(root: anyio.CancelScope, stop_timeout_s: float,
+                          task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for signum in signals:
+            if root.cancel_called:  # a second signal: stop now
+                log.warning("stopping at once (%s again)", signal.Signals(signum).name)
+                os._exit(130 if signum == signal.SIGINT else 0)
+            log.info("stopping (%s)", signal.Signals(signum).name)
+            _exit_after(stop_timeout_s)
+            root.cancel()
+
+
+def _exit_after(seconds: float) -> None:
+    """The last resort of a bounded stop: exit even if some work in flight will not let go."""
+
+    def give_up() -> None:
+        log.error("stopping took longer than [service] stop_timeout_s = %g; exiting now", seconds)
+        logging.shutdown()
+        os._exit(0)
+
+    timer = threading.Timer(seconds, give_up)
+    timer.daemon = True
+    timer.start()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,14 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", metavar="S")
     p.add_argument("--type", dest="types", action="append", metavar="T")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
+    p = command("migrate", commands.migrate, "Copy the SQLite event store into an empty PostgreSQL database, "
+                "positions and ids intact, and verify it.")
+    p.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/database")
     p = command("status", commands.status, "Show the store, simulations and reports.")
     p.add_argument("--json", action="store_true")
     return parser
 
 
-def print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry.main())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
@@ -15,6 +14,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+
+from simreportd.agent import core
 from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
 from simreportd.events.errors import ConfigError, NotFound, SimreportdError
@@ -22,11 +24,16 @@ from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
 
+from . import actions
 from .config import Config, find_config, load_config
+from .exporter import Exporter
+from .handover import running_daemon, send
+from .leases import leases_for
+from .lock import read_holder
 from .logs import setup_logging
 from .ingest import simulation_stream
 from .progress import follow_report
-from .replay import ReplayResult, fork_report, replay_report
+from .replay import ReplayResult, replay_report
 from .reports import auto_report_id
 from .service import Daemon
 from .simulate import simulate as write_simulation
@@ -37,12 +44,19 @@ log = logging.getLogger("simreportd.daemon.commands")
 
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload, daemon, args)
         try:
-            await daemon.run(ready=True, serve=True)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(reload_on_sighup, daemon, args)
+                await daemon.run(ready=True, serve=True)
         finally:
             notify("STOPPING=1")
     return 0
+
+
+async def reload_on_sighup(daemon: Daemon, args: argparse.Namespace) -> None:
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            reload(daemon, args)
 
 
 def reload(daemon: Daemon, args: argparse.Namespace) -> None:
@@ -63,12 +77,10 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
 @contextlib.asynccontextmanager
 async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
     """The daemon's background work (projections, report scheduling) for the length of a command."""
-    task = asyncio.create_task(daemon.run(ingest=ingest))
-    try:
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(daemon.run, ingest)
         yield daemon
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        tasks.cancel_scope.cancel()
 
 
 async def demo(args: argparse.Namespace, config: Config) -> int:
@@ -80,7 +92,11 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
         story = write_simulation(folder, agents=40, rounds=16, seed=7)
         say(f"Simulated {len(story.agents)} agents over {story.rounds} rounds into {folder}")
     (root / "config.toml").write_text(DEMO_CONFIG, encoding="utf-8")
-    async with Daemon(config) as daemon:
+    if holder := running_daemon(config):
+        say(f"Handing over to the daemon {holder.describe()}")
+        frame = await send(holder, config, {"op": "request_report", "folder": str(folder)})
+        return await follow_handed_over(config, frame["report_id"], root / "config.toml")
+    async with Daemon(config, command="demo") as daemon:
         await daemon.watcher.rescan()
         generation = await completed_generation(daemon.store, folder.name)
         report_id = await daemon.reports.request(folder.name, generation, trigger="auto",
@@ -91,13 +107,15 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
 
 async def report(args: argparse.Namespace, config: Config) -> int:
     folder = Path(args.sim_dir).resolve()
-    if not folder.is_dir():
-        raise SimreportdError(f"{folder} is not a folder; pass the simulation folder (the one holding "
-                              "simulation_config.json or twitter/actions.jsonl)")
+    if holder := running_daemon(config):
+        frame = await send(holder, config, {"op": "request_report", "folder": str(folder)})
+        if not args.wait:
+            print(frame["report_id"])
+            return 0
+        return await follow_handed_over(config, frame["report_id"])
     config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
-    async with Daemon(config, folders=[folder]) as daemon:
-        await daemon.watcher.check(folder)
-        report_id = await daemon.reports.request(folder.name, trigger="cli")
+    async with Daemon(config, folders=[folder], command="report") as daemon:
+        report_id = await actions.request_report(daemon, folder)
         if not args.wait:
             print(report_id)
             return 0
@@ -106,21 +124,32 @@ async def report(args: argparse.Namespace, config: Config) -> int:
 
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
-    async with Daemon(config) as daemon:
-        await daemon.reports.resume(args.report_id)
+    if holder := running_daemon(config):
+        await send(holder, config, {"op": "resume", "report_id": args.report_id})
+        return await follow_handed_over(config, args.report_id)
+    async with Daemon(config, command="resume") as daemon:
+        await actions.resume_report(daemon, args.report_id)
         state = await generate(daemon, args.report_id)
     return finish(config, args.report_id, state)
 
 
+async def follow_handed_over(config: Config, report_id: str, daemon_config: Path | None = None) -> int:
+    """Print the progress of a report the running daemon writes, from the shared log, until it ends."""
+    say(f"The running daemon writes report {report_id}; following it here (Ctrl-C stops following, not the report)")
+    async with config.store.open() as store:
+        await follow_report(store, report_id, sys.stderr)
+        state = core.fold([r.event for r in await store.read_stream(report_stream(report_id))], report_id)
+    return finish(config, report_id, state, daemon_config)
+
+
 async def generate(daemon: Daemon, report_id: str) -> ReportState:
     """Run one report here, printing its progress, until it completes or fails."""
-    async with running(daemon):
-        progress = asyncio.create_task(follow_report(daemon.store, report_id, sys.stderr))
+    async with running(daemon), anyio.create_task_group() as tasks:
+        tasks.start_soon(follow_report, daemon.store, report_id, sys.stderr)
         state = await daemon.reports.wait(report_id)
         await daemon.views.wait_for(await daemon.store.last_position(), timeout=600)
         await daemon.exporter.export(report_id)
-        progress.cancel()
-        await asyncio.gather(progress, return_exceptions=True)
+        tasks.cancel_scope.cancel()
     return state
 
 
@@ -175,29 +204,35 @@ def simulate(args: argparse.Namespace, config: Config) -> int:
 
 
 async def rebuild(args: argparse.Namespace, config: Config) -> int:
-    async with Daemon(config) as daemon:
-        before = await daemon.views.digest()
-        position = await daemon.views.rebuild()
-        after = await daemon.views.digest()
-        for report_id in await asyncio.to_thread(report_ids, daemon.views.path):
-            await daemon.exporter.export(report_id)
-    for name in sorted(after):
-        verdict = "identical" if before.get(name) == after[name] else "CHANGED"
-        print(f"{name:<12} {after[name][:16]}  {verdict}")
-    print(f"rebuilt read models to position {position}")
-    return 0 if before == after else 1
+    if holder := running_daemon(config):
+        say(f"Rebuilding inside the daemon {holder.describe()}")
+        frame = await send(holder, config, {"op": "rebuild"})
+        rebuilt = actions.Rebuilt(frame["before"], frame["after"], frame["position"])
+    else:
+        async with Daemon(config, command="rebuild") as daemon:
+            rebuilt = await actions.rebuild(daemon)
+    for name in sorted(rebuilt.after):
+        verdict = "identical" if rebuilt.before.get(name) == rebuilt.after[name] else "CHANGED"
+        print(f"{name:<12} {rebuilt.after[name][:16]}  {verdict}")
+    print(f"rebuilt read models to position {rebuilt.position}")
+    return 0 if rebuilt.before == rebuilt.after else 1
 
 
 async def export(args: argparse.Namespace, config: Config) -> int:
-    async with Daemon(config) as daemon:
-        folder = await daemon.exporter.export(args.report_id, Path(args.dir))
+    """With a daemon running, its read models are current: render them here, into DIR as this shell sees it."""
+    if running_daemon(config):
+        exporter = Exporter(views_path_for(config.store.path), config.reports.output_dir)
+        folder = await exporter.export(args.report_id, Path(args.dir))
+    else:
+        async with Daemon(config, command="export") as daemon:
+            folder = await daemon.exporter.export(args.report_id, Path(args.dir))
     say(f"Exported {args.report_id} to {folder}")
     return 0
 
 
 async def replay(args: argparse.Namespace, config: Config) -> int:
-    async with EventStore(config.store.path, config.store.synchronous) as store:
-        ids = await asyncio.to_thread(completed_report_ids, config) if args.all else [args.report_id]
+    async with config.store.open() as store:
+        ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
             raise NotFound("no report given; pass REPORT_ID or --all")
         results = [await replay_one(store, report_id, args.into) for report_id in ids]
@@ -236,18 +271,26 @@ def completed_report_ids(config: Config) -> list[str]:
 async def fork(args: argparse.Namespace, config: Config) -> int:
     llm = config.llm.model_copy(update={k: v for k, v in (("provider", args.provider), ("model", args.model)) if v})
     config = config.model_copy(update={"llm": llm})
-    async with Daemon(config) as daemon:
-        provider = daemon.provider.name
-        new_id = await fork_report(daemon.store, args.report_id, args.at, provider,
-                                   llm.model if provider == "openai" else "offline-writer")
+    if holder := running_daemon(config):
+        frame = await send(holder, config, {"op": "fork", "report_id": args.report_id, "at": args.at,
+                                            "provider": args.provider, "model": args.model})
+        say(f"Forked {args.report_id} at position {args.at} into {frame['report_id']}")
+        return await follow_handed_over(config, frame["report_id"])
+    async with Daemon(config, command="fork") as daemon:
+        new_id = await actions.fork(daemon, args.report_id, args.at)
         say(f"Forked {args.report_id} at position {args.at} into {new_id}")
         state = await generate(daemon, new_id)
     return finish(config, new_id, state)
 
 
 async def interview(args: argparse.Namespace, config: Config) -> int:
-    async with Daemon(config) as daemon:
-        answer = await daemon.interviews.ask(args.target, args.agent, args.question, args.platform)
+    if holder := running_daemon(config):
+        answer = await send(holder, config, {"op": "interview", "report_id" if args.target.startswith("report_")
+                                             else "simulation_id": args.target, "agent_id": args.agent,
+                                             "question": args.question, "platform": args.platform})
+    else:
+        async with Daemon(config, command="interview") as daemon:
+            answer = await daemon.interviews.ask(args.target, args.agent, args.question, args.platform)
     say(f"agent {answer['agent_id']} ({answer['mode']}{', ' + answer['note'] if answer['note'] else ''}):")
     print(answer["answer"])
     return 0
@@ -255,7 +298,7 @@ async def interview(args: argparse.Namespace, config: Config) -> int:
 
 async def events(args: argparse.Namespace, config: Config) -> int:
     streams = [args.stream] if args.stream else None
-    async with EventStore(config.store.path, config.store.synchronous) as store:
+    async with config.store.open() as store:
         if args.follow:
             async for item in store.subscribe(args.after, args.types, streams):
                 if not isinstance(item, CaughtUp):
@@ -268,16 +311,31 @@ async def events(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+async def migrate(args: argparse.Namespace, config: Config) -> int:
+    from .migrate import migrate as copy_store  # only PostgreSQL users need asyncpg
+
+    if not args.to.startswith(("postgresql://", "postgres://")):
+        raise actions.UsageError(f"--to {args.to!r} is not a postgresql:// URL")
+    count, digest = await copy_store(config, args.to)
+    say(f"Copied {count} events into {args.to.split('@')[-1]}; digests match ({digest[:16]}).")
+    say("Set [store] url to it (password in the variable named by [store] password_env) to use it.")
+    return 0
+
+
 async def status(args: argparse.Namespace, config: Config) -> int:
-    if not config.store.path.exists():
+    if not config.store.url and not config.store.path.exists():
         raise NotFound(f"no event store at {config.store.path}; start `simreportd run` or set [store] path")
-    async with EventStore(config.store.path, config.store.synchronous) as store:
+    async with config.store.open() as store, leases_for(config.store) as leases:
         head = await store.last_position()
         streams = await store.stream_summaries()
-    views = await asyncio.to_thread(read_views_summary, views_path_for(config.store.path))
+        owners = await leases.owners() if config.store.url else {}
+    views = await anyio.to_thread.run_sync(read_views_summary, views_path_for(config.store.path))
+    holder = read_holder(config.store.path)
     info = {"store": str(config.store.path), "last_position": head, "streams": len(streams),
+            "daemon": {"pid": holder.pid, "since": holder.since, "command": holder.command, "url": holder.url}
+            if holder else None,
             "projection_position": views["position"], "projection_lag": head - views["position"],
-            "simulations": views["simulations"], "reports": views["reports"],
+            "simulations": views["simulations"], "reports": views["reports"], "leases": owners,
             "fold_failures": views["fold_failures"]}
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
@@ -304,10 +362,16 @@ def read_views_summary(path: Path) -> dict[str, Any]:
 
 def print_status(info: dict[str, Any]) -> None:
     print(f"store        {info['store']}")
+    holder = info["daemon"]
+    print("daemon       " + (f"pid {holder['pid']}, simreportd {holder['command']} since {holder['since']}"
+                             + (f", serving {holder['url']}" if holder["url"] else "") if holder
+                             else "none (no process holds the store)"))
     print(f"position     {info['last_position']} ({info['streams']} streams, projection lag {info['projection_lag']})")
     print(f"simulations  {len(info['simulations'])}")
     for s in info["simulations"]:
         print(f"  {s['simulation_id']:<20} gen {s['generation']}  {s['status']:<10} {s['actions']} actions")
+    for name, node in info["leases"].items():
+        print(f"lease        {name:<32} held by {node}")
     print(f"reports      {len(info['reports'])}")
     for r in info["reports"]:
         print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")
@@ -315,11 +379,6 @@ def print_status(info: dict[str, Any]) -> None:
         print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
         for f in info["fold_failures"]:
             print(f"  position {f['position']:<8} {f['projection']:<12} {f['type']:<20} {f['error'][:80]}")
-
-
-def report_ids(views_path: Path) -> list[str]:
-    with reading(views_path) as conn:
-        return [row[0] for row in conn.execute("SELECT report_id FROM reports ORDER BY report_id")]
 
 
 def say(text: str) -> None:

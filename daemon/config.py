@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from simreportd.events.log import GroupCommitLog
+from simreportd.events.store import EventStore
 from simreportd.events.errors import ConfigError
 
 ENV_PREFIX = "SIMREPORTD_"
@@ -26,6 +28,16 @@ class Section(BaseModel):
 class StoreConfig(Section):
     path: Path = Path("state/events.sqlite3")
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    url: str = Field(default="", pattern=r"^(postgres(ql)?://.*)?$")
+    password_env: str = "PGPASSWORD"
+
+    def open(self) -> GroupCommitLog:
+        """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path`."""
+        if self.url:
+            from simreportd.events.postgres import PostgresEventStore  # only PostgreSQL users need asyncpg
+
+            return PostgresEventStore(self.url, os.environ.get(self.password_env) or None)
+        return EventStore(self.path, self.synchronous)
 
 
 class WatchConfig(Section):
@@ -82,6 +94,10 @@ class ServerConfig(Section):
     allowed_hosts: list[str] = Field(default_factory=list)
 
 
+class ServiceConfig(Section):
+    stop_timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+
 class LogConfig(Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     format: Literal["text", "json"] = "text"
@@ -95,6 +111,7 @@ class Config(Section):
     reports: ReportsConfig = ReportsConfig()
     interview: InterviewConfig = InterviewConfig()
     server: ServerConfig = ServerConfig()
+    service: ServiceConfig = ServiceConfig()
     log: LogConfig = LogConfig()
 
     def with_paths(self, store: Path, roots: list[Path], output_dir: Path) -> Config:

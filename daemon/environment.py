@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from simreportd.projections.runner import reading
+import anyio
+
+from simreportd.projections.runner import in_thread, reading
 
 from .folder import read_env_status
 
@@ -13,11 +14,11 @@ from .folder import read_env_status
 class FolderEnvironment:
     """Looks up the simulation's folder in the read models and reads its env_status.json and pid."""
 
-    def __init__(self, views_path: Path) -> None:
-        self.views_path = views_path
+    def __init__(self, views_path: Path, limiter: anyio.CapacityLimiter | None = None) -> None:
+        self.views_path, self.limiter = views_path, limiter
 
     async def alive(self, simulation_id: str) -> bool:
-        return await asyncio.to_thread(self._alive, simulation_id)
+        return await in_thread(self._alive, simulation_id, limiter=self.limiter)
 
     def _alive(self, simulation_id: str) -> bool:
         folder = self.folder_of(simulation_id)

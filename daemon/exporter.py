@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
+import anyio
+
 from simreportd.events.errors import NotFound
 from simreportd.projections.export import load_report, render
-from simreportd.projections.runner import reading
+from simreportd.projections.runner import in_thread, reading
 
 
 class Exporter:
     """Renders a report from the read models and writes only the files whose bytes changed."""
 
-    def __init__(self, views_path: Path, output_dir: Path) -> None:
-        self.views_path, self.output_dir = views_path, output_dir
-        self._locks: dict[Path, asyncio.Lock] = {}
+    def __init__(self, views_path: Path, output_dir: Path, limiter: anyio.CapacityLimiter | None = None) -> None:
+        self.views_path, self.output_dir, self.limiter = views_path, output_dir, limiter
+        self._locks: dict[Path, anyio.Lock] = {}
 
     async def export(self, report_id: str, folder: Path | None = None) -> Path:
         """Write the report's folder (default: output_dir/<report_id>) and return it."""
         target = folder or self.output_dir / report_id
-        async with self._locks.setdefault(target, asyncio.Lock()):  # one writer per folder at a time
-            await asyncio.to_thread(self._export, report_id, target)
+        async with self._locks.setdefault(target, anyio.Lock()):  # one writer per folder at a time
+            await in_thread(self._export, report_id, target, limiter=self.limiter)
         return target
 
     def _export(self, report_id: str, target: Path) -> None:

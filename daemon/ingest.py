@@ -6,11 +6,12 @@ and it appends whatever the files hold beyond what the log already records.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+
+import anyio
 
 from simreportd.events.errors import ConcurrencyConflict
 from simreportd.events.models import (
@@ -26,7 +27,7 @@ from .folder import SourceFile, read_setup, snapshot
 from .ingest_state import FileMark, IngestState, events_for_lines, events_for_rows, finished_from_hint
 from .inputs import Confinement
 from .oasis import read_actions
-from .tail import read_lines, tail_matches
+from .tail import CHUNK, read_lines, tail_matches
 
 log = logging.getLogger("simreportd.daemon.ingest")
 
@@ -45,7 +46,7 @@ class SimulationIngestor:
         self.simulation_id = folder.name
         self.stream = simulation_stream(self.simulation_id)
         self.state: IngestState | None = None
-        self._lock = asyncio.Lock()
+        self._lock = anyio.Lock()
 
     async def check(self) -> None:
         """Append everything new in the folder; on a conflict, re-read the stream and try once more."""
@@ -61,7 +62,7 @@ class SimulationIngestor:
 
     async def _check(self) -> None:
         state = await self._state()
-        snap = await asyncio.to_thread(snapshot, self.folder, self.confinement)
+        snap = await anyio.to_thread.run_sync(snapshot, self.folder, self.confinement)
         if not snap.exists:
             return
         if state.generation == 0:
@@ -89,7 +90,7 @@ class SimulationIngestor:
     async def _start_generation(self, kind: type[SimulationDiscovered | SimulationGenerationStarted],
                                 reason: str) -> None:
         state = await self._state()
-        setup = await asyncio.to_thread(read_setup, self.folder, self.confinement)
+        setup = await anyio.to_thread.run_sync(read_setup, self.folder, self.confinement)
         extra = {"reason": reason} if kind is SimulationGenerationStarted else {}
         generation = state.generation + 1
         event = kind(simulation_id=self.simulation_id, generation=generation, folder=str(self.folder),
@@ -101,7 +102,8 @@ class SimulationIngestor:
 
     async def _ingest(self, source: SourceFile, minutes_per_round: int = 60) -> None:
         state = await self._state()
-        decision = await asyncio.to_thread(state.classify, source.key, source.identity, self._same_bytes(source))
+        decision = await anyio.to_thread.run_sync(state.classify, source.key, source.identity,
+                                                  self._same_bytes(source))
         if decision == "stale":
             return
         if decision == "new_generation":
@@ -110,8 +112,8 @@ class SimulationIngestor:
         if source.kind == "oasis":
             await self._ingest_database(source, offset, minutes_per_round)
             return
-        while lines := await asyncio.to_thread(read_lines, source.path, offset, self.max_line_bytes,
-                                               confinement=self.confinement):
+        while lines := await anyio.to_thread.run_sync(read_lines, source.path, offset, self.max_line_bytes,
+                                                      CHUNK, self.confinement):
             before = state.version
             try:
                 events = events_for_lines(state, source.key, source.platform, source.identity, lines)
@@ -129,7 +131,7 @@ class SimulationIngestor:
         state = await self._state()
         while True:
             try:
-                scanned, rows = await asyncio.to_thread(read_actions, source.path, after, minutes_per_round)
+                scanned, rows = await anyio.to_thread.run_sync(read_actions, source.path, after, minutes_per_round)
             except sqlite3.Error as exc:  # locked or being rewritten: the next check tries again
                 log.info("OASIS database %s not readable now: %s", source.path, exc)
                 return

@@ -7,7 +7,6 @@ as the fallback, until `[interview] timeout_s`. `close_env` is never sent from h
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import uuid
@@ -15,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import watchfiles
 
 from simreportd.events.errors import SimreportdError
@@ -49,12 +49,13 @@ def read_response(path: Path) -> dict[str, Any] | None:
 
 async def call(folder: Path, command_type: str, args: dict[str, Any], timeout_s: float) -> Any:
     """Send a command and return its `result`; raise RPCFailed on timeout or a failed status."""
-    command_id = await asyncio.to_thread(write_command, folder, command_type, args)
+    command_id = await anyio.to_thread.run_sync(write_command, folder, command_type, args)
     responses = folder / "ipc_responses"
     responses.mkdir(exist_ok=True)
     path = responses / f"{command_id}.json"
     try:
-        response = await asyncio.wait_for(_await_file(responses, path), timeout_s)
+        with anyio.fail_after(timeout_s):  # a deadline for the whole wait, not per read
+            response = await _await_file(responses, path)
     except TimeoutError:
         (folder / "ipc_commands" / f"{command_id}.json").unlink(missing_ok=True)  # never handled: withdraw it
         raise RPCFailed(f"the simulation environment did not answer within {timeout_s:g}s") from None
@@ -66,6 +67,6 @@ async def call(folder: Path, command_type: str, args: dict[str, Any], timeout_s:
 
 async def _await_file(folder: Path, path: Path) -> dict[str, Any]:
     async for _ in watchfiles.awatch(folder, rust_timeout=POLL_MS, yield_on_timeout=True, debounce=20, step=10):
-        if (response := await asyncio.to_thread(read_response, path)) is not None:
+        if (response := await anyio.to_thread.run_sync(read_response, path)) is not None:
             return response
     raise RPCFailed(f"{folder} vanished while waiting for an answer")

@@ -6,12 +6,14 @@ by users (`simreportd interview`, the websocket op). Every answer says which mod
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
 
 from simreportd.agent.providers import LLMError, LLMProvider
 from simreportd.agent.prompts import DATA_RULE, delimit
@@ -20,12 +22,13 @@ from simreportd.agent.tools import fts_query
 from simreportd.events.errors import NotFound, SimreportdError
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.store import EventStore
-from simreportd.projections.runner import reading
+from simreportd.projections.runner import in_thread, reading
 
 from . import interview_rpc
 from .environment import FolderEnvironment
 
 MAX_AGENTS = 10
+T = TypeVar("T")
 STANCE_ORDER = ("opposing", "supportive", "neutral", "observer", "")
 
 
@@ -42,17 +45,21 @@ def questions(topic: str) -> list[str]:
 
 class Interviewer:
     def __init__(self, store: EventStore, views_path: Path, provider: LLMProvider, model: str,
-                 timeout_s: float) -> None:
+                 timeout_s: float, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.store, self.views_path, self.provider, self.timeout_s = store, views_path, provider, timeout_s
-        self.model = model
-        self.environment = FolderEnvironment(views_path)
+        self.model, self.limiter = model, limiter
+        self.environment = FolderEnvironment(views_path, limiter)
+
+    async def _in_thread(self, func: Callable[..., T], *args: Any) -> T:
+        """Blocking read-model work in a worker thread, under the read-model database's limiter."""
+        return await in_thread(func, *args, limiter=self.limiter)
 
     # --- the report tool ------------------------------------------------------------------------
 
     async def report_interview(self, simulation_id: str, generation: int, topic: str, max_agents: int = 5) -> str:
         """The `interview_agents` tool: varied agents, shared questions, one batch; JSON with every answer."""
         count = max(1, min(int(max_agents), MAX_AGENTS))
-        agents = await asyncio.to_thread(self._choose, simulation_id, generation, topic, count)
+        agents = await self._in_thread(self._choose, simulation_id, generation, topic, count)
         asked = questions(topic)
         prompt = "Please answer these questions:\n" + "\n".join(f"{i}. {q}" for i, q in enumerate(asked, 1))
         answers, mode, note = await self._answers(simulation_id, generation, agents, prompt)
@@ -103,7 +110,8 @@ class Interviewer:
 
     async def _persona(self, simulation_id: str, generation: int, agent_id: int, question: str) -> str:
         """An answer in the agent's persona: from its profile and its own recorded posts."""
-        profile, posts = await asyncio.to_thread(self._persona_material, simulation_id, generation, agent_id, question)
+        profile, posts = await self._in_thread(self._persona_material, simulation_id, generation, agent_id,
+                                                    question)
         if self.provider.name == "openai":
             try:
                 return await self._persona_by_model(profile, posts, question)
@@ -180,7 +188,7 @@ class Interviewer:
     async def _unlocked_report(self, target: str) -> dict[str, Any]:
         events = await self.store.read_stream(report_stream(target))
         if not events:
-            report_id = await asyncio.to_thread(self._latest_report, target)
+            report_id = await self._in_thread(self._latest_report, target)
             events = await self.store.read_stream(report_stream(report_id))
         requested = events[0].data
         if not any(r.type == "InterviewUnlocked" for r in events):

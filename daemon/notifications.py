@@ -59,7 +59,20 @@ class ProtocolError:
         return {"type": "error", "code": self.code, "message": self.message}
 
 
-Command = Subscribe | GenerateReport | Interview
+@dataclass(frozen=True)
+class HandedOver:
+    """A CLI command handed over to this daemon: `request_report`, `resume`, `fork` or `rebuild`."""
+
+    op: str
+    folder: str | None = None
+    report_id: str | None = None
+    at: int | None = None
+    provider: str | None = None
+    model: str | None = None
+
+
+Command = Subscribe | GenerateReport | Interview | HandedOver
+HANDED_OVER = {"request_report": ("folder",), "resume": ("report_id",), "fork": ("report_id", "at"), "rebuild": ()}
 
 
 def parse_message(text: str | bytes) -> Command | ProtocolError:
@@ -79,7 +92,20 @@ def parse_message(text: str | bytes) -> Command | ProtocolError:
         return GenerateReport(message["simulation_id"])
     if op == "interview":
         return _interview(message)
+    if op in HANDED_OVER:
+        return _handed_over(op, message)
     return ProtocolError("unknown_op", f"unknown op {op!r}; use subscribe, generate_report or interview")
+
+
+def _handed_over(op: str, message: dict[str, Any]) -> HandedOver | ProtocolError:
+    types = {"folder": str, "report_id": str, "at": int, "provider": str, "model": str}
+    for key, kind in types.items():
+        value = message.get(key)
+        if (value is None and key in HANDED_OVER[op]) or (value is not None and (
+                not isinstance(value, kind) or isinstance(value, bool))):
+            return ProtocolError("bad_request", f"{op} needs {', '.join(HANDED_OVER[op]) or 'nothing'}; "
+                                                f"{key} must be a {kind.__name__}")
+    return HandedOver(op, **{key: message.get(key) for key in types})
 
 
 def _subscribe(message: dict[str, Any]) -> Subscribe | ProtocolError:

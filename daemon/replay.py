@@ -9,12 +9,13 @@ stream is never touched.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from simreportd.agent.replay import RecordedEnvironment, RecordedInterviews, ReplayProvider
 from simreportd.agent.runner import ReportRunner, report_stream
@@ -23,10 +24,10 @@ from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound, SimreportdError
 from simreportd.events.models import EVENT_TYPES, ReportRequested, ReportResumed
 from simreportd.events.store import EventStore, NewEvent
+from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
 from .ingest import simulation_stream
-from .service import projections
 
 VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
 
@@ -135,4 +136,4 @@ async def _copy(store: EventStore, stream: str, events: list[Recorded]) -> None:
 
 
 async def _no_wait(seconds: float) -> None:
-    await asyncio.sleep(0)
+    await anyio.sleep(0)

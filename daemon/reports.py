@@ -8,23 +8,27 @@ replay restarts every unfinished report: that is the whole crash recovery.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import uuid
+from dataclasses import dataclass, field
+
+import anyio
 
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError
-from simreportd.events.models import ReportRequested, ReportResumed, SimulationCompleted
+from simreportd.events.models import ReportCompleted, ReportFailed, ReportRequested, ReportResumed, SimulationCompleted
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
 from .ingest import simulation_stream
+from .leases import Leases, SoleNode
 
 log = logging.getLogger("simreportd.daemon.reports")
+SWEEP_SECONDS = 2.0  # how often unfinished reports of other nodes are checked for a lapsed lease
 
 
 def auto_report_id(simulation_id: str, generation: int) -> str:
@@ -32,17 +36,46 @@ def auto_report_id(simulation_id: str, generation: int) -> str:
     return "report_" + hashlib.sha256(f"{simulation_id}:{generation}".encode()).hexdigest()[:12]
 
 
-class ReportScheduler:
-    def __init__(self, store: EventStore, views: ProjectionRunner, runner: ReportRunner, config: Config,
-                 provider_name: str) -> None:
-        self.store, self.views, self.runner, self.config = store, views, runner, config
-        self.provider_name = provider_name
-        self.tasks: dict[str, asyncio.Task[ReportState]] = {}
+@dataclass
+class ReportRun:
+    """One report's runner in this process: `finished` is set when it stops, with its state or error."""
 
-    async def run(self) -> None:
-        """Follow the log forever, starting reports as their events arrive."""
+    report_id: str
+    finished: anyio.Event = field(default_factory=anyio.Event)
+    state: ReportState | None = None
+    error: BaseException | None = None
+    elsewhere: bool = False  # another node holds the report's lease
+
+    @property
+    def running(self) -> bool:
+        return not self.finished.is_set()
+
+
+class ReportScheduler:
+    """Owns the task group every report runner of this process lives in (DESIGN.md section 9)."""
+
+    def __init__(self, store: EventStore, views: ProjectionRunner, runner: ReportRunner, config: Config,
+                 provider_name: str, leases: Leases | None = None) -> None:
+        self.store, self.views, self.runner, self.config = store, views, runner, config
+        self.provider_name, self.leases = provider_name, leases or SoleNode()
+        self.runs: dict[str, ReportRun] = {}
+        self.unfinished: dict[str, int] = {}  # report id -> position of its last start, anywhere
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._started = anyio.Event()
+
+    async def run(self, follow: bool = True) -> None:
+        """Run reports until cancelled; with `follow`, start them as their events arrive in the log."""
+        async with anyio.create_task_group() as self._tasks:
+            self._started.set()
+            if follow:
+                self._tasks.start_soon(self._take_over_lapsed)
+                await self._follow()
+            else:
+                await anyio.sleep_forever()
+
+    async def _follow(self) -> None:
         async for item in self.store.subscribe(
-                types=["SimulationCompleted", "ReportRequested", "ReportResumed"]):
+                types=["SimulationCompleted", "ReportRequested", "ReportResumed", "ReportCompleted", "ReportFailed"]):
             if isinstance(item, CaughtUp):
                 continue
             event = item.event
@@ -50,7 +83,23 @@ class ReportScheduler:
                 await self.request(event.simulation_id, event.generation, trigger="auto",
                                    report_id=auto_report_id(event.simulation_id, event.generation))
             elif isinstance(event, ReportRequested | ReportResumed):
+                self.unfinished[event.report_id] = item.position
                 self.start(event.report_id, item.position)
+            elif isinstance(event, ReportCompleted | ReportFailed):
+                self.unfinished.pop(event.report_id, None)
+
+    async def _take_over_lapsed(self) -> None:
+        """Start the unfinished reports whose node died: their lease lapsed, ours to take."""
+        while True:
+            await anyio.sleep(SWEEP_SECONDS)
+            for report_id, position in list(self.unfinished.items()):
+                run = self.runs.get(report_id)
+                if run is None or run.elsewhere:
+                    self.start(report_id, position)
+
+    def running(self) -> int:
+        """How many reports run in this process now."""
+        return sum(1 for run in self.runs.values() if run.running)
 
     async def request(self, simulation_id: str, generation: int | None = None, trigger: str = "cli",
                       report_id: str | None = None) -> str:
@@ -79,28 +128,54 @@ class ReportScheduler:
         await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id)],
                                 expected_version=events[-1].version)
 
-    def start(self, report_id: str, position: int) -> asyncio.Task[ReportState]:
-        """Run the report unless it is already running here."""
-        task = self.tasks.get(report_id)
-        if task is None or task.done():
-            task = self.tasks[report_id] = asyncio.create_task(self._run(report_id, position), name=report_id)
-        return task
+    def start(self, report_id: str, position: int) -> ReportRun:
+        """Run the report in the scheduler's task group unless it is already running here."""
+        run = self.runs.get(report_id)
+        if run is None or not run.running:
+            if self._tasks is None:
+                raise SimreportdError("the report scheduler is not running; call start() inside run()")
+            run = self.runs[report_id] = ReportRun(report_id)
+            self._tasks.start_soon(self._run, run, position, name=report_id)
+        return run
 
     async def wait(self, report_id: str) -> ReportState:
         """Wait for the report's runner here to stop; start it if needed."""
         events = await self.store.read_stream(report_stream(report_id))
         if not events:
             raise NotFound(f"no report {report_id!r}")
-        return await self.start(report_id, events[-1].position)
+        await self._started.wait()
+        run = self.start(report_id, events[-1].position)
+        await run.finished.wait()
+        if run.error is not None:
+            raise run.error
+        if run.elsewhere:
+            raise SimreportdError(f"report {report_id} is being written by another daemon on this store; "
+                                  "`simreportd status` shows which")
+        assert run.state is not None
+        return run.state
 
-    async def _run(self, report_id: str, position: int) -> ReportState:
-        await self.views.wait_for(position, timeout=3600)  # the tools need the simulation model this far
-        state = await self.runner.run(report_id)
+    async def _run(self, run: ReportRun, position: int) -> None:
+        """One report: a failure is its own (recorded by the runner), never the other reports' or the daemon's."""
+        lease = f"report:{run.report_id}"
+        try:
+            if not await self.leases.take(lease):
+                run.elsewhere = True
+                return
+            await self.views.wait_for(position, timeout=3600)  # the tools need the simulation model this far
+            run.state = state = await self.runner.run(run.report_id)
+        except Exception as exc:
+            log.exception("report %s stopped by an unexpected error", run.report_id)
+            run.error = exc
+            return
+        finally:
+            run.finished.set()
+            if not run.elsewhere:
+                with anyio.CancelScope(shield=True):
+                    await self.leases.release(lease)
         if state.failed:
-            log.warning("report %s failed at %s: %s", report_id, state.failed.stage, state.failed.error)
-        else:
-            log.info("report %s stopped: %s", report_id, "completed" if state.report_completed else "waiting")
-        return state
+            log.warning("report %s failed at %s: %s", run.report_id, state.failed.stage, state.failed.error)
+        elif state.report_completed:
+            log.info("report %s completed", run.report_id)
 
     async def _latest_generation(self, simulation_id: str) -> int:
         """The simulation's newest generation, from its stream (the read models may lag behind)."""

@@ -9,15 +9,17 @@ sends from its own bounded queue, so a client that stops reading is disconnected
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hmac
 import ipaddress
 import json
 import logging
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+import anyio
 
 from websockets.asyncio.server import Server as WSServer
 from websockets.asyncio.server import ServerConnection, serve
@@ -31,9 +33,10 @@ from simreportd.events.store import CaughtUp
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading
 
-from . import http_api
+from . import actions, http_api
 from .config import ServerConfig
-from .notifications import GenerateReport, Interview, ProtocolError, ReportInfo, Subscribe, frames_for, parse_message
+from .notifications import (GenerateReport, HandedOver, Interview, ProtocolError, ReportInfo, Subscribe, frames_for,
+                            parse_message)
 
 log = logging.getLogger("simreportd.daemon.server")
 
@@ -82,7 +85,8 @@ class Session:
 
     def __init__(self, ws: ServerConnection, queue_frames: int) -> None:
         self.ws = ws
-        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(queue_frames)
+        self.queue, self.outbox = anyio.create_memory_object_stream[dict[str, Any]](queue_frames)
+        self.too_slow = anyio.Event()
         self.sub: Subscribe | None = None
         self.live = False
         self.last = 0
@@ -119,12 +123,15 @@ class Session:
             self.push(frame)
 
     def push(self, frame: dict[str, Any]) -> None:
+        if self.too_slow.is_set():
+            return
         try:
-            self.queue.put_nowait(frame)
-        except asyncio.QueueFull:
+            self.queue.send_nowait(frame)
+        except anyio.WouldBlock:
             self.sub = None
-            log.warning("disconnecting a websocket client that fell %d frames behind", self.queue.qsize())
-            asyncio.ensure_future(self.ws.close(SLOW_CLIENT, f"too slow: reconnect with after={self.last}"))
+            log.warning("disconnecting a websocket client that fell %d frames behind",
+                        self.queue.statistics().current_buffer_used)
+            self.too_slow.set()  # the session's own task closes the connection
 
 
 class Server:
@@ -137,28 +144,33 @@ class Server:
         self.sessions: set[Session] = set()
         self.reports: dict[str, ReportInfo] = {}
         self._ws: WSServer | None = None
-        self._broadcaster: asyncio.Task[None] | None = None
+        self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Server:
         start = await self.daemon.store.last_position()
-        self._broadcaster = asyncio.create_task(self._broadcast(start), name="broadcaster")
         try:
             self._ws = await serve(self._handler, self.config.host, self.config.port, max_size=MAX_MESSAGE,
                                    process_request=self._process_request, server_header="simreportd")
         except OSError as exc:
-            self._broadcaster.cancel()
             raise SimreportdError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
                                   "stop the other process or set [server] port") from exc
+        self._stack.push_async_callback(self._close)
+        tasks = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.callback(tasks.cancel_scope.cancel)  # the broadcaster stops first
+        tasks.start_soon(self._broadcast, start, name="broadcaster")
         log.info("serving on http://%s:%d/", self.config.host, self.port)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._ws is not None:
-            self._ws.close(close_connections=True)  # websockets closes each connection with 1001 going away
-            await self._ws.wait_closed()
-        if self._broadcaster is not None:
-            self._broadcaster.cancel()
-            await asyncio.gather(self._broadcaster, return_exceptions=True)
+        await self._stack.aclose()
+
+    async def _close(self) -> None:
+        """Close every connection with 1001 (going away), shielded so a stopping daemon still says goodbye."""
+        assert self._ws is not None
+        with anyio.CancelScope(shield=True):
+            self._ws.close(close_connections=True)
+            with anyio.move_on_after(5):
+                await self._ws.wait_closed()
 
     @property
     def port(self) -> int:
@@ -184,7 +196,8 @@ class Server:
             return _response(*http_api.json_reply(await self._health()))
         if url.path == "/metrics":
             return _response(200, http_api.TEXT, (await self._metrics()).encode())
-        status, kind, body = await asyncio.to_thread(http_api.handle, self.daemon.views.path, url.path, query)
+        status, kind, body = await self.daemon.views.in_thread(http_api.handle, self.daemon.views.path, url.path,
+                                                               query)
         return _response(status, kind, body)
 
     def _refusal(self, request: Request) -> Response | None:
@@ -214,8 +227,10 @@ class Server:
             with reading(self.daemon.views.path) as conn:
                 return len(fold_failures(conn))
 
-        return {"status": "ok", "position": head, "projection_position": self.daemon.views.position,
-                "websocket_clients": len(self.sessions), "fold_failures": await asyncio.to_thread(failures)}
+        problems = [p for p in (self.daemon.store.problem, self.daemon.views.problem) if p]
+        return {"status": "degraded" if problems else "ok", "problems": problems, "position": head,
+                "projection_position": self.daemon.views.position, "websocket_clients": len(self.sessions),
+                "fold_failures": await self.daemon.views.in_thread(failures)}
 
     async def _metrics(self) -> str:
         head = await self.daemon.store.last_position()
@@ -224,17 +239,27 @@ class Server:
             with reading(self.daemon.views.path) as conn:
                 return http_api.metrics(conn, head, self.daemon.views.position, len(self.sessions))
 
-        return await asyncio.to_thread(read)
+        return await self.daemon.views.in_thread(read)
 
     # --- websockets -----------------------------------------------------------------------------
 
     async def _handler(self, ws: ServerConnection) -> None:
+        """One connection: its sender, its history reader and its commands live in one task group."""
         session = Session(ws, QUEUE_FRAMES)
         self.sessions.add(session)
-        sender = asyncio.create_task(self._send(session))
-        reader: asyncio.Task[None] | None = None
         try:
-            async for message in ws:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._send, session)
+                tasks.start_soon(self._close_when_too_slow, session)
+                await self._receive(session, tasks)
+                tasks.cancel_scope.cancel()
+        finally:
+            self.sessions.discard(session)
+
+    async def _receive(self, session: Session, tasks: anyio.abc.TaskGroup) -> None:
+        reader: anyio.CancelScope | None = None
+        with contextlib.suppress(ConnectionClosed):
+            async for message in session.ws:
                 command = parse_message(message)
                 if isinstance(command, Subscribe) and command.after > (head := await self.daemon.store.last_position()):
                     session.push(ProtocolError("bad_after", f"after={command.after} is beyond the last position "
@@ -243,41 +268,42 @@ class Server:
                     if reader is not None:
                         reader.cancel()
                     session.start(command)
-                    reader = asyncio.create_task(self._catch_up(session, command))
+                    reader = await tasks.start(self._catch_up, session, command)
                 else:
                     await self._command(session, command)
-        except ConnectionClosed:
-            pass
-        finally:
-            self.sessions.discard(session)
-            for task in (sender, reader):
-                if task is not None:
-                    task.cancel()
 
     async def _send(self, session: Session) -> None:
         with contextlib.suppress(ConnectionClosed):
-            while True:
-                frame = await session.queue.get()
+            async for frame in session.outbox:
                 await session.ws.send(json.dumps(frame, ensure_ascii=False))
 
-    async def _catch_up(self, session: Session, sub: Subscribe) -> None:
-        """History from `after`, `caught_up`, then live: the hand-over described at the top."""
-        position = sub.after
-        while True:
-            batch = await self.daemon.store.read_all(position, 500)
-            for recorded in batch:
-                for frame in frames_for(sub, recorded, await self.report_info(recorded)):
-                    await session.queue.put(frame)  # history may wait for the client; live never does
-                position = session.last = recorded.position
-            if len(batch) < 500 and not session.overflowed:
-                break
-            session.overflowed = False
-        await session.queue.put({"type": "caught_up", "position": position})
-        session.go_live()
+    async def _close_when_too_slow(self, session: Session) -> None:
+        await session.too_slow.wait()
+        await session.ws.close(SLOW_CLIENT, f"too slow: reconnect with after={session.last}")
 
-    async def _command(self, session: Session, command: GenerateReport | Interview | ProtocolError) -> None:
+    async def _catch_up(self, session: Session, sub: Subscribe,
+                        task_status: anyio.abc.TaskStatus[anyio.CancelScope] = anyio.TASK_STATUS_IGNORED) -> None:
+        """History from `after`, `caught_up`, then live: the hand-over described at the top."""
+        with anyio.CancelScope() as scope:
+            task_status.started(scope)  # a new subscribe cancels this one
+            position = sub.after
+            while True:
+                batch = await self.daemon.store.read_all(position, 500)
+                for recorded in batch:
+                    for frame in frames_for(sub, recorded, await self.report_info(recorded)):
+                        await session.queue.send(frame)  # history may wait for the client; live never does
+                    position = session.last = recorded.position
+                if len(batch) < 500 and not session.overflowed:
+                    break
+                session.overflowed = False
+            await session.queue.send({"type": "caught_up", "position": position})
+            session.go_live()
+
+    async def _command(self, session: Session, command: GenerateReport | Interview | HandedOver | ProtocolError) -> None:
         if isinstance(command, ProtocolError):
             session.push(command.frame())
+        elif isinstance(command, HandedOver):
+            await self._handed_over(session, command)
         elif isinstance(command, GenerateReport):
             try:
                 report_id = await self.daemon.reports.request(command.simulation_id, trigger="websocket")
@@ -288,6 +314,27 @@ class Server:
                           "status": "pending"})
         else:
             await self._interview(session, command)
+
+    async def _handed_over(self, session: Session, command: HandedOver) -> None:
+        """A CLI command's work, done here because this daemon holds the store."""
+        try:
+            result = await self._perform(command)
+        except SimreportdError as exc:
+            session.push(ProtocolError("usage" if exc.exit_code == 2 else "failed", str(exc)).frame())
+            return
+        session.push({"type": "command_result", "op": command.op, **result})
+
+    async def _perform(self, command: HandedOver) -> dict[str, Any]:
+        daemon = self.daemon
+        if command.op == "request_report":
+            return {"report_id": await actions.request_report(daemon, Path(command.folder or ""))}
+        if command.op == "resume":
+            return {"report_id": await actions.resume_report(daemon, command.report_id or "")}
+        if command.op == "fork":
+            actions.check_fork_writer(daemon, command.provider, command.model)
+            return {"report_id": await actions.fork(daemon, command.report_id or "", command.at or 0)}
+        rebuilt = await actions.rebuild(daemon)
+        return {"before": rebuilt.before, "after": rebuilt.after, "position": rebuilt.position}
 
     async def _interview(self, session: Session, command: Interview) -> None:
         interviews = getattr(self.daemon, "interviews", None)

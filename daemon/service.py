@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+import anyio
 
 from simreportd.agent.offline import OfflineProvider
 from simreportd.agent.providers import LLMProvider, OpenAIProvider
@@ -17,16 +17,15 @@ from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound
-from simreportd.events.store import EventStore
-from simreportd.projections.report import ReportView
+from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
-from simreportd.projections.simulation import SimulationModel
-from simreportd.projections.trace import TraceView
 
 from .config import Config, LLMConfig
 from .environment import FolderEnvironment
 from .exporter import Exporter
 from .interviews import Interviewer
+from .leases import leases_for
+from .lock import StoreLock
 from .reports import ReportScheduler
 from .server import Server
 from .systemd import notify, watchdog_interval
@@ -41,11 +40,6 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 50, 100)
 
 
-def projections() -> list[Any]:
-    """Every read model, in the order they are folded."""
-    return [SimulationModel(), ReportView(), TraceView()]
-
-
 def build_provider(llm: LLMConfig) -> LLMProvider:
     """The provider `[llm]` asks for: openai when a base_url or key is set (provider = auto), else offline."""
     if llm.resolved_provider() == "openai":
@@ -55,51 +49,68 @@ def build_provider(llm: LLMConfig) -> LLMProvider:
 
 
 class Daemon:
-    """Everything `simreportd run` runs; an async context manager, then `run()`."""
+    """Everything `simreportd run` runs; an async context manager, then `run()`.
 
-    def __init__(self, config: Config, folders: Sequence[Path] = ()) -> None:
-        self.config, self.folders = config, list(folders)
+    Entering it takes the store's lock (one writer per store), then opens the store and the
+    read models; leaving it closes them in reverse order, after every task `run()` started
+    has returned: each resource is closed by its owner once its users are gone.
+    """
+
+    def __init__(self, config: Config, folders: Sequence[Path] = (), command: str = "run") -> None:
+        self.config, self.folders, self.command = config, list(folders), command
         self.server: Server | None = None
+        self.lock = StoreLock(config.store.path)
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Daemon:
+        try:
+            await self._open()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def _open(self) -> None:
         c = self.config
-        self.store = await self._stack.enter_async_context(EventStore(c.store.path, c.store.synchronous))
+        self.lock.acquire(self.command)
+        self._stack.callback(self.lock.release)
+        self.store = await self._stack.enter_async_context(c.store.open())
+        self.leases = await self._stack.enter_async_context(leases_for(c.store))
         views_path = views_path_for(c.store.path)
         self.views = await self._stack.enter_async_context(ProjectionRunner(self.store, views_path, projections()))
-        self.exporter = Exporter(views_path, c.reports.output_dir)
+        limiter = self.views.limiter
+        self.exporter = Exporter(views_path, c.reports.output_dir, limiter)
         self.views.listeners.append(self._export_batch)
         await self.views.catch_up()
         self.provider = build_provider(c.llm)
         if isinstance(self.provider, OpenAIProvider):
             self._stack.push_async_callback(self.provider.close)
-        self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s)
-        self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews), self.provider,
-                                   FolderEnvironment(views_path))
-        self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name)
+        self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s,
+                                      limiter)
+        self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.provider,
+                                   FolderEnvironment(views_path, limiter))
+        self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
-                               c.watch.max_line_bytes, c.watch.follow_external_symlinks)
-        return self
+                               c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks)
 
     async def __aexit__(self, *exc: object) -> None:
-        for task in self.reports.tasks.values():
-            task.cancel()
-        await asyncio.gather(*self.reports.tasks.values(), return_exceptions=True)
         await self._stack.aclose()
 
-    async def run(self, ingest: bool = True, ready: bool = False, serve: bool = False) -> None:
+    async def run(self, ingest: bool = True, ready: bool = False, serve: bool = False, follow: bool = True) -> None:
         """Fold, watch and report until cancelled; `serve` the websocket/HTTP port; with `ready`,
-        tell systemd once the read models are caught up and the port is listening."""
+        tell systemd once the read models are caught up and the port is listening. Without
+        `follow`, reports run only when asked for (a CLI command's own report)."""
         async with contextlib.AsyncExitStack() as stack:
             if serve:
                 self.server = await stack.enter_async_context(Server(self, self.config.server))
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(self.views.run(), name="projections")
-                tg.create_task(self.reports.run(), name="reports")
+                self.lock.advertise(f"http://{self.config.server.host}:{self.server.port}/")
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self.views.run, name="projections")
+                tasks.start_soon(self.reports.run, follow, name="reports")
                 if ingest:
-                    tg.create_task(self.watcher.run(), name="watcher")
+                    tasks.start_soon(self.watcher.run, name="watcher")
                 if ready:
-                    tg.create_task(self._supervise(), name="systemd")
+                    tasks.start_soon(self._supervise, name="systemd")
 
     async def _supervise(self) -> None:
         """READY=1 once the read models are caught up, then STATUS and WATCHDOG from the event loop."""
@@ -107,11 +118,11 @@ class Daemon:
         notify("READY=1", f"STATUS={await self.status_line()}")
         interval = watchdog_interval() or 10.0
         while True:
-            await asyncio.sleep(interval)
+            await anyio.sleep(interval)
             notify("WATCHDOG=1", f"STATUS={await self.status_line()}")
 
     async def status_line(self) -> str:
-        running = sum(1 for t in self.reports.tasks.values() if not t.done())
+        running = self.reports.running()
         serving = f", serving http://{self.config.server.host}:{self.server.port}/" if self.server else ""
         return (f"{len(self.watcher.ingestors)} simulations watched, {running} reports running, "
                 f"position {await self.store.last_position()}{serving}")

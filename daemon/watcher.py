@@ -9,12 +9,12 @@ failure never reaches the watcher or the other folders (issue 12).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import watchfiles
 
 from simreportd.events.models import IngestFailed
@@ -22,6 +22,7 @@ from simreportd.events.store import EventStore
 
 from .folder import is_simulation_folder
 from .ingest import SimulationIngestor
+from .leases import Leases, SoleNode
 from .values import clean_text
 
 FIRST_RETRY_S, LAST_RETRY_S = 1.0, 300.0
@@ -33,9 +34,10 @@ class Watcher:
     """Watches `roots` (folders of simulation folders) and `folders` (simulation folders themselves)."""
 
     def __init__(self, store: EventStore, roots: Sequence[Path], folders: Sequence[Path] = (),
-                 rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576,
+                 rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576, leases: Leases | None = None,
                  follow_external_symlinks: bool = False) -> None:
         self.store, self.roots, self.folders = store, list(roots), list(folders)
+        self.leases = leases or SoleNode()
         self.rescan_seconds, self.max_line_bytes = rescan_seconds, max_line_bytes
         self.follow_external_symlinks = follow_external_symlinks
         self.ingestors: dict[Path, SimulationIngestor] = {}
@@ -44,13 +46,13 @@ class Watcher:
 
     async def run(self) -> None:
         """Rescan and watch until cancelled."""
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self._rescan_forever())
-            tg.create_task(self._watch_forever())
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._rescan_forever)
+            tasks.start_soon(self._watch_forever)
 
     async def rescan(self) -> None:
         """Check every simulation folder once."""
-        for folder in await asyncio.to_thread(self._discover):
+        for folder in await anyio.to_thread.run_sync(self._discover):
             await self.check(folder)
 
     async def check(self, folder: Path) -> None:
@@ -61,8 +63,10 @@ class Watcher:
         try:
             ingestor = self.ingestors.get(folder)
             if ingestor is None:
-                if not await asyncio.to_thread(self._admissible, folder):
+                if not await anyio.to_thread.run_sync(self._admissible, folder):
                     return
+                if not await self.leases.take(f"ingest:{folder.name}"):
+                    return  # another daemon on this store ingests it; it is ours if that one dies
                 ingestor = self.ingestors[folder] = SimulationIngestor(
                     self.store, folder, self.max_line_bytes, self.follow_external_symlinks)
             await ingestor.check()
@@ -114,13 +118,13 @@ class Watcher:
     async def _rescan_forever(self) -> None:
         while True:
             await self.rescan()
-            await asyncio.sleep(self.rescan_seconds)
+            await anyio.sleep(self.rescan_seconds)
 
     async def _watch_forever(self) -> None:
         while True:
             watched = [p for p in [*self.roots, *self.folders] if p.is_dir()]
             if not watched:
-                await asyncio.sleep(self.rescan_seconds)
+                await anyio.sleep(self.rescan_seconds)
                 continue
             try:
                 async for changes in watchfiles.awatch(*watched, debounce=50, step=20, yield_on_timeout=True,
@@ -131,7 +135,7 @@ class Watcher:
                         break  # a root appeared or vanished: watch the new set
             except (OSError, RuntimeError) as exc:
                 log.info("watch restarted: %s", exc)
-                await asyncio.sleep(self.rescan_seconds)
+                await anyio.sleep(self.rescan_seconds)
 
     def _folder_of(self, path: Path) -> Path | None:
         for folder in self.folders:

@@ -4,11 +4,36 @@ from __future__ import annotations
 
 
 class SimreportdError(Exception):
-    """Base class of every error simreportd raises on purpose."""
+    """Base class of every error simreportd raises on purpose; `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
 
 
 class ConfigError(SimreportdError, ValueError):
     """The configuration file or an override is missing, unknown or invalid."""
+
+    exit_code = 2
+
+
+class StoreUnusable(SimreportdError):
+    """The event store file cannot be opened as a database (corrupt, not SQLite, unreadable)."""
+
+    exit_code = 2
+
+    def __init__(self, path: object, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"cannot use the event store {path}: {reason}. If the file is damaged, move it away and "
+                         "restore a backup (`sqlite3 FILE .recover` may save its events); a new store starts empty")
+
+
+class StoreFull(SimreportdError, OSError):
+    """The disk holding the event store is full; nothing was written, retry once space is freed."""
+
+
+class StoreLocked(SimreportdError):
+    """Another simreportd process holds the store's lock (one writer daemon per store)."""
+
+    exit_code = 2
 
 
 class StoreClosed(SimreportdError, RuntimeError):

@@ -8,16 +8,16 @@ a plain sqlite3 connection: one thread hop per batch instead of one per row.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
-
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
 
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import StoreClosed, WaitTimeout
@@ -28,6 +28,10 @@ from .base import Projection
 log = logging.getLogger("simreportd.projections.runner")
 
 PAGE = 2000
+RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
+PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelled caller wants a query stopped
+THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
+T = TypeVar("T")
 META_SCHEMA = """
 CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, position INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS projection_schema (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
@@ -42,23 +46,35 @@ def views_path_for(store_path: Path) -> Path:
 
 
 class ProjectionRunner:
-    """Keeps every projection's tables caught up with the log; an async context manager."""
+    """Keeps every projection's tables caught up with the log; an async context manager.
+
+    It owns the read-model database: its write connection, and the `limiter` that every
+    reader of that file (tools, exporter, HTTP) runs its worker threads under. A cancelled
+    caller waits for its thread to return (DESIGN.md section 9), so the connection is never
+    closed under a thread that still uses it.
+    """
 
     NAME = "views"
 
     def __init__(self, store: EventStore, path: Path, projections: Sequence[Projection]) -> None:
         self.store, self.path, self.projections = store, path, list(projections)
         self._conn: sqlite3.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._lock = anyio.Lock()
         self._position = 0
-        self._moved = asyncio.Event()
+        self._moved = anyio.Event()
+        self.limiter = anyio.CapacityLimiter(THREADS_PER_DATABASE)
+        self.problem: str | None = None  # why folding is stalled now (a full disk), for health checks
         # Called after each committed batch (the file export hangs here): failures are logged, not fatal.
         self.listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
         self.fingerprint = hashlib.sha256("\n".join(p.schema for p in self.projections).encode()).hexdigest()
 
     async def __aenter__(self) -> ProjectionRunner:
-        self._conn = await asyncio.to_thread(self._open)
+        self._conn = await self.in_thread(self._open)
         return self
+
+    async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
+        """Run blocking work on the read-model file in a worker thread, under this database's limiter."""
+        return await in_thread(func, *args, limiter=self.limiter)
 
     def _open(self) -> sqlite3.Connection:
         conn = connect_views(self.path, readonly=False)
@@ -72,10 +88,11 @@ class ProjectionRunner:
         return conn
 
     async def __aexit__(self, *exc: object) -> None:
-        async with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        with anyio.CancelScope(shield=True):  # the batch in flight commits or rolls back first
+            async with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
 
     @property
     def position(self) -> int:
@@ -85,7 +102,7 @@ class ProjectionRunner:
     async def rebuild(self) -> int:
         """Drop every read model, fold the whole log again; return the position reached."""
         async with self._lock:
-            await asyncio.to_thread(self._reset)
+            await self.in_thread(self._reset)
             self._position = 0
         return await self.catch_up()
 
@@ -95,16 +112,29 @@ class ProjectionRunner:
             async with self._lock:
                 if batch[0].position <= self._position:  # another caller folded it meanwhile
                     continue
-                await asyncio.to_thread(self._apply_batch, batch)
-            moved, self._moved = self._moved, asyncio.Event()
+                await self.in_thread(self._apply_batch, batch)
+            moved, self._moved = self._moved, anyio.Event()
             moved.set()
             await self._notify(batch)
         return self._position
 
     async def run(self) -> None:
-        """Fold forever, woken by each commit (or a poll for other processes' appends)."""
+        """Fold forever, woken by each commit (or a poll for other processes' appends).
+
+        A read-model file that cannot be written (disk full, I/O error) stalls folding, never
+        the daemon: the log keeps every event, and folding resumes with backoff once it can.
+        """
+        backoff = RETRY_FIRST_S
         while True:
-            await self.catch_up()
+            try:
+                await self.catch_up()
+                self.problem, backoff = None, RETRY_FIRST_S
+            except sqlite3.OperationalError as exc:
+                self.problem = f"the read models {self.path} cannot be written ({exc}); retrying every {backoff:g}s"
+                log.error("%s", self.problem)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_MAX_S)
+                continue
             try:
                 await self.store.wait_for(self._position + 1, timeout=3600)
             except WaitTimeout:
@@ -121,22 +151,17 @@ class ProjectionRunner:
 
     async def wait_for(self, position: int, timeout: float = 30.0) -> None:
         """Return once the read models include `position`."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self._position < position:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise WaitTimeout(f"read models to reach position {position}", timeout)
-            moved = self._moved
-            try:
-                await asyncio.wait_for(moved.wait(), remaining)
-            except TimeoutError:
-                pass
+        try:
+            with anyio.fail_after(timeout):
+                while self._position < position:
+                    await self._moved.wait()
+        except TimeoutError:
+            raise WaitTimeout(f"read models to reach position {position}", timeout) from None
 
     async def digest(self) -> dict[str, str]:
         """A SHA-256 of every read model's rows, so two builds can be compared."""
         async with self._lock:
-            return await asyncio.to_thread(self._digest)
+            return await self.in_thread(self._digest)
 
     def _digest(self) -> dict[str, str]:
         conn = self._require()
@@ -153,25 +178,30 @@ class ProjectionRunner:
 
     def _apply_batch(self, batch: list[Recorded]) -> None:
         try:
-            self._fold_batch(batch, guarded=False)
+            done = self._fold_batch(batch, guarded=False)
         except sqlite3.OperationalError:
             raise  # locked, disk full, read-only: the store's trouble, not one event's
         except Exception:  # noqa: BLE001 (a poison event: fold the batch again, each event on its own)
-            self._fold_batch(batch, guarded=True)
-        self._position = batch[-1].position
+            done = self._fold_batch(batch, guarded=True)
+        self._position = max(done, batch[-1].position)
 
-    def _fold_batch(self, batch: list[Recorded], guarded: bool) -> None:
+    def _fold_batch(self, batch: list[Recorded], guarded: bool) -> int:
+        """Fold the events past the checkpoint in one transaction; return the checkpoint found."""
         conn = self._require()
         with transaction(conn):  # rows and checkpoint together
+            done = self._read_checkpoint()  # another process may have folded some: never twice
             for recorded in batch:
+                if recorded.position <= done:
+                    continue
                 for projection in self.projections:
                     if recorded.type in projection.types:
                         (self._fold_guarded if guarded else self._fold)(conn, projection, recorded)
             conn.execute(
                 "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
-                " ON CONFLICT (name) DO UPDATE SET position = excluded.position",
+                " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
                 (self.NAME, batch[-1].position),
             )
+        return done
 
     @staticmethod
     def _fold(conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
@@ -239,10 +269,66 @@ def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
     return conn
 
 
+class _Interruption:
+    """Set when a worker thread's caller is cancelled: its `reading()` queries then stop at once."""
+
+    def __init__(self) -> None:
+        self.requested = self.finished = False
+
+    def __call__(self) -> bool:  # an SQLite progress handler: a true result aborts the statement
+        return self.requested
+
+
+_INTERRUPTION: ContextVar[_Interruption | None] = ContextVar("simreportd_interruption", default=None)
+
+
+async def in_thread(func: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter | None = None) -> T:
+    """Run `func` in a worker thread and wait for it, even when cancelled (DESIGN.md section 9).
+
+    A cancelled caller never abandons the thread; instead the queries it runs through
+    `reading()` are interrupted, so a long scan ends at once and shutdown stays bounded.
+    """
+    interruption = _Interruption()
+    token = _INTERRUPTION.set(interruption)  # the worker thread runs in a copy of this context
+    try:
+        async with anyio.create_task_group() as watch:  # exits with the cancellation, if there was one
+            watch.start_soon(_interrupt_when_cancelled, interruption)
+            try:
+                result, error = await anyio.to_thread.run_sync(_outcome, func, *args, limiter=limiter)
+            finally:
+                interruption.finished = True
+                watch.cancel_scope.cancel()
+    finally:
+        _INTERRUPTION.reset(token)
+    if error is not None:
+        if interruption.requested:
+            await anyio.lowlevel.checkpoint()  # the cancellation that interrupted the query, raised here
+        raise error  # outside the task group: the caller gets the error itself, not an ExceptionGroup
+    return result  # type: ignore[return-value]
+
+
+def _outcome(func: Callable[..., T], *args: Any) -> tuple[T | None, BaseException | None]:
+    try:
+        return func(*args), None
+    except Exception as exc:
+        return None, exc
+
+
+async def _interrupt_when_cancelled(interruption: _Interruption) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        if not interruption.finished:  # cancelled while the thread still runs: the caller is being stopped
+            interruption.requested = True
+
+
 @contextmanager
 def reading(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to the read models for the length of a `with` block."""
+    """A read-only connection to the read models for the length of a `with` block (interruptible
+    when opened in `in_thread`)."""
     conn = connect_views(path)
+    if (interruption := _INTERRUPTION.get()) is not None:
+        conn.set_progress_handler(interruption, PROGRESS_STEPS)
     try:
         yield conn
     finally:

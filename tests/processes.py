@@ -22,7 +22,7 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     """`simreportd ARGS` as a child process, its output kept out of the test's way."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     log = tempfile.NamedTemporaryFile(prefix="simreportd-", suffix=".log", delete=False)  # a pipe could fill up
-    process = subprocess.Popen([PYTHON, "-m", "simreportd.daemon.cli", *args], cwd=cwd, env=env,
+    process = subprocess.Popen([PYTHON, "-m", "simreportd", *args], cwd=cwd, env=env,
                                stdout=subprocess.DEVNULL, stderr=log)
     process.log_path = Path(log.name)  # type: ignore[attr-defined]
     log.close()
@@ -90,6 +90,7 @@ class NotifySocket:
     def __exit__(self, *exc: object) -> None:
         os.environ.pop("NOTIFY_SOCKET", None)
         self.sock.close()
+        self.path.unlink(missing_ok=True)
 
     def wait_for(self, field: str) -> list[str]:
         """Messages received until one contains `field` (e.g. READY=1)."""

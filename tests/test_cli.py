@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def simreportd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "simreportd.daemon.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PYTHON, "-m", "simreportd", *args], capture_output=True, text=True,
                           timeout=TIMEOUT * 2, cwd=cwd)
 
 
@@ -97,7 +97,7 @@ def test_status_json_lists_the_simulation_and_the_report(demo: tuple) -> None:
 
 def test_report_for_a_missing_folder_says_what_to_pass(tmp_path: Path) -> None:
     result = simreportd("-c", str(write_config(tmp_path)), "report", str(tmp_path / "nope"))
-    assert result.returncode == 1 and "is not a folder" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "is not a folder" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_resume_of_a_completed_report_is_refused_clearly(demo: tuple) -> None:

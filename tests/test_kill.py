@@ -184,7 +184,7 @@ def test_kill_9_during_a_report_completes_it_with_each_section_once(tmp_path: Pa
 def uninterrupted_sections(base: Path, base_url: str) -> list[tuple[str, str]]:
     simulate(base / "sims" / "sim_k", agents=12, rounds=6, seed=3)
     config = write_config(base, f'[llm]\nprovider = "openai"\nbase_url = "{base_url}"\nmodel = "m"\n', auto=False)
-    result = subprocess.run([PYTHON, "-m", "simreportd.daemon.cli", "-c", str(config), "report",
+    result = subprocess.run([PYTHON, "-m", "simreportd", "-c", str(config), "report",
                              str(base / "sims" / "sim_k"), "--wait"], capture_output=True, text=True,
                             timeout=TIMEOUT)
     assert result.returncode == 0, result.stderr

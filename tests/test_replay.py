@@ -37,7 +37,7 @@ async def scripted_report(tmp_path: Path, small_sim: Path) -> tuple[Path, str]:
 
 def cli(*args: str, seed: str = "0") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONHASHSEED": seed}
-    return subprocess.run([PYTHON, "-m", "simreportd.daemon.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PYTHON, "-m", "simreportd", *args], capture_output=True, text=True,
                           timeout=TIMEOUT, env=env)
 
 

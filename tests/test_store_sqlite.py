@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
-from simreportd.events.errors import StoreClosed
+from simreportd.events.errors import StoreClosed, StoreFull, StoreUnusable
 from simreportd.events.models import PlanningStarted
 from simreportd.events.store import EventStore
 
 from .store_contract import EventStoreContract
 
 
-class TestSQLiteStoreNormal(EventStoreContract):
+class SQLiteContract(EventStoreContract):
+    async def execute_directly(self, store: EventStore, sql: str) -> None:
+        with sqlite3.connect(store.path) as conn:
+            conn.execute(sql.format(table="events"))
+
+
+class TestSQLiteStoreNormal(SQLiteContract):
     @pytest.fixture
     async def store(self, store_path: Path) -> AsyncIterator[EventStore]:
         async with EventStore(store_path) as store:
             yield store
 
 
-class TestSQLiteStoreFull(EventStoreContract):
+class TestSQLiteStoreFull(SQLiteContract):
     @pytest.fixture
     async def store(self, store_path: Path) -> AsyncIterator[EventStore]:
         async with EventStore(store_path, synchronous="FULL") as store:
@@ -30,12 +38,30 @@ class TestSQLiteStoreFull(EventStoreContract):
 
 @pytest.mark.anyio
 async def test_closing_twice_is_safe_and_append_after_close_raises(store_path: Path) -> None:
-    store = EventStore(store_path)
-    await store.open()
-    await store.close()
-    await store.close()
-    with pytest.raises(StoreClosed):
-        await store.append("report-a", [PlanningStarted(report_id="a")])
+    async with EventStore(store_path) as store:
+        await store.close()
+        await store.close()
+        with pytest.raises(StoreClosed):
+            await store.append("report-a", [PlanningStarted(report_id="a")])
+
+
+@pytest.mark.anyio
+async def test_appends_accepted_before_close_are_committed(store_path: Path) -> None:
+    async with EventStore(store_path) as store, anyio.create_task_group() as tasks:
+        for n in range(50):
+            tasks.start_soon(store.append, f"report-{n}", [PlanningStarted(report_id=str(n))])
+        await anyio.wait_all_tasks_blocked()
+        await store.close()
+    async with EventStore(store_path) as store:
+        assert await store.last_position() == 50
+
+
+@pytest.mark.anyio
+async def test_a_file_that_is_not_a_database_is_refused_with_a_clear_error(store_path: Path) -> None:
+    store_path.write_bytes(b"this is not an SQLite file" * 200)
+    with pytest.raises(StoreUnusable, match="move it away"):
+        async with EventStore(store_path):
+            pass
 
 
 @pytest.mark.anyio
@@ -45,3 +71,16 @@ async def test_reopened_store_continues_positions(store_path: Path) -> None:
     async with EventStore(store_path) as store:
         result = await store.append("report-a", [PlanningStarted(report_id="a")], expected_version=2)
     assert result.positions == (3,)
+
+
+@pytest.mark.anyio
+async def test_a_full_disk_fails_the_append_with_store_full_and_the_store_recovers(store_path: Path) -> None:
+    async with EventStore(store_path) as store:
+        await store.append("report-a", [PlanningStarted(report_id="a")])
+        await store._writer.execute("PRAGMA max_page_count = 1")  # the file cannot grow: SQLITE_FULL
+        with pytest.raises(StoreFull):
+            await store.append("report-b", [PlanningStarted(report_id="x" * 50_000)])
+        assert store.problem and "full" in store.problem
+        await store._writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        result = await store.append("report-b", [PlanningStarted(report_id="b")], expected_version=0)
+        assert result.positions == (2,) and store.problem is None

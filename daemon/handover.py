@@ -1,0 +1,58 @@
+"""Hand a CLI command's work over to the daemon that holds the store (DESIGN.md section 9).
+
+The daemon's lock file names the URL it serves; the command is sent there as one websocket
+op (`request_report`, `resume`, `fork`, `rebuild`, `interview`), and the daemon answers with
+one `command_result` (or `error`) frame. The CLI then follows the report in the shared log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from websockets.asyncio.client import connect
+from websockets.exceptions import WebSocketException
+
+from simreportd.events.errors import SimreportdError
+
+from .config import Config
+from .lock import Holder, read_holder
+
+ANSWER_TIMEOUT_S = 600.0  # an interview answered by a slow model may take minutes
+
+
+class HandoverFailed(SimreportdError):
+    """The running daemon refused the command or could not be reached."""
+
+    def __init__(self, message: str, code: str = "handover_failed") -> None:
+        self.code = code
+        super().__init__(message)
+        self.exit_code = 2 if code in ("bad_request", "not_found", "usage", "interview_refused", "locked") else 1
+
+
+def running_daemon(config: Config) -> Holder | None:
+    """The daemon that holds the store and serves a port, if there is one."""
+    holder = read_holder(config.store.path)
+    return holder if holder is not None and holder.url else None
+
+
+async def send(holder: Holder, config: Config, message: dict[str, Any]) -> dict[str, Any]:
+    """Send one op to the daemon; return its `command_result` or `interview_answer` frame."""
+    url = urlsplit(holder.url or "")
+    headers = {"Authorization": f"Bearer {config.server.token}"} if config.server.token else {}
+    try:
+        with anyio.fail_after(ANSWER_TIMEOUT_S):
+            async with connect(f"ws://{url.netloc}/ws", additional_headers=headers, max_size=None) as ws:
+                await ws.send(json.dumps(message))
+                async for text in ws:
+                    frame = json.loads(text)
+                    if frame.get("type") == "error":
+                        raise HandoverFailed(f"the running daemon refused: {frame.get('message')}", frame.get("code"))
+                    if frame.get("type") in ("command_result", "interview_answer"):
+                        return frame
+    except (OSError, WebSocketException, TimeoutError) as exc:
+        raise HandoverFailed(f"the daemon {holder.describe()} holds the store but did not answer at {holder.url} "
+                             f"({exc or type(exc).__name__}); check that it runs, or stop it") from exc
+    raise HandoverFailed(f"the daemon at {holder.url} closed the connection without an answer")

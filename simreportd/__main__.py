@@ -1,0 +1,7 @@
+"""`python -m simreportd`: the same as the `simreportd` command."""
+
+import sys
+
+from simreportd.entry import main
+
+sys.exit(main())
