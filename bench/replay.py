@@ -30,7 +30,7 @@ from simreportd.agent.tools import SimulationTools  # noqa: E402
 from simreportd.daemon.config import AgentConfig, Config  # noqa: E402
 from simreportd.daemon.ingest import SimulationIngestor  # noqa: E402
 from simreportd.daemon.replay import replay_report  # noqa: E402
-from simreportd.daemon.service import projections  # noqa: E402
+from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.daemon.simulate import simulate  # noqa: E402
 from simreportd.events.models import AgentActed, ReportRequested  # noqa: E402
 from simreportd.events.store import EventStore  # noqa: E402

@@ -24,10 +24,10 @@ from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound, UsageError
 from simreportd.events.models import EVENT_TYPES, ReportRequested, ReportResumed
 from simreportd.events.store import EventStore, NewEvent
+from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
 from .ingest import simulation_stream
-from .service import projections
 
 VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
 

@@ -179,8 +179,9 @@ class Server:
 
     async def _health(self) -> dict[str, Any]:
         head = await self.daemon.store.last_position()
-        return {"status": "ok", "position": head, "projection_position": self.daemon.views.position,
-                "websocket_clients": len(self.sessions)}
+        problems = [p for p in (self.daemon.store.problem, self.daemon.views.problem) if p]
+        return {"status": "degraded" if problems else "ok", "problems": problems, "position": head,
+                "projection_position": self.daemon.views.position, "websocket_clients": len(self.sessions)}
 
     async def _metrics(self) -> str:
         head = await self.daemon.store.last_position()

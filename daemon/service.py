@@ -8,7 +8,6 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -19,10 +18,8 @@ from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound
 from simreportd.events.store import EventStore
-from simreportd.projections.report import ReportView
+from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
-from simreportd.projections.simulation import SimulationModel
-from simreportd.projections.trace import TraceView
 
 from .config import Config, LLMConfig
 from .environment import FolderEnvironment
@@ -41,11 +38,6 @@ def tune_gc() -> None:
     """Collect the young generation less often: ingest and folds allocate many short-lived dicts, and
     the default thresholds spent about a third of ingest time in the collector (bench/ingest.py)."""
     gc.set_threshold(50_000, 50, 100)
-
-
-def projections() -> list[Any]:
-    """Every read model, in the order they are folded."""
-    return [SimulationModel(), ReportView(), TraceView()]
 
 
 def build_provider(llm: LLMConfig) -> LLMProvider:

@@ -128,6 +128,7 @@ class EventStore:
         self._db_head = 0  # the same, as of our last write transaction (cache)
         self._versions: dict[str, int] = {}  # stream -> version as of our last commit (cache)
         self._committed = anyio.Event()
+        self.problem: str | None = None  # why appends fail now (a full disk), for health checks
 
     async def __aenter__(self) -> EventStore:
         """Open both connections and start the writer in a task group this store owns."""
@@ -247,8 +248,11 @@ class EventStore:
         """Commit one group; a failed transaction fails every caller in it, not the writer."""
         try:
             await self._commit_group(group)
+            self.problem = None
         except Exception as exc:
-            if not isinstance(_translate(exc), StoreFull):  # a full disk is the callers' to report
+            if isinstance(_translate(exc), StoreFull):  # the callers report it and retry; nothing was written
+                self.problem = f"the disk holding {self.path} is full; appends wait until space is freed"
+            else:
                 log.exception("group commit of %d appends failed", len(group))
             for pending in group:
                 pending.settle(_translate(exc))

@@ -28,6 +28,7 @@ from .base import Projection
 log = logging.getLogger("simreportd.projections.runner")
 
 PAGE = 2000
+RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
 PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelled caller wants a query stopped
 THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
 T = TypeVar("T")
@@ -60,6 +61,7 @@ class ProjectionRunner:
         self._position = 0
         self._moved = anyio.Event()
         self.limiter = anyio.CapacityLimiter(THREADS_PER_DATABASE)
+        self.problem: str | None = None  # why folding is stalled now (a full disk), for health checks
         # Called after each committed batch (the file export hangs here): failures are logged, not fatal.
         self.listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
         self.fingerprint = hashlib.sha256("\n".join(p.schema for p in self.projections).encode()).hexdigest()
@@ -115,9 +117,22 @@ class ProjectionRunner:
         return self._position
 
     async def run(self) -> None:
-        """Fold forever, woken by each commit (or a poll for other processes' appends)."""
+        """Fold forever, woken by each commit (or a poll for other processes' appends).
+
+        A read-model file that cannot be written (disk full, I/O error) stalls folding, never
+        the daemon: the log keeps every event, and folding resumes with backoff once it can.
+        """
+        backoff = RETRY_FIRST_S
         while True:
-            await self.catch_up()
+            try:
+                await self.catch_up()
+                self.problem, backoff = None, RETRY_FIRST_S
+            except sqlite3.OperationalError as exc:
+                self.problem = f"the read models {self.path} cannot be written ({exc}); retrying every {backoff:g}s"
+                log.error("%s", self.problem)
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_MAX_S)
+                continue
             try:
                 await self.store.wait_for(self._position + 1, timeout=3600)
             except WaitTimeout:

@@ -58,3 +58,50 @@ async def test_an_uncancelled_query_error_still_reaches_the_caller(tmp_path: Pat
 
     with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
         await in_thread(broken)
+
+
+class TricklingServer:
+    """An HTTP server on 127.0.0.1 that answers one byte at a time, slower than any read timeout notices."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        with self.sock.accept()[0] as conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+            while not self.stop.wait(0.1):  # one byte every 0.1 s: each socket read succeeds
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+
+@pytest.mark.anyio
+async def test_an_llm_call_has_a_deadline_for_the_whole_answer_not_each_read() -> None:
+    from simreportd.agent.providers import LLMError, OpenAIProvider
+    from simreportd.events.models import LLMRequested
+
+    server = TricklingServer()
+    provider = OpenAIProvider(server.base_url, "", timeout_s=1.0, max_concurrency=1)
+    request = LLMRequested(report_id="r", call_id="c1", purpose="section", model="m", messages_added=[],
+                           fingerprint="")
+    try:
+        with anyio.fail_after(20):  # a read timeout alone would wait for all 100,000 bytes (hours)
+            with pytest.raises(LLMError, match=r"within 1s \(\[llm\] timeout_s\)"):
+                await provider.complete(request, [{"role": "user", "content": "hi"}], 1)
+    finally:
+        server.stop.set()
+        await provider.close()
