@@ -191,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", metavar="S")
     p.add_argument("--type", dest="types", action="append", metavar="T")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
+    p = command("migrate", commands.migrate, "Copy the SQLite event store into an empty PostgreSQL database, "
+                "positions and ids intact, and verify it.")
+    p.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/database")
     p = command("status", commands.status, "Show the store, simulations and reports.")
     p.add_argument("--json", action="store_true")
     return parser

@@ -151,7 +151,7 @@ async def resume(args: argparse.Namespace, config: Config) -> int:
 async def follow_handed_over(config: Config, report_id: str, daemon_config: Path | None = None) -> int:
     """Print the progress of a report the running daemon writes, from the shared log, until it ends."""
     say(f"The running daemon writes report {report_id}; following it here (Ctrl-C stops following, not the report)")
-    async with EventStore(config.store.path, config.store.synchronous) as store:
+    async with config.store.open() as store:
         await follow_report(store, report_id, sys.stderr)
         state = core.fold([r.event for r in await store.read_stream(report_stream(report_id))], report_id)
     return finish(config, report_id, state, daemon_config)
@@ -250,7 +250,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     if bool(args.all) == bool(args.report_id):
         raise UsageError("pass either REPORT_ID or --all (`simreportd status` lists the reports)")
     existing_store(config)
-    async with EventStore(config.store.path, config.store.synchronous) as store:
+    async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
             raise NotFound(f"no completed report in {config.store.path} to replay")
@@ -321,7 +321,7 @@ async def events(args: argparse.Namespace, config: Config) -> int:
     if unknown:
         raise UsageError(f"unknown event type {', '.join(unknown)}; the types are: {', '.join(EVENT_TYPES)}")
     existing_store(config)
-    async with EventStore(config.store.path, config.store.synchronous) as store:
+    async with config.store.open() as store:
         if args.stream and not args.follow and not await store.read_stream(args.stream):
             raise NotFound(f"no stream {args.stream!r} in {config.store.path}; streams are named like "
                            "simulation-SIM_ID and report-REPORT_ID (`simreportd status` lists the ids)")
@@ -337,16 +337,27 @@ async def events(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+async def migrate(args: argparse.Namespace, config: Config) -> int:
+    from .migrate import migrate as copy_store  # only PostgreSQL users need asyncpg
+
+    if not args.to.startswith(("postgresql://", "postgres://")):
+        raise actions.UsageError(f"--to {args.to!r} is not a postgresql:// URL")
+    count, digest = await copy_store(config, args.to)
+    say(f"Copied {count} events into {args.to.split('@')[-1]}; digests match ({digest[:16]}).")
+    say("Set [store] url to it (password in the variable named by [store] password_env) to use it.")
+    return 0
+
+
 def existing_store(config: Config) -> None:
     """Commands that only read refuse to create an empty store where none was meant to be."""
-    if not config.store.path.exists():
+    if not config.store.url and not config.store.path.exists():
         raise NotFound(f"no event store at {config.store.path}; run `simreportd demo`, `report` or `run` first, "
                        "or point -c / [store] path at an existing store")
 
 
 async def status(args: argparse.Namespace, config: Config) -> int:
     existing_store(config)
-    async with EventStore(config.store.path, config.store.synchronous) as store:
+    async with config.store.open() as store:
         head = await store.last_position()
         streams = await store.stream_summaries()
     views = await anyio.to_thread.run_sync(read_views_summary, views_path_for(config.store.path))

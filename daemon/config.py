@@ -14,6 +14,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simreportd.events.log import GroupCommitLog
+from simreportd.events.store import EventStore
 from simreportd.events.errors import ConfigError
 
 ENV_PREFIX = "SIMREPORTD_"
@@ -42,6 +44,16 @@ def _choice(annotation: Any, value: Any) -> Any:
 class StoreConfig(Section):
     path: Path = Path("state/events.sqlite3")
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    url: str = Field(default="", pattern=r"^(postgres(ql)?://.*)?$")
+    password_env: str = "PGPASSWORD"
+
+    def open(self) -> GroupCommitLog:
+        """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path`."""
+        if self.url:
+            from simreportd.events.postgres import PostgresEventStore  # only PostgreSQL users need asyncpg
+
+            return PostgresEventStore(self.url, os.environ.get(self.password_env) or None)
+        return EventStore(self.path, self.synchronous)
 
 
 class WatchConfig(Section):

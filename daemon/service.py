@@ -17,7 +17,6 @@ from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound
-from simreportd.events.store import EventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
@@ -74,7 +73,7 @@ class Daemon:
         c = self.config
         self.lock.acquire(self.command)
         self._stack.callback(self.lock.release)
-        self.store = await self._stack.enter_async_context(EventStore(c.store.path, c.store.synchronous))
+        self.store = await self._stack.enter_async_context(c.store.open())
         views_path = views_path_for(c.store.path)
         self.views = await self._stack.enter_async_context(ProjectionRunner(self.store, views_path, projections()))
         limiter = self.views.limiter

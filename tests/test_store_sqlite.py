@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -15,14 +16,20 @@ from simreportd.events.store import EventStore
 from .store_contract import EventStoreContract
 
 
-class TestSQLiteStoreNormal(EventStoreContract):
+class SQLiteContract(EventStoreContract):
+    async def execute_directly(self, store: EventStore, sql: str) -> None:
+        with sqlite3.connect(store.path) as conn:
+            conn.execute(sql.format(table="events"))
+
+
+class TestSQLiteStoreNormal(SQLiteContract):
     @pytest.fixture
     async def store(self, store_path: Path) -> AsyncIterator[EventStore]:
         async with EventStore(store_path) as store:
             yield store
 
 
-class TestSQLiteStoreFull(EventStoreContract):
+class TestSQLiteStoreFull(SQLiteContract):
     @pytest.fixture
     async def store(self, store_path: Path) -> AsyncIterator[EventStore]:
         async with EventStore(store_path, synchronous="FULL") as store:

@@ -1,0 +1,356 @@
+"""What every event store shares: group commit by one writer task, subscriptions, waits.
+
+A backend (SQLite in `store.py`, PostgreSQL in `postgres.py`) supplies connections, one
+transaction per group (`_commit_group`) and the reads; this class queues appends, lets
+one writer task commit them a group at a time, and wakes subscribers. The plan of a
+group (which append succeeds, at which positions and versions) is computed here, the
+same for every backend, so both keep exactly the same guarantees.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Self
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .codec import Recorded, encode
+from .errors import (
+    ConcurrencyConflict,
+    DuplicateEventMismatch,
+    SimreportdError,
+    StoreClosed,
+    StoreFull,
+    WaitTimeout,
+)
+from .ids import new_event_id
+from .models import DomainEvent
+
+log = logging.getLogger("simreportd.events.log")
+
+ANY_VERSION: None = None
+MAX_GROUP_APPENDS = 1024
+MAX_QUEUED_APPENDS = 8192  # appenders beyond this wait (backpressure) instead of growing memory
+CLOSE_TIMEOUT = 10.0  # how long close() lets the writer drain before it gives up on the rest
+POLL_SECONDS = 0.5  # how often a subscriber looks for appends made by other processes
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event ready to append, with the id that makes a retried append idempotent."""
+
+    event: DomainEvent
+    event_id: str = field(default_factory=new_event_id)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Where an append landed: one position per event and the stream's version after it."""
+
+    stream: str
+    positions: tuple[int, ...]
+    version: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class CaughtUp:
+    """Marker a subscription yields once it has delivered the history up to `position`."""
+
+    position: int
+
+
+@dataclass
+class _Pending:
+    """One caller's append, waiting in the writer's queue for its outcome."""
+
+    stream: str
+    events: list[NewEvent]
+    expected_version: int | None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    outcome: AppendResult | Exception | None = None
+
+    def settle(self, outcome: AppendResult | Exception) -> None:
+        if self.outcome is None:
+            self.outcome = outcome
+            self.done.set()
+
+
+class GroupCommitLog:
+    """The shared half of an event store; a backend subclasses it. Use as an async context manager."""
+
+    where = "the event store"  # named in messages (a path, a database)
+
+    def __init__(self) -> None:
+        self._queue: MemoryObjectSendStream[_Pending] | None = None
+        self._stack = AsyncExitStack()
+        self._writer_stopped = anyio.Event()
+        self._closed = False
+        self._head = 0  # highest position known committed, by anyone
+        self._db_head = 0  # the same, as of our last write transaction (cache)
+        self._versions: dict[str, int] = {}  # stream -> version as of our last commit (cache)
+        self._committed = anyio.Event()
+        self.problem: str | None = None  # why appends fail now (a full disk), for health checks
+
+    # --- what a backend provides -------------------------------------------------------------
+
+    async def _open_connections(self) -> None:
+        raise NotImplementedError
+
+    async def _close_connections(self) -> None:
+        raise NotImplementedError
+
+    async def _commit_group(self, group: list[_Pending]) -> None:
+        """One transaction for the group; plan it with `_plan_group`, then `_committed_rows`."""
+        raise NotImplementedError
+
+    async def _read_head(self) -> int:
+        raise NotImplementedError
+
+    async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,
+                       streams: Sequence[str] | None = None) -> list[Recorded]:
+        """Up to `limit` events after global position `after`, optionally of some types or streams."""
+        raise NotImplementedError
+
+    def _translate(self, exc: Exception) -> Exception:
+        """A failed group's error as the callers see it: ours, with the driver's cause kept."""
+        if isinstance(exc, SimreportdError):
+            return exc
+        error = SimreportdError(f"append failed: {exc}")
+        error.__cause__ = exc
+        return error
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        """Open both connections and start the writer in a task group this store owns."""
+        try:
+            await self._open_connections()
+            self._head = self._db_head = await self._read_head()
+        except BaseException:
+            await self._close_connections()
+            raise
+        send, receive = anyio.create_memory_object_stream[_Pending](MAX_QUEUED_APPENDS)
+        self._queue = send
+        tasks = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.push_async_callback(self.close)  # runs before the task group exits (LIFO)
+        tasks.start_soon(self._write_loop, receive, name="event-store-writer")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def close(self) -> None:
+        """Drain accepted appends, stop the writer and close both connections. Safe to call twice.
+
+        Shielded: a store closed while its owner is being cancelled still lets the writer finish
+        the appends it accepted (up to CLOSE_TIMEOUT), and closes each connection only after its
+        last user returned (aiosqlite runs a close after every call already queued).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            if self._queue is not None:
+                self._queue.close()
+                with anyio.move_on_after(CLOSE_TIMEOUT):
+                    await self._writer_stopped.wait()
+            await self._close_connections()
+        self._committed.set()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed()
+
+    # --- writing ---------------------------------------------------------------------------
+
+    async def append(
+        self,
+        stream: str,
+        events: Sequence[DomainEvent | NewEvent],
+        expected_version: int | None = ANY_VERSION,
+    ) -> AppendResult:
+        """Append `events` to `stream` atomically.
+
+        `expected_version` is the version the caller believes the stream is at (0 = new
+        stream, None = any). Re-appending the same event ids writes nothing and returns the
+        original positions.
+        """
+        self._check_open()
+        wrapped = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
+        if not wrapped:
+            raise ValueError("append needs at least one event")
+        pending = _Pending(stream, wrapped, expected_version)
+        assert self._queue is not None
+        try:
+            await self._queue.send(pending)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StoreClosed() from None
+        await pending.done.wait()
+        if isinstance(pending.outcome, Exception):
+            raise pending.outcome
+        assert pending.outcome is not None
+        return pending.outcome
+
+    async def _write_loop(self, queue: anyio.abc.ObjectReceiveStream[_Pending]) -> None:
+        """Commit what arrives, a group at a time, until the queue is closed and drained.
+
+        Shielded from the owner's cancellation: a group in flight always ends in COMMIT or
+        ROLLBACK, and `close()` decides when the writer stops (after draining).
+        """
+        with anyio.CancelScope(shield=True) as self._writer_scope:
+            try:
+                async with queue:
+                    async for first in queue:
+                        await self._commit_safely(_gather_group(first, queue))
+            finally:
+                self._writer_stopped.set()
+
+    async def _commit_safely(self, group: list[_Pending]) -> None:
+        """Commit one group; a failed transaction fails every caller in it, not the writer."""
+        try:
+            await self._commit_group(group)
+            self.problem = None
+        except Exception as exc:
+            if isinstance(self._translate(exc), StoreFull):  # the callers report it and retry; nothing was written
+                self.problem = f"the disk holding {self.where} is full; appends wait until space is freed"
+            else:
+                log.exception("group commit of %d appends failed", len(group))
+            for pending in group:
+                pending.settle(self._translate(exc))
+
+    def _committed_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """After a commit: remember the head and wake the subscribers."""
+        if rows:
+            self._db_head = rows[-1][0]
+            self._head = max(self._head, self._db_head)
+            self._wake_subscribers()
+
+    def _wake_subscribers(self) -> None:
+        committed, self._committed = self._committed, anyio.Event()
+        committed.set()
+
+    # --- reading -----------------------------------------------------------------------------
+
+    async def last_position(self) -> int:
+        """The highest committed position (0 for an empty store), including other processes' appends."""
+        self._check_open()
+        self._head = max(self._head, await self._read_head())
+        return self._head
+
+    async def subscribe(
+        self,
+        after: int = 0,
+        types: Sequence[str] | None = None,
+        streams: Sequence[str] | None = None,
+        page: int = 500,
+    ) -> AsyncIterator[Recorded | CaughtUp]:
+        """Yield the history after `after`, then one `CaughtUp`, then live events as they commit.
+
+        Appends in this process wake the subscriber at once; appends by other processes
+        are found by a poll every POLL_SECONDS.
+        """
+        position, caught_up = after, False
+        while True:
+            woken = self._committed
+            head = await self.last_position()
+            batch = await self.read_all(position, page, types, streams)
+            for recorded in batch:
+                position = recorded.position
+                yield recorded
+            if len(batch) == page:
+                continue
+            position = max(position, head)
+            if not caught_up:
+                caught_up = True
+                yield CaughtUp(position)
+            self._check_open()
+            with anyio.move_on_after(POLL_SECONDS):
+                await woken.wait()
+
+    async def wait_for(self, position: int, timeout: float = 30.0) -> None:
+        """Return once `position` is committed; raise WaitTimeout after `timeout` seconds."""
+        try:
+            with anyio.fail_after(timeout):
+                while await self.last_position() < position:
+                    woken = self._committed
+                    with anyio.move_on_after(POLL_SECONDS):
+                        await woken.wait()
+        except TimeoutError:
+            raise WaitTimeout(f"position {position}", timeout) from None
+
+
+def _gather_group(first: _Pending, queue: anyio.abc.ObjectReceiveStream[_Pending]) -> list[_Pending]:
+    """`first` and every append already waiting behind it, up to MAX_GROUP_APPENDS."""
+    group = [first]
+    while len(group) < MAX_GROUP_APPENDS:
+        try:
+            group.append(queue.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+    return group
+
+
+class _Replan(Exception):
+    """The optimistic plan needs checking against the database."""
+
+
+def _settle(group: list[_Pending], outcomes: list[AppendResult | Exception]) -> None:
+    for pending, outcome in zip(group, outcomes):
+        pending.settle(outcome)
+
+
+def _plan_group(group: list[_Pending], versions: dict[str, int], known: dict[str, tuple[int, int]],
+                head: int) -> tuple[list[tuple[Any, ...]], list[AppendResult | Exception]]:
+    """Decide which appends of a group succeed and at which positions; updates `versions`."""
+    recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
+    rows: list[tuple[Any, ...]] = []
+    outcomes: list[AppendResult | Exception] = []
+    for pending in group:
+        outcome = _plan_one(pending, versions, known, head + len(rows), recorded_at)
+        if isinstance(outcome, tuple):
+            rows.extend(outcome[0])
+            outcomes.append(outcome[1])
+        else:
+            outcomes.append(outcome)
+    return rows, outcomes
+
+
+def _plan_one(
+    pending: _Pending,
+    versions: dict[str, int],
+    known: dict[str, tuple[int, int]],
+    head: int,
+    recorded_at: str,
+) -> tuple[list[tuple[Any, ...]], AppendResult] | Exception:
+    """Rows and result for one append, or the error it gets; updates `versions` and `known`."""
+    ids = [e.event_id for e in pending.events]
+    seen = [known[i] for i in ids if i in known]
+    if seen:
+        if len(seen) != len(ids):
+            return DuplicateEventMismatch(pending.stream, [i for i in ids if i in known])
+        return AppendResult(pending.stream, tuple(p for p, _ in seen), max(v for _, v in seen), duplicate=True)
+    current = versions[pending.stream]
+    if pending.expected_version is not None and pending.expected_version != current:
+        return ConcurrencyConflict(pending.stream, pending.expected_version, current)
+    rows = []
+    for offset, new in enumerate(pending.events, start=1):
+        event = new.event
+        position, version = head + offset, current + offset
+        known[new.event_id] = (position, version)
+        rows.append(
+            (position, new.event_id, pending.stream, version, event.type_name, event.SCHEMA_VERSION,
+             recorded_at, encode(event), json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
+        )
+    versions[pending.stream] = current + len(rows)
+    positions = tuple(r[0] for r in rows)
+    return rows, AppendResult(pending.stream, positions, versions[pending.stream])
+
+

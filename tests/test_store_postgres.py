@@ -1,0 +1,118 @@
+"""The same store contract on PostgreSQL, plus what only several appending processes can show."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from simreportd.events.models import PlanningStarted
+from simreportd.events.postgres import TABLE, PostgresEventStore
+from simreportd.events.store import CaughtUp
+
+from .conftest import PYTHON, TIMEOUT, write_config
+from .postgres_server import database_url, postgres_cluster  # noqa: F401 (a fixture)
+from .store_contract import EventStoreContract
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def pg_url(postgres_cluster: str) -> str:  # noqa: F811
+    return database_url(postgres_cluster, f"contract_{next(_names)}")
+
+
+class TestPostgresStore(EventStoreContract):
+    @pytest.fixture
+    async def store(self, pg_url: str) -> AsyncIterator[PostgresEventStore]:
+        async with PostgresEventStore(pg_url) as store:
+            yield store
+
+    async def execute_directly(self, store: PostgresEventStore, sql: str) -> None:
+        conn = await asyncpg.connect(store.url)
+        try:
+            await conn.execute(sql.format(table=TABLE))
+        finally:
+            await conn.close()
+
+
+APPENDERS = textwrap.dedent("""
+    import anyio, sys
+    from simreportd.events.models import PlanningStarted
+    from simreportd.events.postgres import PostgresEventStore
+
+    async def main(url, process):
+        async with PostgresEventStore(url) as store, anyio.create_task_group() as tasks:
+            for n in range(16):
+                async def appender(n=n):
+                    for i in range(25):
+                        await store.append(f"report-p{process}-{n}", [PlanningStarted(report_id=str(i))])
+                tasks.start_soon(appender)
+
+    anyio.run(main, sys.argv[1], sys.argv[2])
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_four_processes_of_16_appenders_get_gapless_positions_and_a_subscriber_sees_each_once(
+        pg_url: str) -> None:
+    import anyio
+
+    async with PostgresEventStore(pg_url) as store:
+        await store.append("report-first", [PlanningStarted(report_id="first")])
+        seen: list[int] = []
+        total = 1 + 4 * 16 * 25
+
+        async def subscriber() -> None:
+            async for item in store.subscribe(after=1):
+                if isinstance(item, CaughtUp):
+                    continue
+                seen.append(item.position)
+                if len(seen) == total - 1:
+                    return
+
+        with anyio.fail_after(TIMEOUT * 2):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(subscriber)
+                processes = [subprocess.Popen([sys.executable, "-c", APPENDERS, pg_url, str(p)]) for p in range(4)]
+                for process in processes:
+                    assert await anyio.to_thread.run_sync(process.wait) == 0
+        everything = await store.read_all(0, limit=100_000)
+    assert [r.position for r in everything] == list(range(1, total + 1))
+    assert seen == list(range(2, total + 1))  # every event once, in order, none skipped while in flight
+
+
+
+
+
+def test_migrate_copies_a_store_into_postgresql_with_positions_and_ids_intact(
+        tmp_path: Path, pg_url: str, small_sim: Path) -> None:
+    sqlite_config = write_config(tmp_path)
+    assert simreportd(sqlite_config, "report", str(small_sim), "--wait").returncode == 0
+    migrated = simreportd(sqlite_config, "migrate", "--to", pg_url)
+    assert migrated.returncode == 0 and "digests match" in migrated.stderr, migrated.stderr
+    again = simreportd(sqlite_config, "migrate", "--to", pg_url)
+    assert again.returncode == 1 and "empty database" in again.stderr
+    node = tmp_path / "node2"
+    pg_config = write_config(node)
+    pg_config.write_text(pg_config.read_text().replace("[store]\n", f'[store]\nurl = "{pg_url}"\n'))
+    on_sqlite = json.loads(simreportd(sqlite_config, "status", "--json").stdout)
+    rebuilt = simreportd(pg_config, "rebuild")  # another node folds its own read models from PostgreSQL
+    assert "rebuilt read models to position" in rebuilt.stdout, rebuilt.stderr
+    on_postgres = json.loads(simreportd(pg_config, "status", "--json").stdout)
+    assert on_postgres["last_position"] == on_sqlite["last_position"] > 0
+    assert on_postgres["reports"] == on_sqlite["reports"]
+    assert on_postgres["simulations"] == on_sqlite["simulations"]
+
+
+def simreportd(config: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "simreportd", "-c", str(config), *args], capture_output=True, text=True,
+                          timeout=TIMEOUT * 2)
