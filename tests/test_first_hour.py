@@ -8,6 +8,8 @@ every command that broke the rule at once.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -130,13 +132,39 @@ def test_the_demo_run_twice_says_the_report_exists_and_how_to_start_over(tmp_pat
     assert f"rm -rf {tmp_path / 'out'} && simreportd demo out" in again.stderr
 
 
+def test_simulate_live_says_it_runs_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    live = cli("simulate", str(tmp_path / "sim_live"), "--agents", "6", "--rounds", "2", "--live",
+               "--round-seconds", "0.1")
+    log = live.log_path  # type: ignore[attr-defined]
+    wait_until(lambda: "answers interviews" in log.read_text(), "the live run to complete")
+    live.send_signal(signal.SIGTERM)
+    assert live.wait(timeout=TIMEOUT) == 0
+    said = log.read_text()
+    assert "2 rounds, one every 0.1 s; Ctrl-C or SIGTERM stops it" in said and "round 2/2 written" in said
+    assert said.rstrip().endswith("Environment stopped.")
+    help_text = simreportd("simulate", "--help").stdout
+    assert "(default: 24)" in help_text and "until Ctrl-C or SIGTERM" in help_text
+
+
+def running_simulation(tmp_path: Path) -> tuple[Path, dict[str, list[str]]]:
+    """A simulation folder caught mid-run: its first rounds written, the rest (returned) still to come."""
+    from simreportd.daemon.simulate import simulate
+
+    whole, sim = tmp_path / "whole" / "sim_live", tmp_path / "sims" / "sim_live"
+    simulate(whole, agents=12, rounds=6, seed=5)
+    shutil.copytree(whole, sim, ignore=shutil.ignore_patterns("actions.jsonl", "run_state.json"))
+    rest = {}
+    for platform in ("twitter", "reddit"):
+        lines = (whole / platform / "actions.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        cut = next(i for i, line in enumerate(lines) if '"round_start"' in line and '"round": 3' in line)
+        (sim / platform / "actions.jsonl").write_text("".join(lines[:cut]), encoding="utf-8")
+        rest[platform] = lines[cut:]
+    return sim, rest
+
+
 def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial_one(tmp_path: Path) -> None:
     config = write_config(tmp_path, auto=False)
-    sim = tmp_path / "sims" / "sim_live"
-    live = cli("simulate", str(sim), "--agents", "12", "--rounds", "5", "--live", "--round-seconds", "1")
-    log = live.log_path  # type: ignore[attr-defined]
-    wait_until(lambda: "round 1/5 written" in log.read_text(), "the first live round")
-    assert "Ctrl-C or SIGTERM stops it" in log.read_text()
+    sim, rest = running_simulation(tmp_path)
 
     now = simreportd("-c", str(config), "report", str(sim), "--now", "--wait")
     assert now.returncode == 0, now.stderr
@@ -144,18 +172,22 @@ def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial
     folder = tmp_path / "reports" / partial_id
     label = json.loads((folder / "meta.json").read_text())["partial"]
     assert label.startswith("Partial report: written while the simulation was still running, from the ")
+    assert "up to round 2 on reddit and round 2 on twitter" in label
     assert f"> **{label}**" in (folder / "full_report.md").read_text()
+    assert "over 2 rounds" in (folder / "full_report.md").read_text()
 
-    waited = simreportd("-c", str(config), "report", str(sim), "--wait")
-    assert waited.returncode == 0, waited.stderr
-    assert "is still running" in waited.stderr and "round 5 ingested" in waited.stderr
-    assert "Simulation sim_live completed: 5 rounds" in waited.stderr
-    full = tmp_path / "reports" / waited.stdout.strip().splitlines()[-1]
-    assert "partial" not in json.loads((full / "meta.json").read_text())
+    waiting = cli("-c", str(config), "report", str(sim), "--wait")
+    log = waiting.log_path  # type: ignore[attr-defined]
+    wait_until(lambda: "is still running (2 rounds" in log.read_text(), "report to wait for the run")
+    for platform, lines in rest.items():
+        with (sim / platform / "actions.jsonl").open("a", encoding="utf-8") as f:
+            f.writelines(lines)
+    assert waiting.wait(timeout=TIMEOUT) == 0, log.read_text()
+    said = log.read_text()
+    assert "round 6 ingested" in said and "Simulation sim_live completed: 6 rounds" in said
+    full = Path(re.search(r"full report  (\S+)", said).group(1)).parent  # type: ignore[union-attr]
+    assert full.name != partial_id and "partial" not in json.loads((full / "meta.json").read_text())
     assert "Partial report" not in (full / "full_report.md").read_text()
 
-    wait_until(lambda: "answers interviews" in log.read_text(), "the live run to complete")
-    live.send_signal(signal.SIGTERM)
-    assert live.wait(timeout=TIMEOUT) == 0 and "Environment stopped." in log.read_text()
     replayed = simreportd("-c", str(config), "replay", partial_id, "--verify")
     assert replayed.returncode == 0 and "0 divergences" in replayed.stdout, replayed.stdout + replayed.stderr
