@@ -22,12 +22,14 @@ from simreportd.agent.state import ReportState
 from simreportd.events.errors import ConfigError, NotFound, SimreportdError, UsageError
 from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp, EventStore
+from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
 
 from . import actions
 from .config import Config, find_config, load_config
 from .exporter import Exporter
 from .handover import running_daemon, send
+from .leases import leases_for
 from .lock import read_holder
 from .logs import setup_logging
 from .ingest import simulation_stream
@@ -357,16 +359,18 @@ def existing_store(config: Config) -> None:
 
 async def status(args: argparse.Namespace, config: Config) -> int:
     existing_store(config)
-    async with config.store.open() as store:
+    async with config.store.open() as store, leases_for(config.store) as leases:
         head = await store.last_position()
         streams = await store.stream_summaries()
+        owners = await leases.owners() if config.store.url else {}
     views = await anyio.to_thread.run_sync(read_views_summary, views_path_for(config.store.path))
     holder = read_holder(config.store.path)
     info = {"store": str(config.store.path), "last_position": head, "streams": len(streams),
             "daemon": {"pid": holder.pid, "since": holder.since, "command": holder.command, "url": holder.url}
             if holder else None,
             "projection_position": views["position"], "projection_lag": head - views["position"],
-            "simulations": views["simulations"], "reports": views["reports"]}
+            "simulations": views["simulations"], "reports": views["reports"], "leases": owners,
+            "fold_failures": views["fold_failures"]}
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
     else:
@@ -376,7 +380,7 @@ async def status(args: argparse.Namespace, config: Config) -> int:
 
 def read_views_summary(path: Path) -> dict[str, Any]:
     if not path.exists():
-        return {"position": 0, "simulations": [], "reports": []}
+        return {"position": 0, "simulations": [], "reports": [], "fold_failures": []}
     with reading(path) as conn:
         position = conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
         sims = rows_as_dicts(conn.execute(
@@ -386,7 +390,8 @@ def read_views_summary(path: Path) -> dict[str, Any]:
         reports = rows_as_dicts(conn.execute(
             "SELECT report_id, simulation_id, generation, status, progress, title, error FROM reports"
             " ORDER BY created_at, report_id"))
-    return {"position": position, "simulations": sims, "reports": reports}
+        failures = fold_failures(conn)
+    return {"position": position, "simulations": sims, "reports": reports, "fold_failures": failures}
 
 
 def print_status(info: dict[str, Any]) -> None:
@@ -399,9 +404,15 @@ def print_status(info: dict[str, Any]) -> None:
     print(f"simulations  {len(info['simulations'])}")
     for s in info["simulations"]:
         print(f"  {s['simulation_id']:<20} gen {s['generation']}  {s['status']:<10} {s['actions']} actions")
+    for name, node in info["leases"].items():
+        print(f"lease        {name:<32} held by {node}")
     print(f"reports      {len(info['reports'])}")
     for r in info["reports"]:
         print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")
+    if info["fold_failures"]:
+        print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
+        for f in info["fold_failures"]:
+            print(f"  position {f['position']:<8} {f['projection']:<12} {f['type']:<20} {f['error'][:80]}")
 
 
 def say(text: str) -> None:

@@ -18,16 +18,19 @@ import anyio
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
-from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError, UsageError
 from simreportd.events.codec import Recorded
-from simreportd.events.models import ReportRequested, ReportResumed, RunSoFar, SimulationCompleted
+from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError, UsageError
+from simreportd.events.models import (ReportCompleted, ReportFailed, ReportRequested, ReportResumed, RunSoFar,
+                                      SimulationCompleted)
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
 from .ingest import simulation_stream
+from .leases import Leases, SoleNode
 
 log = logging.getLogger("simreportd.daemon.reports")
+SWEEP_SECONDS = 2.0  # how often unfinished reports of other nodes are checked for a lapsed lease
 
 
 def auto_report_id(simulation_id: str, generation: int) -> str:
@@ -43,6 +46,7 @@ class ReportRun:
     finished: anyio.Event = field(default_factory=anyio.Event)
     state: ReportState | None = None
     error: BaseException | None = None
+    elsewhere: bool = False  # another node holds the report's lease
 
     @property
     def running(self) -> bool:
@@ -53,10 +57,11 @@ class ReportScheduler:
     """Owns the task group every report runner of this process lives in (DESIGN.md section 9)."""
 
     def __init__(self, store: EventStore, views: ProjectionRunner, runner: ReportRunner, config: Config,
-                 provider_name: str) -> None:
+                 provider_name: str, leases: Leases | None = None) -> None:
         self.store, self.views, self.runner, self.config = store, views, runner, config
-        self.provider_name = provider_name
+        self.provider_name, self.leases = provider_name, leases or SoleNode()
         self.runs: dict[str, ReportRun] = {}
+        self.unfinished: dict[str, int] = {}  # report id -> position of its last start, anywhere
         self._tasks: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
 
@@ -65,13 +70,14 @@ class ReportScheduler:
         async with anyio.create_task_group() as self._tasks:
             self._started.set()
             if follow:
+                self._tasks.start_soon(self._take_over_lapsed)
                 await self._follow()
             else:
                 await anyio.sleep_forever()
 
     async def _follow(self) -> None:
         async for item in self.store.subscribe(
-                types=["SimulationCompleted", "ReportRequested", "ReportResumed"]):
+                types=["SimulationCompleted", "ReportRequested", "ReportResumed", "ReportCompleted", "ReportFailed"]):
             if isinstance(item, CaughtUp):
                 continue
             event = item.event
@@ -79,7 +85,19 @@ class ReportScheduler:
                 await self.request(event.simulation_id, event.generation, trigger="auto",
                                    report_id=auto_report_id(event.simulation_id, event.generation))
             elif isinstance(event, ReportRequested | ReportResumed):
+                self.unfinished[event.report_id] = item.position
                 self.start(event.report_id, item.position)
+            elif isinstance(event, ReportCompleted | ReportFailed):
+                self.unfinished.pop(event.report_id, None)
+
+    async def _take_over_lapsed(self) -> None:
+        """Start the unfinished reports whose node died: their lease lapsed, ours to take."""
+        while True:
+            await anyio.sleep(SWEEP_SECONDS)
+            for report_id, position in list(self.unfinished.items()):
+                run = self.runs.get(report_id)
+                if run is None or run.elsewhere:
+                    self.start(report_id, position)
 
     def running(self) -> int:
         """How many reports run in this process now."""
@@ -137,12 +155,19 @@ class ReportScheduler:
         await run.finished.wait()
         if run.error is not None:
             raise run.error
+        if run.elsewhere:
+            raise SimreportdError(f"report {report_id} is being written by another daemon on this store; "
+                                  "`simreportd status` shows which")
         assert run.state is not None
         return run.state
 
     async def _run(self, run: ReportRun, position: int) -> None:
         """One report: a failure is its own (recorded by the runner), never the other reports' or the daemon's."""
+        lease = f"report:{run.report_id}"
         try:
+            if not await self.leases.take(lease):
+                run.elsewhere = True
+                return
             await self.views.wait_for(position, timeout=3600)  # the tools need the simulation model this far
             run.state = await self.runner.run(run.report_id)
         except Exception as exc:
@@ -151,6 +176,9 @@ class ReportScheduler:
             return
         finally:
             run.finished.set()
+            if not run.elsewhere:
+                with anyio.CancelScope(shield=True):
+                    await self.leases.release(lease)
 
 
 def run_so_far(history: list[Recorded], generation: int) -> RunSoFar | None:

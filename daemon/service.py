@@ -24,6 +24,7 @@ from .config import Config, LLMConfig
 from .environment import FolderEnvironment
 from .exporter import Exporter
 from .interviews import Interviewer
+from .leases import leases_for
 from .lock import StoreLock
 from .reports import ReportScheduler
 from .server import Server
@@ -74,6 +75,7 @@ class Daemon:
         self.lock.acquire(self.command)
         self._stack.callback(self.lock.release)
         self.store = await self._stack.enter_async_context(c.store.open())
+        self.leases = await self._stack.enter_async_context(leases_for(c.store))
         views_path = views_path_for(c.store.path)
         self.views = await self._stack.enter_async_context(ProjectionRunner(self.store, views_path, projections()))
         limiter = self.views.limiter
@@ -87,9 +89,9 @@ class Daemon:
                                       limiter)
         self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.provider,
                                    FolderEnvironment(views_path, limiter))
-        self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name)
+        self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
-                               c.watch.max_line_bytes)
+                               c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks)
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()

@@ -15,6 +15,7 @@ on every node wake at once; the poll of `GroupCommitLog.subscribe` remains the f
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 
@@ -180,3 +181,72 @@ def _redacted(url: str) -> str:
         rest = credentials.split(":")[0] + "@" + host
     return scheme + sep + rest
 
+
+
+LEASES = "simreportd_leases"
+
+
+class AdvisoryLeases:
+    """Work leases of one node, held as PostgreSQL session advisory locks on a connection of their own.
+
+    A lease is held for as long as this connection lives: when the node dies, even by
+    kill -9, the server drops its session and every lease lapses at once, so another node
+    can take the work over. A small table maps lock keys back to names, for `status`.
+    """
+
+    def __init__(self, url: str, password: str | None, node: str) -> None:
+        self.url, self._password, self.node = url, password, node
+        self._conn: asyncpg.Connection | None = None
+        self._lock = anyio.Lock()
+        self.held: set[str] = set()
+
+    async def __aenter__(self) -> AdvisoryLeases:
+        self._conn = await asyncpg.connect(self.url, password=self._password,
+                                           server_settings={"application_name": self.node[:63]})
+        async with self._conn.transaction():
+            await self._conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK)
+            await self._conn.execute(f"CREATE TABLE IF NOT EXISTS {LEASES} (key BIGINT PRIMARY KEY, name TEXT NOT NULL)")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with anyio.CancelScope(shield=True):
+            if self._conn is not None:
+                await self._conn.close()  # ends the session: every lease lapses
+            self._conn, self.held = None, set()
+
+    async def take(self, name: str) -> bool:
+        """Hold the lease `name` unless another node does; True when this node holds it."""
+        if name in self.held:
+            return True
+        assert self._conn is not None
+        key = lease_key(name)
+        async with self._lock:  # one connection: one call at a time
+            await self._conn.execute(f"INSERT INTO {LEASES} (key, name) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                                     key, name)
+            taken = bool(await self._conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
+        if taken:
+            self.held.add(name)
+        return taken
+
+    async def release(self, name: str) -> None:
+        if name in self.held and self._conn is not None:
+            async with self._lock:
+                await self._conn.fetchval("SELECT pg_advisory_unlock($1)", lease_key(name))
+            self.held.discard(name)
+
+    async def owners(self) -> dict[str, str]:
+        """Every lease held by any node now: name -> node."""
+        assert self._conn is not None
+        async with self._lock:
+            rows = await self._conn.fetch(
+                f"SELECT l.name, a.application_name FROM pg_locks k JOIN pg_stat_activity a ON a.pid = k.pid"
+                f" JOIN {LEASES} l ON ((l.key >> 32) & x'ffffffff'::bigint) = k.classid::bigint"
+                f" AND (l.key & x'ffffffff'::bigint) = k.objid::bigint"
+                f" WHERE k.locktype = 'advisory' AND k.granted ORDER BY l.name")
+        return {r[0]: r[1] for r in rows}
+
+
+def lease_key(name: str) -> int:
+    """A stable signed 64-bit advisory-lock key for a lease name."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)

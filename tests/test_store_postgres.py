@@ -116,3 +116,51 @@ def test_migrate_copies_a_store_into_postgresql_with_positions_and_ids_intact(
 def simreportd(config: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PYTHON, "-m", "simreportd", "-c", str(config), *args], capture_output=True, text=True,
                           timeout=TIMEOUT * 2)
+
+
+def psql(sockets: str, url: str, sql: str) -> str:
+    database = url.split("@/")[1].split("?")[0]
+    return subprocess.run(["psql", "-h", sockets, "-U", "simreportd", "-d", database, "-tAc", sql],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.slow
+def test_three_daemons_share_the_work_and_one_killed_mid_report_is_taken_over(
+        tmp_path: Path, postgres_cluster: str, pg_url: str) -> None:  # noqa: F811
+    from simreportd.daemon.simulate import simulate
+
+    from .fake_llm import FakeLLM
+    from .processes import NotifySocket, cli, kill9, wait_until
+
+    for n in range(6):
+        simulate(tmp_path / "sims" / f"sim_{n}", agents=12, rounds=6, seed=n)
+    q = lambda sql: psql(postgres_cluster, pg_url, sql)  # noqa: E731
+    with FakeLLM(latency_s=0.05) as llm:
+        nodes, daemons = [], {}
+        for n in range(3):
+            node = tmp_path / f"node{n}"
+            config = write_config(node, f'[llm]\nprovider = "openai"\nbase_url = "{llm.base_url}"\nmodel = "m"\n')
+            config.write_text(config.read_text().replace("[store]\n", f'[store]\nurl = "{pg_url}"\n')
+                              .replace('roots = ["sims"]', f'roots = ["{tmp_path / "sims"}"]'))
+            with NotifySocket(node / "notify.sock") as systemd:
+                daemons[n] = cli("run", "-c", str(config))
+                systemd.wait_for("READY=1")
+            nodes.append(config)
+        wait_until(lambda: q("SELECT count(*) FROM simreportd_leases l JOIN pg_locks k ON k.locktype = 'advisory'"
+                             " AND k.objid::bigint = (l.key & x'ffffffff'::bigint) WHERE l.name LIKE 'report:%'") != "0",
+                   "a report in progress", timeout=TIMEOUT * 2)
+        owner = q("SELECT a.application_name FROM simreportd_leases l JOIN pg_locks k ON k.locktype = 'advisory'"
+                  " AND k.objid::bigint = (l.key & x'ffffffff'::bigint) JOIN pg_stat_activity a ON a.pid = k.pid"
+                  " WHERE l.name LIKE 'report:%' LIMIT 1")
+        victim = next(n for n, d in daemons.items() if owner.endswith(f":{d.pid}"))
+        kill9(daemons.pop(victim))
+        wait_until(lambda: q("SELECT count(DISTINCT stream) FROM simreportd_events WHERE type = 'ReportCompleted'")
+                   == "6", "six reports to complete", timeout=TIMEOUT * 4)
+        for daemon in daemons.values():
+            daemon.terminate()
+            assert daemon.wait(timeout=TIMEOUT) == 0
+    assert q("SELECT count(*) FROM simreportd_events WHERE type = 'ReportCompleted'") == "6"  # each exactly once
+    assert q("SELECT count(*) FROM (SELECT stream, data::json->>'section_index' FROM simreportd_events"
+             " WHERE type = 'SectionCompleted' GROUP BY 1, 2 HAVING count(*) > 1) twice") == "0"
+    digests = [simreportd(nodes[n], "rebuild").stdout for n in daemons]
+    assert digests[0] == digests[1] and "CHANGED" not in digests[0]  # every node folded the same read models
