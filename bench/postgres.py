@@ -36,7 +36,8 @@ from simreportd.events.postgres import PostgresEventStore
 async def main(url):
     async with PostgresEventStore(url) as store:
         for i in range(500):
-            await store.append("report-latency", [PlanningStarted(report_id=repr(time.time()))])
+            result = await store.append("report-latency", [PlanningStarted(report_id=str(i))])
+            print(result.positions[0], time.time(), flush=True)  # when the commit was acknowledged
             await anyio.sleep(0.004)
 
 anyio.run(main, sys.argv[1])
@@ -62,23 +63,25 @@ async def ours_concurrent(url: str) -> float:
 
 
 async def subscriber_latency(url: str) -> list[float]:
-    """Milliseconds from an append committed in another process to our subscriber receiving it."""
-    latencies: list[float] = []
+    """Milliseconds from a commit acknowledged in another process to our subscriber receiving the event
+    (negative when the subscriber was faster than the appender's own acknowledgement)."""
+    received: dict[int, float] = {}
     async with PostgresEventStore(url) as store:
         async def follow() -> None:
             async for item in store.subscribe(after=await store.last_position()):
-                if isinstance(item, CaughtUp):
-                    continue
-                latencies.append((time.time() - float(item.data["report_id"])) * 1000)
-                if len(latencies) == 500:
-                    return
+                if not isinstance(item, CaughtUp):
+                    received[item.position] = time.time()
+                    if len(received) == 500:
+                        return
 
         follower = asyncio.ensure_future(follow())
         await asyncio.sleep(0.2)
-        process = await asyncio.create_subprocess_exec(sys.executable, "-c", APPENDER, url)
-        await process.wait()
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", APPENDER, url,
+                                                       stdout=asyncio.subprocess.PIPE)
+        output, _ = await process.communicate()
         await asyncio.wait_for(follower, 60)
-    return sorted(latencies)
+    committed = {int(p): float(t) for p, t in (line.split() for line in output.decode().splitlines())}
+    return sorted((received[p] - t) * 1000 for p, t in committed.items())
 
 
 def es_recorder(sockets: str, name: str) -> PostgresApplicationRecorder:
