@@ -90,9 +90,8 @@ class Daemon:
         self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.provider,
                                    FolderEnvironment(views_path, limiter))
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
-        self.reports.log_failures = self.command == "run"  # a CLI command prints the report's failure as progress
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
-                               c.watch.max_line_bytes, self.leases)
+                               c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks)
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()

@@ -34,6 +34,7 @@ class Source(BaseModel):
     head: str
     offset: int
     end: int
+    tail: str | None = None  # hash of the file's bytes just before `end` (issue 12: same inode, same head)
 
 
 # --- simulation stream: simulation-<simulation_id> ------------------------------------------
@@ -129,6 +130,15 @@ class IngestRejected(SimulationEvent):
     source: Source | None = None
 
 
+class IngestFailed(SimulationEvent):
+    """A whole check of the folder failed unexpectedly; ingest tries it again after `retry_in_s`."""
+
+    type: Literal["IngestFailed"] = "IngestFailed"
+    error: str
+    failures: int  # consecutive failures of this folder so far
+    retry_in_s: float
+
+
 # --- report stream: report-<report_id> --------------------------------------------------------
 
 
@@ -142,6 +152,14 @@ class OutlineSection(BaseModel):
     description: str = ""
 
 
+class RunSoFar(BaseModel):
+    """How much of a still-running simulation a partial report saw: last round per platform, actions."""
+
+    model_config = ConfigDict(frozen=True)
+    rounds: dict[str, int]
+    actions: int
+
+
 class ReportRequested(ReportEvent):
     type: Literal["ReportRequested"] = "ReportRequested"
     simulation_id: str
@@ -151,6 +169,7 @@ class ReportRequested(ReportEvent):
     model: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
     forked_from: str | None = None
+    partial: RunSoFar | None = None  # set when the run had not completed: the report says it is partial
 
 
 class PlanningStarted(ReportEvent):
@@ -378,6 +397,7 @@ AnyEvent = Annotated[
         SimulationCompleted,
         EnvironmentStatusChanged,
         IngestRejected,
+        IngestFailed,
         ReportRequested,
         PlanningStarted,
         ContextGathered,
