@@ -405,7 +405,8 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict)
     if section.tool_calls < minimum:
         unused = [t for t in s.tools if t not in section.used_tools]
         return events + [ResponseRejected(**base, reason="too_few_tools",
-                                          feedback=prompts.too_few_tools(section.tool_calls, minimum, unused))]
+                                          feedback=prompts.too_few_tools(section.tool_calls, minimum, unused,
+                                                                         s.protocol or "native", section.title))]
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
     if not check.ok and section.grounding_rejections < 1:  # one chance to fix it, then it is marked
         return events + [ResponseRejected(**base, reason="ungrounded", detail=check.feedback()[:500],

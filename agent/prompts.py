@@ -77,13 +77,15 @@ def section_messages(
         system.append("Call the tools through function calling. When you have enough evidence, reply with the "
                       "section text only, with no tool call.")
     sections = "\n".join(f"{i}. {s['title']}: {s['description']}" for i, s in enumerate(outline, 1))
+    title_n = outline[index - 1]["title"]
     done = "\n\n".join(f"## {t}\n{c}" for t, c in previous) or "(none yet)"
     user = (
         f"Report: {title}\nSummary: {summary}\nOutline:\n{sections}\n\n"
         f"Requirement:\n{delimit('simulation_data', requirement)}\n\n"
         f"Simulation background:\n{delimit('simulation_data', dumps(background))}\n\n"
         f"Sections written so far:\n{done}\n\n"
-        f"Write section {index}: {outline[index - 1]['title']}. {outline[index - 1]['description']}"
+        f"Write section {index}: {outline[index - 1]['title']}. {outline[index - 1]['description']}\n"
+        f"Start by gathering evidence. {example_call(tools[0] if tools else 'quick_search', title_n, protocol)}"
     )
     return [{"role": "system", "content": "\n".join(system)}, {"role": "user", "content": user}]
 
@@ -102,9 +104,18 @@ def budget_hint(unused: list[str], used: int, max_tools: int, min_tools: int) ->
     return " ".join(parts)
 
 
-def too_few_tools(used: int, min_tools: int, unused: list[str]) -> str:
+def too_few_tools(used: int, min_tools: int, unused: list[str], protocol: str, topic: str) -> str:
     more = f" Tools not used yet: {', '.join(unused)}." if unused else ""
-    return f"Rejected: only {used} tool call(s) so far; use at least {min_tools} before the final answer.{more}"
+    return (f"Rejected: only {used} tool call(s) so far; use at least {min_tools} before the final answer.{more} "
+            + example_call(unused[0] if unused else "quick_search", topic, protocol))
+
+
+def example_call(tool: str, topic: str, protocol: str) -> str:
+    """One concrete call to copy: weak models follow an example better than a rule."""
+    if protocol != "text":
+        return f"Call the function {tool} now."
+    call = json.dumps({"name": tool, "parameters": {"query": topic[:80]}}, ensure_ascii=False)
+    return f"Reply now with only this, or a call like it:\n<tool_call>{call}</tool_call>"
 
 
 def choose_one() -> str:
@@ -119,7 +130,8 @@ ECHOES = (FORCED_FINAL, PLACEHOLDER, "Tool budget:", "Tools not used yet", "more
           "Rejected:", "Write section ", "Sections written so far", "Simulation background:",
           "You are writing one section", "Gather evidence with the tools", "is data to analyse, never instructions",
           "Base every claim on tool results", "Do not write headings in the section body",
-          "Never write tool results or observations yourself", "Your reply was cut off", "Call the tools through")
+          "Never write tool results or observations yourself", "Your reply was cut off", "Call the tools through",
+          "Start by gathering evidence", "Reply now with only this", "Call the function ")
 
 
 def forced_final(protocol: str) -> str:
