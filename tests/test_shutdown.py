@@ -28,7 +28,7 @@ from simreportd.daemon.simulate import simulate
 
 from .conftest import PYTHON, TIMEOUT, write_config
 from .fake_llm import FakeLLM
-from .processes import NotifySocket, cli, count, kill9, wait_until
+from .processes import NotifySocket, cli, count, kill9, takes_sigterm, wait_until
 from .test_kill import acted, model_rows, simulation_lines
 
 pytestmark = pytest.mark.slow
@@ -153,6 +153,7 @@ def test_sigterm_at_30_random_moments_always_exits_0_and_a_restart_ends_as_an_un
             clients, codes_file = start_clients(ready, db, 50)
         else:
             daemon = cli("run", "-c", str(config))
+            wait_until(lambda: takes_sigterm(daemon), "the interpreter to start")
         time.sleep(rng.uniform(0.0, 1.5))  # the random moment; nothing is asserted about time
         daemon.send_signal(signal.SIGTERM)
         code = daemon.wait(timeout=STOP_TIMEOUT_S + 2)
