@@ -20,6 +20,7 @@ from typing import Any
 
 from .scenario import Agent, Story, make_story
 from .simulate_oasis import write_oasis_db
+from .truth import FILE as GROUND_TRUTH, ground_truth
 
 PLATFORMS = ("twitter", "reddit")
 
@@ -33,6 +34,7 @@ def simulate(folder: Path, agents: int = 24, rounds: int = 12, seed: int = 7, li
     if restart:
         force_restart(folder)
     write_setup(folder, story)
+    _write_json(folder / GROUND_TRUTH, ground_truth(story))
     if live:
         run_live(folder, story, round_seconds, say)
     else:
@@ -50,7 +52,7 @@ def simulate(folder: Path, agents: int = 24, rounds: int = 12, seed: int = 7, li
 
 def force_restart(folder: Path) -> None:
     """Delete the run's files the way MiroFish's force restart does."""
-    for name in ("run_state.json", "env_status.json", "twitter_simulation.db", "reddit_simulation.db"):
+    for name in ("run_state.json", "env_status.json", "twitter_simulation.db", "reddit_simulation.db", GROUND_TRUTH):
         (folder / name).unlink(missing_ok=True)
     for platform in PLATFORMS:
         (folder / platform / "actions.jsonl").unlink(missing_ok=True)

@@ -39,12 +39,13 @@ def turning_points(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rounds whose volume is at least 2x the mean of the WINDOW rounds before them (seed round 0 excluded)."""
     points = []
     for i, row in enumerate(rows):
-        window = [r["total"] for r in rows[max(0, i - WINDOW):i] if r["round"] > 0]
+        window = [r for r in rows[max(0, i - WINDOW):i] if r["round"] > 0]
         if row["round"] <= 0 or not window:
             continue
-        mean = sum(window) / len(window)
+        mean = sum(r["total"] for r in window) / len(window)
         if mean > 0 and row["total"] >= 2 * mean:
             points.append({"round": row["round"], "volume": row["total"], "rolling_mean": round(mean, 2),
+                           "baseline_rounds": [window[0]["round"], window[-1]["round"]],
                            "ratio": round(row["total"] / mean, 2)})
     return points
 
