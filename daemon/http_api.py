@@ -103,7 +103,8 @@ def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str
 def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     rows = rows_as_dicts(conn.execute(
         "SELECT report_id, simulation_id, generation, status, progress, title, sections_total, completed_sections,"
-        " interview_unlocked, created_at, completed_at, error, problems FROM reports ORDER BY created_at, report_id"))
+        " interview_unlocked, created_at, completed_at, error, provider, model, partial, problems FROM reports"
+        " ORDER BY created_at, report_id"))
     return json_reply({"reports": rows})
 
 
