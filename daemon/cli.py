@@ -147,8 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("report", commands.report, "Ingest SIM_DIR and generate its report.")
     p.add_argument("sim_dir", metavar="SIM_DIR")
     p.add_argument("--wait", action="store_true", help="return when the report ends; print its id last")
-    p = command("resume", commands.resume, "Continue a failed report from its last recorded step.")
+    p = command("resume", commands.resume, "Continue a failed report from its last recorded step, with the "
+                "provider and model it was written with unless --provider/--model ask for another.")
     p.add_argument("report_id", metavar="REPORT_ID")
+    p.add_argument("--provider", choices=["openai", "offline"], help="continue with this provider instead "
+                   "(recorded as a WriterChanged event)")
+    p.add_argument("--model", help="continue with this model instead (over the OpenAI API; recorded)")
     p = command("replay", commands.replay, "Re-run a completed report with LLM answers served from the log "
                 "and tools re-run against the rebuilt simulation model; compare every step.")
     p.add_argument("report_id", nargs="?", metavar="REPORT_ID")
@@ -158,8 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("fork", commands.fork, "Start a new report from a report's events up to POSITION, continued live.")
     p.add_argument("report_id", metavar="REPORT_ID")
     p.add_argument("--at", type=int, required=True, metavar="POSITION")
-    p.add_argument("--model", help="the model the fork continues with")
-    p.add_argument("--provider", choices=["openai", "offline"], help="the provider the fork continues with")
+    p.add_argument("--model", help="the model the fork continues with (default: [llm] model)")
+    p.add_argument("--provider", choices=["openai", "offline"], help="the provider the fork continues with "
+                   "(default: [llm] provider)")
     p = command("interview", commands.interview, "Ask a simulated agent a question once its report is complete "
                 "(live when the simulation is still running, else in persona).")
     p.add_argument("target", metavar="SIMULATION_ID|REPORT_ID")

@@ -124,10 +124,12 @@ async def report(args: argparse.Namespace, config: Config) -> int:
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
     if holder := running_daemon(config):
-        await send(holder, config, {"op": "resume", "report_id": args.report_id})
+        frame = await send(holder, config, {"op": "resume", "report_id": args.report_id,
+                                            "provider": args.provider, "model": args.model})
+        say(frame["note"])
         return await follow_handed_over(config, args.report_id)
     async with Daemon(config, command="resume") as daemon:
-        await actions.resume_report(daemon, args.report_id)
+        say(await actions.resume_report(daemon, args.report_id, args.provider, args.model))
         state = await generate(daemon, args.report_id)
     return finish(config, args.report_id, state)
 
@@ -268,15 +270,13 @@ def completed_report_ids(config: Config) -> list[str]:
 
 
 async def fork(args: argparse.Namespace, config: Config) -> int:
-    llm = config.llm.model_copy(update={k: v for k, v in (("provider", args.provider), ("model", args.model)) if v})
-    config = config.model_copy(update={"llm": llm})
     if holder := running_daemon(config):
         frame = await send(holder, config, {"op": "fork", "report_id": args.report_id, "at": args.at,
                                             "provider": args.provider, "model": args.model})
         say(f"Forked {args.report_id} at position {args.at} into {frame['report_id']}")
         return await follow_handed_over(config, frame["report_id"])
     async with Daemon(config, command="fork") as daemon:
-        new_id = await actions.fork(daemon, args.report_id, args.at)
+        new_id = await actions.fork(daemon, args.report_id, args.at, args.provider, args.model)
         say(f"Forked {args.report_id} at position {args.at} into {new_id}")
         state = await generate(daemon, new_id)
     return finish(config, new_id, state)

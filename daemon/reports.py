@@ -15,17 +15,20 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from simreportd.agent import core
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError
-from simreportd.events.models import ReportCompleted, ReportFailed, ReportRequested, ReportResumed, SimulationCompleted
+from simreportd.events.models import (DomainEvent, ReportCompleted, ReportFailed, ReportRequested, ReportResumed,
+                                      SimulationCompleted, WriterChanged)
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
 from .ingest import simulation_stream
 from .leases import Leases, SoleNode
+from .writers import check_writer, choose_writer, describe_writer, model_for
 
 log = logging.getLogger("simreportd.daemon.reports")
 SWEEP_SECONDS = 2.0  # how often unfinished reports of other nodes are checked for a lapsed lease
@@ -110,7 +113,7 @@ class ReportScheduler:
         llm = self.config.llm
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
-                                model=llm.model if self.provider_name == "openai" else "offline-writer",
+                                model=model_for(llm, self.provider_name),
                                 settings=settings_for(self.config.agent, llm, REPORT_TOOLS))
         try:
             await self.store.append(report_stream(report_id), [event], expected_version=0)
@@ -118,15 +121,29 @@ class ReportScheduler:
             log.debug("report %s was already requested", report_id)
         return report_id
 
-    async def resume(self, report_id: str) -> None:
-        """Let a failed report continue from its last recorded step."""
+    async def resume(self, report_id: str, provider: str | None = None, model: str | None = None) -> str:
+        """Let a failed report continue from its last recorded step, with its own writer unless a user
+        asks for another (recorded as WriterChanged); return the line that tells the user which."""
         events = await self.store.read_stream(report_stream(report_id))
         if not events:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         if events[-1].type != "ReportFailed":
             raise SimreportdError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
-        await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id)],
-                                expected_version=events[-1].version)
+        request = core.fold([r.event for r in events], report_id).request
+        assert request is not None
+        own = (request.provider, request.model)
+        writer = choose_writer(self.config.llm, provider, model, own)
+        await check_writer(self.config.llm, writer, f"resume report {report_id}", own=writer == own,
+                           fallback=f"simreportd resume {report_id} --provider offline")
+        resumed: list[DomainEvent] = [ReportResumed(report_id=report_id)]
+        line = f"Resuming report {report_id} with {describe_writer(*own)}, the writer it was written with"
+        if writer != own:
+            resumed.insert(0, WriterChanged(report_id=report_id, provider=writer[0], model=writer[1],
+                                            previous_provider=own[0], previous_model=own[1]))
+            line = (f"Resuming report {report_id} with {describe_writer(*writer)} instead of "
+                    f"{describe_writer(*own)} (recorded as WriterChanged)")
+        await self.store.append(report_stream(report_id), resumed, expected_version=events[-1].version)
+        return line
 
     def start(self, report_id: str, position: int) -> ReportRun:
         """Run the report in the scheduler's task group unless it is already running here."""
