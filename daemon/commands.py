@@ -232,6 +232,7 @@ async def export(args: argparse.Namespace, config: Config) -> int:
 
 
 async def replay(args: argparse.Namespace, config: Config) -> int:
+    logging.getLogger("simreportd.agent.runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:

@@ -30,7 +30,7 @@ from simreportd.agent.runner import ReportRunner, report_stream
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound, SimreportdError, UsageError
-from simreportd.events.models import EVENT_TYPES, ReportForked, ReportRequested
+from simreportd.events.models import EVENT_TYPES, ReportForked
 from simreportd.events.store import EventStore, NewEvent
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -93,15 +93,11 @@ async def replay_report(store: EventStore, report_id: str, scratch: Path,
     if not any(r.type == "ReportCompleted" for r in original):
         raise SimreportdError(f"report {report_id} has not completed (last event {original[-1].type}); "
                               "replay reproduces completed reports")
-    request = original[0].event
-    assert isinstance(request, ReportRequested)
     seed = shared_history(original)
     if (copied := await check_shared(store, seed)) is not None:
         return ReplayResult(report_id, len(original), copied)
     async with EventStore(scratch) as copy:
-        simulation = await store.read_stream(simulation_stream(request.simulation_id))
-        await _copy(copy, simulation_stream(request.simulation_id),
-                    [r for r in simulation if r.position < original[0].position])  # what the report could see
+        await copy_simulations(store, copy, before=original[0].position)
         await _copy(copy, report_stream(report_id), seed)
         async with ProjectionRunner(copy, views_path_for(scratch), projections()) as views:
             await views.catch_up()
@@ -113,6 +109,14 @@ async def replay_report(store: EventStore, report_id: str, scratch: Path,
                               lambda _: provider, RecordedEnvironment(rerun), sleep=_no_wait)
         replayed = await run_with_inputs(copy, runner, report_id, original)
     return ReplayResult(report_id, len(original), first_divergence(original, replayed))
+
+
+async def copy_simulations(store: EventStore, copy: EventStore, before: int) -> None:
+    """Every simulation's events the report could see, not only its own: search ranks (FTS5 bm25)
+    weigh each match against the whole index, so the other simulations shape a tool's results too."""
+    for stream, _, _ in await store.stream_summaries():
+        if stream.startswith(simulation_stream("")):
+            await _copy(copy, stream, [r for r in await store.read_stream(stream) if r.position < before])
 
 
 async def run_with_inputs(copy: EventStore, runner: ReportRunner, report_id: str,
