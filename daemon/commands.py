@@ -21,6 +21,7 @@ from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
 from simreportd.events.errors import ConfigError, NotFound, SimreportdError
 from simreportd.events.store import CaughtUp, EventStore
+from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
 
 from . import actions
@@ -335,7 +336,8 @@ async def status(args: argparse.Namespace, config: Config) -> int:
             "daemon": {"pid": holder.pid, "since": holder.since, "command": holder.command, "url": holder.url}
             if holder else None,
             "projection_position": views["position"], "projection_lag": head - views["position"],
-            "simulations": views["simulations"], "reports": views["reports"], "leases": owners}
+            "simulations": views["simulations"], "reports": views["reports"], "leases": owners,
+            "fold_failures": views["fold_failures"]}
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
     else:
@@ -345,7 +347,7 @@ async def status(args: argparse.Namespace, config: Config) -> int:
 
 def read_views_summary(path: Path) -> dict[str, Any]:
     if not path.exists():
-        return {"position": 0, "simulations": [], "reports": []}
+        return {"position": 0, "simulations": [], "reports": [], "fold_failures": []}
     with reading(path) as conn:
         position = conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
         sims = rows_as_dicts(conn.execute(
@@ -355,7 +357,8 @@ def read_views_summary(path: Path) -> dict[str, Any]:
         reports = rows_as_dicts(conn.execute(
             "SELECT report_id, simulation_id, generation, status, progress, title, error FROM reports"
             " ORDER BY created_at, report_id"))
-    return {"position": position, "simulations": sims, "reports": reports}
+        failures = fold_failures(conn)
+    return {"position": position, "simulations": sims, "reports": reports, "fold_failures": failures}
 
 
 def print_status(info: dict[str, Any]) -> None:
@@ -373,6 +376,10 @@ def print_status(info: dict[str, Any]) -> None:
     print(f"reports      {len(info['reports'])}")
     for r in info["reports"]:
         print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")
+    if info["fold_failures"]:
+        print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
+        for f in info["fold_failures"]:
+            print(f"  position {f['position']:<8} {f['projection']:<12} {f['type']:<20} {f['error'][:80]}")
 
 
 def say(text: str) -> None:

@@ -44,6 +44,7 @@ class WatchConfig(Section):
     roots: list[Path] = Field(default_factory=lambda: [Path("simulations")])
     rescan_seconds: float = Field(default=5.0, gt=0)
     max_line_bytes: int = Field(default=1_048_576, ge=1024)
+    follow_external_symlinks: bool = False
 
 
 class LLMConfig(Section):
@@ -90,6 +91,7 @@ class ServerConfig(Section):
     port: int = Field(default=8765, ge=0, le=65535)
     token: str = ""
     allowed_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
 
 
 class ServiceConfig(Section):
@@ -155,8 +157,8 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
             raise ConfigError(f"config file {path} does not exist; pass -c PATH to an existing config.toml")
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        except (ValueError, RecursionError) as exc:  # TOMLDecodeError, bad UTF-8, a 5000-digit int, deep arrays
+            raise ConfigError(f"config file {path} is not valid TOML: {str(exc)[:200]}") from None
         base = path.resolve().parent
     _apply_env(raw, environ)
     try:
@@ -183,7 +185,7 @@ def _env_value(value: str) -> Any:
     """Env values are TOML-ish: JSON when they parse as JSON (numbers, lists, booleans), else text."""
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
 
 

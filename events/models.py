@@ -34,6 +34,7 @@ class Source(BaseModel):
     head: str
     offset: int
     end: int
+    tail: str | None = None  # hash of the file's bytes just before `end` (issue 12: same inode, same head)
 
 
 # --- simulation stream: simulation-<simulation_id> ------------------------------------------
@@ -127,6 +128,15 @@ class IngestRejected(SimulationEvent):
     reason: str
     excerpt: str
     source: Source | None = None
+
+
+class IngestFailed(SimulationEvent):
+    """A whole check of the folder failed unexpectedly; ingest tries it again after `retry_in_s`."""
+
+    type: Literal["IngestFailed"] = "IngestFailed"
+    error: str
+    failures: int  # consecutive failures of this folder so far
+    retry_in_s: float
 
 
 # --- report stream: report-<report_id> --------------------------------------------------------
@@ -379,6 +389,7 @@ AnyEvent = Annotated[
         SimulationCompleted,
         EnvironmentStatusChanged,
         IngestRejected,
+        IngestFailed,
         ReportRequested,
         PlanningStarted,
         ContextGathered,

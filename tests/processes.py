@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -27,6 +28,11 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     log.close()
     STARTED.append(process)
     return process
+
+
+def serving(status: str) -> str:
+    """The URL a daemon's systemd STATUS line says it serves."""
+    return re.search(r"serving (http://[^ /]+/)", status).group(1)
 
 
 def reap() -> None:
