@@ -208,7 +208,7 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
         params["tool_choice"] = "auto"  # some servers (llama.cpp's chatml-function-calling) ignore tools without it
     if "timeout_s" in s.overrides:
         params["timeout"] = s.overrides["timeout_s"]
-    model = s.overrides.get("model") or s.request.model or s.request.provider
+    model = s.request.model or s.request.provider
     protocol = s.protocol or "native"
     digest = c.digest.copy()  # the messages so far are hashed already, as they were folded
     for message in added:

@@ -51,12 +51,15 @@ class Environment(Protocol):
         ...
 
 
-class ReportRunner:
-    """Drives one report to completion, failure, or a stop."""
+Writers = Callable[[str], LLMProvider]  # the provider for the writer name a report records (`offline`, `openai`)
 
-    def __init__(self, store: EventStore, tools: SimulationTools, provider: LLMProvider,
+
+class ReportRunner:
+    """Drives one report to completion, failure, or a stop, with the writer its events name."""
+
+    def __init__(self, store: EventStore, tools: SimulationTools, writers: Writers,
                  environment: Environment, sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
-        self.store, self.tools, self.provider, self.environment = store, tools, provider, environment
+        self.store, self.tools, self.writers, self.environment = store, tools, writers, environment
         self.sleep = sleep  # replay passes a no-op: recorded retries need no waiting
 
     async def run(self, report_id: str) -> ReportState:
@@ -103,9 +106,10 @@ class ReportRunner:
         if effect.delay_s > 0:
             await self.sleep(effect.delay_s)
         request = effect.request
+        assert s.request is not None
         started = time.perf_counter()
         try:
-            completion = await self.provider.complete(request, effect.messages, effect.attempt)
+            completion = await self.writers(s.request.provider).complete(request, effect.messages, effect.attempt)
         except LLMError as exc:
             log.debug("report %s: %s attempt %d failed: %s", s.report_id, request.call_id, effect.attempt, exc)
             return LLMFailed(report_id=s.report_id, call_id=request.call_id, attempt=effect.attempt, kind=exc.kind,

@@ -25,6 +25,7 @@ from simreportd.events.models import (
     ReportCompleted,
     ReportFailed,
     ReportRequested,
+    ReportForked,
     ReportResumed,
     ResponseRejected,
     SectionCompleted,
@@ -34,6 +35,7 @@ from simreportd.events.models import (
     ToolFailed,
     ToolObserved,
     ToolProtocolChosen,
+    WriterChanged,
 )
 
 from . import budget, grounding, prompts
@@ -267,12 +269,19 @@ class ReportState:
     def _on_ReportFailed(self, e: ReportFailed) -> None:
         self.failed = e
 
-    def _on_ReportResumed(self, e: ReportResumed) -> None:
+    def _on_ReportResumed(self, e: ReportResumed | ReportForked) -> None:
         self.failed = None
-        self.overrides.update(e.overrides)
+        if isinstance(e, ReportResumed):
+            self.overrides.update(e.overrides)
         self.conversation.overflows = 0
         self.conversation.failures = 0
         self.conversation.last_failure = None
+
+    _on_ReportForked = _on_ReportResumed  # a fork continues live from the end of its shared history
+
+    def _on_WriterChanged(self, e: WriterChanged) -> None:
+        assert self.request is not None
+        self.request = self.request.model_copy(update={"provider": e.provider, "model": e.model})
 
     def known_ids(self) -> set[str]:
         """Ids any tool of this report returned: citing one of them is citing the simulation model."""

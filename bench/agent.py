@@ -71,7 +71,7 @@ async def main(reports: int) -> None:
                 return await real_append(*args, **kwargs)
 
             store.append = counting_append  # type: ignore[method-assign]
-            runner = ReportRunner(store, InstantTools(), model, NoEnvironment())  # type: ignore[arg-type]
+            runner = ReportRunner(store, InstantTools(), lambda _: model, NoEnvironment())  # type: ignore[arg-type]
             started, steps = time.perf_counter(), 0
             for n in range(reports):
                 rid = f"bench{n}"

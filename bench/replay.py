@@ -67,7 +67,8 @@ async def replay_bench(tmp: Path) -> None:
         await store.append(report_stream("long"), [ReportRequested(
             report_id="long", simulation_id="sim_r", generation=1, provider="scripted", model="m",
             settings=settings)], expected_version=0)
-        runner = ReportRunner(store, SimulationTools(views_path_for(store.path)), LongModel(), NoEnvironment())
+        model = LongModel()
+        runner = ReportRunner(store, SimulationTools(views_path_for(store.path)), lambda _: model, NoEnvironment())
         state = await runner.run("long")
         assert state.report_completed, state.failed
         started = time.perf_counter()

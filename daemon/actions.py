@@ -16,6 +16,7 @@ from simreportd.projections.runner import reading
 
 from .folder import MARKERS, is_simulation_folder
 from .replay import fork_report
+from .writers import check_writer, choose_writer
 
 if TYPE_CHECKING:
     from .service import Daemon
@@ -49,32 +50,24 @@ async def ingest_folder(daemon: Daemon, folder: Path) -> str:
     return folder.name
 
 
-async def resume_report(daemon: Daemon, report_id: str, overrides: dict[str, Any] | None = None) -> str:
-    await daemon.reports.resume(report_id, overrides)
-    return report_id
+async def resume_report(daemon: Daemon, report_id: str, provider: str | None = None, model: str | None = None,
+                        overrides: dict[str, Any] | None = None) -> str:
+    """Resume a failed report (see ReportScheduler.resume); return the line saying which writer continues."""
+    return await daemon.reports.resume(report_id, provider, model, overrides)
 
 
-def resume_overrides(model: str | None, max_tokens: int | None, timeout_s: float | None) -> dict[str, Any]:
+def resume_overrides(max_tokens: int | None, timeout_s: float | None) -> dict[str, Any]:
     """The LLM settings a resume changes (recorded in its ReportResumed): only those given."""
-    given = {"model": model, "max_tokens": max_tokens, "timeout_s": timeout_s}
+    given = {"max_tokens": max_tokens, "timeout_s": timeout_s}
     return {k: v for k, v in given.items() if v is not None}
 
 
-async def fork(daemon: Daemon, report_id: str, at: int) -> str:
-    """A new report sharing `report_id`'s history up to `at`, written by this daemon's provider."""
-    provider = daemon.provider.name
-    model = daemon.config.llm.model if provider == "openai" else "offline-writer"
-    return await fork_report(daemon.store, report_id, at, provider, model)
-
-
-def check_fork_writer(daemon: Daemon, provider: str | None, model: str | None) -> None:
-    """A running daemon forks with its own provider and model; another one needs it stopped."""
-    ours = daemon.provider.name
-    if (provider and provider != ours) or (model and ours == "openai" and model != daemon.config.llm.model):
-        raise UsageError(f"the running daemon writes with provider {ours!r}"
-                         + (f", model {daemon.config.llm.model!r}" if ours == "openai" else "")
-                         + "; to fork with another provider or model, stop the daemon first (the fork then "
-                           "runs here), or change [llm] and reload it")
+async def fork(daemon: Daemon, report_id: str, at: int, provider: str | None = None,
+               model: str | None = None) -> str:
+    """A new report sharing `report_id`'s history up to `at`, continued by the writer asked for (else `[llm]`'s)."""
+    writer = choose_writer(daemon.config.llm, provider, model)
+    await check_writer(daemon.config.llm, writer, f"fork report {report_id}", own=False, fallback="")
+    return await fork_report(daemon.store, report_id, at, *writer)
 
 
 async def rebuild(daemon: Daemon) -> Rebuilt:

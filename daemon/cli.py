@@ -164,11 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--now", action="store_true", help="do not wait for a running simulation to complete: report on "
                    "what it has written so far (the report says it is partial)")
     strict(p)
-    p = command("resume", commands.resume, "Continue a failed report from its last recorded step.")
+    p = command("resume", commands.resume, "Continue a failed report from its last recorded step, with the "
+                "provider and model it was written with unless --provider/--model ask for another.")
     p.add_argument("report_id", metavar="REPORT_ID")
-    p.add_argument("--model", help="continue with this model (recorded in the ReportResumed event)")
-    p.add_argument("--max-tokens", type=int, metavar="N", help="continue with this completion token limit")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="continue with this LLM request timeout")
+    p.add_argument("--provider", choices=["openai", "offline"], help="continue with this provider instead "
+                   "(recorded as a WriterChanged event)")
+    p.add_argument("--model", help="continue with this model instead (over the OpenAI API; recorded)")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="continue with this completion token limit (recorded "
+                   "in the ReportResumed event)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="continue with this LLM request timeout "
+                   "(recorded)")
     strict(p)
     p = command("replay", commands.replay, "Re-run a completed report with LLM answers served from the log "
                 "and tools re-run against the rebuilt simulation model; compare every step.")
@@ -179,8 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("fork", commands.fork, "Start a new report from a report's events up to POSITION, continued live.")
     p.add_argument("report_id", metavar="REPORT_ID")
     p.add_argument("--at", type=int, required=True, metavar="POSITION")
-    p.add_argument("--model", help="the model the fork continues with")
-    p.add_argument("--provider", choices=["openai", "offline"], help="the provider the fork continues with")
+    p.add_argument("--model", help="the model the fork continues with (default: [llm] model)")
+    p.add_argument("--provider", choices=["openai", "offline"], help="the provider the fork continues with "
+                   "(default: [llm] provider)")
     p = command("interview", commands.interview, "Ask a simulated agent a question once its report is complete "
                 "(live when the simulation is still running, else in persona).")
     p.add_argument("target", metavar="SIMULATION_ID|REPORT_ID")

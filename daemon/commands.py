@@ -141,12 +141,14 @@ async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
 
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
-    overrides = actions.resume_overrides(args.model, args.max_tokens, args.timeout)
+    overrides = actions.resume_overrides(args.max_tokens, args.timeout)
     if holder := running_daemon(config):
-        await send(holder, config, {"op": "resume", "report_id": args.report_id, **overrides})
+        frame = await send(holder, config, {"op": "resume", "report_id": args.report_id,
+                                            "provider": args.provider, "model": args.model, **overrides})
+        say(frame["note"])
         return await follow_handed_over(config, args.report_id, strict=args.strict)
     async with Daemon(config, command="resume") as daemon:
-        await actions.resume_report(daemon, args.report_id, overrides)
+        say(await actions.resume_report(daemon, args.report_id, args.provider, args.model, overrides))
         state = await generate(daemon, args.report_id)
     return finish(config, args.report_id, state, strict=args.strict)
 
@@ -261,6 +263,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     if bool(args.all) == bool(args.report_id):
         raise UsageError("pass either REPORT_ID or --all (`simreportd status` lists the reports)")
     existing_store(config)
+    logging.getLogger("simreportd.agent.runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
@@ -300,15 +303,13 @@ def completed_report_ids(config: Config) -> list[str]:
 
 
 async def fork(args: argparse.Namespace, config: Config) -> int:
-    llm = config.llm.model_copy(update={k: v for k, v in (("provider", args.provider), ("model", args.model)) if v})
-    config = config.model_copy(update={"llm": llm})
     if holder := running_daemon(config):
         frame = await send(holder, config, {"op": "fork", "report_id": args.report_id, "at": args.at,
                                             "provider": args.provider, "model": args.model})
         say(f"Forked {args.report_id} at position {args.at} into {frame['report_id']}")
         return await follow_handed_over(config, frame["report_id"])
     async with Daemon(config, command="fork") as daemon:
-        new_id = await actions.fork(daemon, args.report_id, args.at)
+        new_id = await actions.fork(daemon, args.report_id, args.at, args.provider, args.model)
         say(f"Forked {args.report_id} at position {args.at} into {new_id}")
         state = await generate(daemon, new_id)
     return finish(config, new_id, state)

@@ -1,10 +1,18 @@
 """Reproduce a report from its log, and fork one (DESIGN.md section 7).
 
-Replay copies the report's simulation events and its ReportRequested into a scratch
+Replay copies the report's simulation events and the start of its stream into a scratch
 store, rebuilds the simulation model there, and runs the same runner with the `replay`
-provider: tools run again against the rebuilt model, LLM answers come from the log.
-The replayed stream is then compared with the original, event by event; the original
-stream is never touched.
+provider: tools run again against the rebuilt model; LLM answers, interview results and the
+environment's liveness come from the log, so nothing calls out. The replayed stream is then
+compared with the original, event by event; the original stream is never touched.
+
+What is compared is the report's *writing*: its stream up to its `InterviewUnlocked`, the
+runner's last step. Interviews that users ask afterwards land in the same stream but are
+activity after completion, not steps of the writing, so they never disturb a replay.
+Decisions a user took during the writing are inputs, served from the log at the point the
+original received them: `ReportResumed` and `WriterChanged`. A fork replays from its own
+events: its copy of the shared history (up to its `ReportForked`) is checked against the
+report it came from, and every step after it is run again.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from simreportd.agent.runner import ReportRunner, report_stream
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound, UsageError
-from simreportd.events.models import EVENT_TYPES, ReportRequested, ReportResumed
+from simreportd.events.models import EVENT_TYPES, ReportForked
 from simreportd.events.store import EventStore, NewEvent
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -30,6 +38,8 @@ from simreportd.projections.runner import ProjectionRunner, views_path_for
 from .ingest import simulation_stream
 
 VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
+INPUTS = ("ReportResumed", "WriterChanged")  # a user's decisions during the writing, not the runner's steps
+REDONE_BY_A_FORK = ("LLMRequested", "LLMFailed", "ReportFailed", "ReportCompleted", "InterviewUnlocked")
 
 
 @dataclass(frozen=True)
@@ -38,11 +48,14 @@ class Divergence:
     version: int
     expected: dict[str, Any]
     actual: dict[str, Any] | None
+    why: str = ""
 
     @property
     def reason(self) -> str:
         """What the difference means, in one line."""
         e, a = self.expected, self.actual or {}
+        if self.why:
+            return self.why
         if e.get("type") == "LLMRequested" == a.get("type"):
             if e["fingerprint"] == a["fingerprint"]:
                 return "the recorded request no longer matches its own fingerprint: the event was altered"
@@ -59,32 +72,86 @@ class ReplayResult:
     divergence: Divergence | None
 
 
+def writing(events: list[Recorded]) -> list[Recorded]:
+    """A report stream's writing: up to its first InterviewUnlocked; what follows came after completion."""
+    end = next((i for i, r in enumerate(events) if r.type == "InterviewUnlocked"), len(events) - 1)
+    return events[:end + 1]
+
+
+def shared_history(events: list[Recorded]) -> list[Recorded]:
+    """The events a replay starts from: the ReportRequested, or for a fork everything up to its ReportForked."""
+    end = max((i for i, r in enumerate(events) if r.type == "ReportForked"), default=0)
+    return events[:end + 1]
+
+
 async def replay_report(store: EventStore, report_id: str, scratch: Path,
                         tamper: Callable[[Path], None] | None = None) -> ReplayResult:
     """Re-run a completed report in `scratch` and compare it with the original stream."""
-    original = await store.read_stream(report_stream(report_id))
+    original = writing(await store.read_stream(report_stream(report_id)))
     if not original:
         raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
     if not any(r.type == "ReportCompleted" for r in original):
         raise UsageError(f"report {report_id} has not completed (last event {original[-1].type}); "
                               "replay reproduces completed reports")
-    request = original[0].event
-    assert isinstance(request, ReportRequested)
+    seed = shared_history(original)
+    if (copied := await check_shared(store, seed)) is not None:
+        return ReplayResult(report_id, len(original), copied)
     async with EventStore(scratch) as copy:
-        simulation = await store.read_stream(simulation_stream(request.simulation_id))
-        await _copy(copy, simulation_stream(request.simulation_id),
-                    [r for r in simulation if r.position < original[0].position])  # what the report could see
-        await _copy(copy, report_stream(report_id), original[:1])
+        await copy_simulations(store, copy, before=original[0].position)
+        await _copy(copy, report_stream(report_id), seed)
         async with ProjectionRunner(copy, views_path_for(scratch), projections()) as views:
             await views.catch_up()
         if tamper is not None:
             tamper(views_path_for(scratch))
-        tools = SimulationTools(views_path_for(scratch), RecordedInterviews(original))
-        runner = ReportRunner(copy, tools, ReplayProvider(original),
-                              RecordedEnvironment(original), sleep=_no_wait)
-        await runner.run(report_id)
-        replayed = await copy.read_stream(report_stream(report_id))
+        rerun = original[len(seed):]
+        provider = ReplayProvider(rerun)
+        runner = ReportRunner(copy, SimulationTools(views_path_for(scratch), RecordedInterviews(rerun)),
+                              lambda _: provider, RecordedEnvironment(rerun), sleep=_no_wait)
+        replayed = await run_with_inputs(copy, runner, report_id, original)
     return ReplayResult(report_id, len(original), first_divergence(original, replayed))
+
+
+async def copy_simulations(store: EventStore, copy: EventStore, before: int) -> None:
+    """Every simulation's events the report could see, not only its own: search ranks (FTS5 bm25)
+    weigh each match against the whole index, so the other simulations shape a tool's results too."""
+    for stream, _, _ in await store.stream_summaries():
+        if stream.startswith(simulation_stream("")):
+            await _copy(copy, stream, [r for r in await store.read_stream(stream) if r.position < before])
+
+
+async def run_with_inputs(copy: EventStore, runner: ReportRunner, report_id: str,
+                          original: list[Recorded]) -> list[Recorded]:
+    """Run the report; where it stops and the original received a user's decision next, append it and go on."""
+    stream = report_stream(report_id)
+    while True:
+        await runner.run(report_id)
+        replayed = await copy.read_stream(stream)
+        inputs = []
+        for recorded in original[len(replayed):]:
+            if recorded.type not in INPUTS:
+                break
+            inputs.append(NewEvent(recorded.event, recorded.event_id))
+        if not inputs:
+            return replayed
+        await copy.append(stream, inputs, expected_version=len(replayed))
+
+
+async def check_shared(store: EventStore, seed: list[Recorded]) -> Divergence | None:
+    """A fork's copy of the shared history must be the parent's events, step for step; else where it is not."""
+    if len(seed) < 2:
+        return None
+    marker = seed[-1].event
+    assert isinstance(marker, ReportForked)
+    parent = await store.read_stream(report_stream(marker.forked_from))
+    for copied in seed[1:-1]:  # the ReportRequested names the fork's writer; the marker is the fork's own
+        source = parent[copied.version - 1] if copied.version <= len(parent) else None
+        expected = {**_decided(source), "report_id": copied.event.report_id} if source else {}  # type: ignore[attr-defined]
+        if source is None or source.type != copied.type or expected != _decided(copied):
+            return Divergence(copied.position, copied.version, {"type": source.type if source else "(nothing)",
+                                                                **expected},
+                              {"type": copied.type, **_decided(copied)},
+                              why=f"the history shared with {marker.forked_from} differs from that report's events")
+    return None
 
 
 def first_divergence(original: list[Recorded], replayed: list[Recorded]) -> Divergence | None:
@@ -107,15 +174,18 @@ def _decided(recorded: Recorded) -> dict[str, Any]:
 
 
 async def fork_report(store: EventStore, report_id: str, at: int, provider: str, model: str) -> str:
-    """A new report sharing the original's events up to `at`, to continue live; return its id."""
-    original = await store.read_stream(report_stream(report_id))
+    """A new report sharing the original's writing up to position `at`, to continue live; return its id."""
+    original = writing(await store.read_stream(report_stream(report_id)))
     if not original:
         raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
+    first, last = original[0].position, original[-1].position
+    if not first <= at <= last:
+        raise UsageError(f"position {at} is outside report {report_id}, which was written at positions {first} to "
+                         f"{last}; pass --at between them (`simreportd events --stream {report_stream(report_id)}` "
+                         "lists its steps)")
     prefix = [r for r in original if r.position <= at]
-    if not prefix:
-        raise UsageError(f"position {at} is before report {report_id} began (at {original[0].position})")
-    while prefix[-1].type in ("LLMRequested", "ReportCompleted", "InterviewUnlocked"):
-        prefix.pop()  # an unanswered request is asked again, by the new model; completion is redone
+    while prefix[-1].type in REDONE_BY_A_FORK:
+        prefix.pop()  # an unanswered or failed request is asked again, by the new writer; completion is redone
     new_id = "report_" + uuid.uuid4().hex[:12]
     events = []
     for recorded in prefix:
@@ -123,8 +193,7 @@ async def fork_report(store: EventStore, report_id: str, at: int, provider: str,
         if recorded.type == "ReportRequested":
             data.update(forked_from=report_id, trigger="fork", provider=provider, model=model)
         events.append(EVENT_TYPES[recorded.type].model_validate(data))
-    if any(r.type == "ReportFailed" for r in prefix):
-        events.append(ReportResumed(report_id=new_id, reason=f"forked from {report_id} at {at}"))
+    events.append(ReportForked(report_id=new_id, forked_from=report_id, at=at, provider=provider, model=model))
     await store.append(report_stream(new_id), events, expected_version=0)
     return new_id
 

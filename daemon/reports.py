@@ -16,20 +16,22 @@ from typing import Any
 
 import anyio
 
+from simreportd.agent import core
 from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError, UsageError
-from simreportd.events.models import (ReportCompleted, ReportFailed, ReportRequested, ReportResumed, RunSoFar,
-                                      SimulationCompleted)
+from simreportd.events.models import (DomainEvent, ReportCompleted, ReportFailed, ReportRequested, ReportResumed,
+                                      RunSoFar, SimulationCompleted, WriterChanged)
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
 from .ingest import simulation_stream
 from .leases import Leases, SoleNode
+from .writers import check_writer, choose_writer, describe_writer, model_for
 
 log = logging.getLogger("simreportd.daemon.reports")
 SWEEP_SECONDS = 2.0  # how often unfinished reports of other nodes are checked for a lapsed lease
@@ -120,7 +122,7 @@ class ReportScheduler:
         settings["context_tokens"] = llm.context_tokens or await self._server_context(llm.model)
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
-                                model=llm.model if self.provider_name == "openai" else "offline-writer",
+                                model=model_for(llm, self.provider_name),
                                 settings=settings, partial=run_so_far(history, generation))
         try:
             await self.store.append(report_stream(report_id), [event], expected_version=0)
@@ -130,18 +132,34 @@ class ReportScheduler:
 
     async def _server_context(self, model: str) -> int:
         """`[llm] context_tokens = 0`: what the server says its context is, else 8192; recorded with the report."""
-        ask = getattr(self.runner.provider, "context_window", None)
+        ask = getattr(self.runner.writers(self.provider_name), "context_window", None)
         return (await ask(model) if ask else None) or DEFAULT_CONTEXT_TOKENS
 
-    async def resume(self, report_id: str, overrides: dict[str, Any] | None = None) -> None:
-        """Let a failed report continue from its last recorded step, with LLM settings overridden if asked."""
+    async def resume(self, report_id: str, provider: str | None = None, model: str | None = None,
+                     overrides: dict[str, Any] | None = None) -> str:
+        """Let a failed report continue from its last recorded step, with its own writer unless a user
+        asks for another (recorded as WriterChanged) and LLM settings overridden if asked (recorded in
+        ReportResumed); return the line that tells the user which writer continues."""
         events = await self.store.read_stream(report_stream(report_id))
         if not events:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         if events[-1].type != "ReportFailed":
             raise UsageError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
-        await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id, overrides=overrides or {})],
-                                expected_version=events[-1].version)
+        request = core.fold([r.event for r in events], report_id).request
+        assert request is not None
+        own = (request.provider, request.model)
+        writer = choose_writer(self.config.llm, provider, model, own)
+        await check_writer(self.config.llm, writer, f"resume report {report_id}", own=writer == own,
+                           fallback=f"simreportd resume {report_id} --provider offline")
+        resumed: list[DomainEvent] = [ReportResumed(report_id=report_id, overrides=overrides or {})]
+        line = f"Resuming report {report_id} with {describe_writer(*own)}, the writer it was written with"
+        if writer != own:
+            resumed.insert(0, WriterChanged(report_id=report_id, provider=writer[0], model=writer[1],
+                                            previous_provider=own[0], previous_model=own[1]))
+            line = (f"Resuming report {report_id} with {describe_writer(*writer)} instead of "
+                    f"{describe_writer(*own)} (recorded as WriterChanged)")
+        await self.store.append(report_stream(report_id), resumed, expected_version=events[-1].version)
+        return line
 
     def start(self, report_id: str, position: int) -> ReportRun:
         """Run the report in the scheduler's task group unless it is already running here."""

@@ -329,11 +329,13 @@ class Server:
         if command.op == "request_report":
             return {"report_id": await actions.request_report(daemon, Path(command.folder or ""))}
         if command.op == "resume":
-            overrides = actions.resume_overrides(command.model, command.max_tokens, command.timeout_s)
-            return {"report_id": await actions.resume_report(daemon, command.report_id or "", overrides)}
+            overrides = actions.resume_overrides(command.max_tokens, command.timeout_s)
+            note = await actions.resume_report(daemon, command.report_id or "", command.provider, command.model,
+                                               overrides)
+            return {"report_id": command.report_id, "note": note}
         if command.op == "fork":
-            actions.check_fork_writer(daemon, command.provider, command.model)
-            return {"report_id": await actions.fork(daemon, command.report_id or "", command.at or 0)}
+            return {"report_id": await actions.fork(daemon, command.report_id or "", command.at or 0,
+                                                    command.provider, command.model)}
         rebuilt = await actions.rebuild(daemon)
         return {"before": rebuilt.before, "after": rebuilt.after, "position": rebuilt.position}
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 
-from simreportd.agent.offline import OfflineProvider
-from simreportd.agent.providers import LLMProvider, OpenAIProvider
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
@@ -30,6 +27,7 @@ from .reports import ReportScheduler
 from .server import Server
 from .systemd import notify, watchdog_interval
 from .watcher import Watcher
+from .writers import Writers
 
 log = logging.getLogger("simreportd.daemon.service")
 
@@ -38,14 +36,6 @@ def tune_gc() -> None:
     """Collect the young generation less often: ingest and folds allocate many short-lived dicts, and
     the default thresholds spent about a third of ingest time in the collector (bench/ingest.py)."""
     gc.set_threshold(50_000, 50, 100)
-
-
-def build_provider(llm: LLMConfig) -> LLMProvider:
-    """The provider `[llm]` asks for: openai when a base_url or key is set (provider = auto), else offline."""
-    if llm.resolved_provider() == "openai":
-        return OpenAIProvider(llm.base_url, os.environ.get(llm.api_key_env, ""), llm.timeout_s,
-                              llm.max_concurrency, llm.requests_per_minute)
-    return OfflineProvider()
 
 
 class Daemon:
@@ -82,12 +72,10 @@ class Daemon:
         self.exporter = Exporter(views_path, c.reports.output_dir, limiter)
         self.views.listeners.append(self._export_batch)
         await self.views.catch_up()
-        self.provider = build_provider(c.llm)
-        if isinstance(self.provider, OpenAIProvider):
-            self._stack.push_async_callback(self.provider.close)
+        self._use_writers(c.llm)
         self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s,
                                       limiter)
-        self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.provider,
+        self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.writers,
                                    FolderEnvironment(views_path, limiter))
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
@@ -133,11 +121,17 @@ class Daemon:
         self.watcher.roots, self.watcher.rescan_seconds = list(config.watch.roots), config.watch.rescan_seconds
         self.reports.config = config
         if config.llm != old.llm:
-            self.provider = build_provider(config.llm)
-            self.runner.provider = self.interviews.provider = self.provider
+            self._use_writers(config.llm)
+            self.runner.writers, self.interviews.provider = self.writers, self.provider
             self.reports.provider_name = self.provider.name
         return [f"[{name}] changes take effect after a restart" for name in ("store", "server")
                 if getattr(config, name) != getattr(old, name)]
+
+    def _use_writers(self, llm: LLMConfig) -> None:
+        """Writers from `[llm]`; `provider` is the one `[llm]` names, for new reports and interviews."""
+        self.writers = Writers(llm)
+        self._stack.push_async_callback(self.writers.close)
+        self.provider = self.writers(llm.resolved_provider())
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
         for report_id in sorted({r.data["report_id"] for r in batch if r.stream.startswith("report-")}):

@@ -15,6 +15,12 @@ class ConfigError(SimreportdError, ValueError):
     exit_code = 2
 
 
+class UsageError(SimreportdError, ValueError):
+    """The command was asked for something that cannot be done as asked; exit code 2."""
+
+    exit_code = 2
+
+
 class StoreUnusable(SimreportdError):
     """The event store file cannot be opened as a database (corrupt, not SQLite, unreadable)."""
 

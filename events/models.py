@@ -366,6 +366,26 @@ class ReportResumed(ReportEvent):
     overrides: dict[str, Any] = Field(default_factory=dict)  # LLM settings changed from here on
 
 
+class WriterChanged(ReportEvent):
+    """A user chose to continue the report with another provider or model (`resume --provider/--model`)."""
+
+    type: Literal["WriterChanged"] = "WriterChanged"
+    provider: str
+    model: str
+    previous_provider: str
+    previous_model: str
+
+
+class ReportForked(ReportEvent):
+    """The end of the history a fork shares with `forked_from` (its events up to position `at`)."""
+
+    type: Literal["ReportForked"] = "ReportForked"
+    forked_from: str
+    at: int
+    provider: str
+    model: str
+
+
 class InterviewRequested(ReportEvent):
     type: Literal["InterviewRequested"] = "InterviewRequested"
     interview_id: str
@@ -418,6 +438,8 @@ AnyEvent = Annotated[
         InterviewUnlocked,
         ReportFailed,
         ReportResumed,
+        WriterChanged,
+        ReportForked,
         InterviewRequested,
         InterviewAnswered,
     ],

@@ -68,7 +68,8 @@ class ReportView:
     types = frozenset({
         "ReportRequested", "PlanningStarted", "OutlinePlanned", "SectionStarted", "LLMRequested", "LLMResponded",
         "LLMFailed", "ToolCalled", "ToolObserved", "ResponseRejected", "SectionCompleted", "ReportCompleted",
-        "InterviewUnlocked", "ReportFailed", "ReportResumed", "ToolProtocolChosen"})
+        "InterviewUnlocked", "ReportFailed", "ReportResumed", "ToolProtocolChosen",
+        "WriterChanged"})
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         d, t, at = recorded.data, recorded.type, recorded.recorded_at
@@ -147,6 +148,9 @@ class ReportView:
         yield ("UPDATE reports SET status = 'failed', error = ?, failed_stage = ?, resumable = ?, message = ?"
                " WHERE report_id = ?", (d["error"], d["stage"], int(d.get("resumable", True)),
                                         f"Failed during {d['stage']}", d["report_id"]))
+
+    def _WriterChanged(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET provider = ?, model = ? WHERE report_id = ?", (d["provider"], d["model"], d["report_id"]))
 
     def _ReportResumed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = CASE WHEN sections_total > 0 THEN 'generating' ELSE 'planning' END,"

@@ -27,6 +27,7 @@ KINDS = {
     "ToolCalled": "tool_call", "ToolObserved": "observation", "ToolFailed": "tool_failed",
     "ResponseRejected": "rejection", "SectionCompleted": "final_answer", "ReportCompleted": "completed",
     "InterviewUnlocked": "interview_unlocked", "ReportFailed": "failed", "ReportResumed": "resumed",
+    "WriterChanged": "writer_changed", "ReportForked": "forked",
 }
 
 
@@ -79,4 +80,6 @@ def describe(type_name: str, d: dict[str, Any]) -> tuple[str, str]:
         return "context", json.dumps(d["context"], sort_keys=True, ensure_ascii=False)[:2000]
     if type_name == "ReportFailed":
         return d["stage"], d["error"]
+    if type_name in ("WriterChanged", "ReportForked"):
+        return type_name, f"continues with {d['provider']} {d['model']}".rstrip()
     return type_name, d.get("title", "") or d.get("reason", "") or d.get("protocol", "")

@@ -17,6 +17,7 @@ from simreportd.events.models import (
     ToolCalled,
     ToolObserved,
     ToolProtocolChosen,
+    WriterChanged,
 )
 
 from .test_core import drive, observe_all, reasons, reply, started, use_tools
@@ -173,7 +174,9 @@ def test_resume_overrides_change_the_following_requests() -> None:
     s.apply(LLMFailed(report_id="r1", call_id=effect.request.call_id, attempt=1, kind="timeout",
                       message="no complete answer within 60s", retryable=False))
     assert isinstance(drive(s), core.Stop)
-    s.apply(ReportResumed(report_id="r1", overrides={"max_tokens": 50, "timeout_s": 300.0, "model": "bigger"}))
+    s.apply(WriterChanged(report_id="r1", provider="openai", model="bigger", previous_provider="openai",
+                          previous_model="m"))
+    s.apply(ReportResumed(report_id="r1", overrides={"max_tokens": 50, "timeout_s": 300.0}))
     effect = drive(s)
     assert effect.attempt == 2 and effect.request.params["max_tokens"] == 100  # the open request as recorded
     effect = reply(s, calls=[("quick_search", {"query": "x"})])

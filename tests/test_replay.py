@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -35,8 +36,9 @@ async def scripted_report(tmp_path: Path, small_sim: Path) -> tuple[Path, str]:
     return config.store.path, report_id
 
 
-def cli(*args: str, seed: str = "0") -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONHASHSEED": seed}
+def cli(*args: str, seed: str = "0", **env_vars: str) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SIMREPORTD_", "OPENAI_"))},
+           "PYTHONHASHSEED": seed, **env_vars}
     return subprocess.run([PYTHON, "-m", "simreportd", *args], capture_output=True, text=True,
                           timeout=TIMEOUT, env=env)
 
@@ -132,3 +134,67 @@ def test_the_same_report_comes_out_of_processes_with_different_hash_seeds(tmp_pa
         folder = tmp_path / f"run{seed}" / "reports" / report_id
         outputs.append(sorted((p.name, p.read_text()) for p in folder.glob("section_*.md")))
     assert outputs[0] == outputs[1] and len(outputs[0]) >= 3
+
+
+def mid_position(store_path: Path, report_id: str) -> int:
+    with sqlite3.connect(store_path) as conn:
+        return conn.execute("SELECT min(position) FROM events WHERE stream = ? AND type = 'SectionCompleted'",
+                            (report_stream(report_id),)).fetchone()[0]
+
+
+async def test_ten_interviews_after_completion_leave_the_replay_untouched(
+        tmp_path: Path, scripted_report: tuple[Path, str]) -> None:
+    store_path, report_id = scripted_report
+    async with Daemon(make_config(tmp_path, reports={"auto": False})) as daemon:
+        for n in range(10):
+            await daemon.interviews.ask(report_id, n % 5 + 1, f"Question {n}: what did you see?")
+        result = await replay_report(daemon.store, report_id, tmp_path / "scratch.sqlite3")
+        stream = await daemon.store.read_stream(report_stream(report_id))
+    assert [r.type for r in stream].count("InterviewRequested") >= 10
+    assert result.divergence is None and result.steps < len(stream)
+
+
+async def test_fork_outside_the_report_or_with_an_unconfigured_writer_is_refused_at_once(
+        tmp_path: Path, scripted_report: tuple[Path, str]) -> None:
+    store_path, report_id = scripted_report
+    config = write_config(tmp_path, auto=False)
+    for at in ("999999", "1"):
+        result = cli("-c", str(config), "fork", report_id, "--at", at)
+        assert result.returncode == 2 and "is outside report" in result.stderr and "--at between" in result.stderr
+    result = cli("-c", str(config), "fork", report_id, "--at", str(mid_position(store_path, report_id)),
+                 "--provider", "openai")
+    assert result.returncode == 2 and "[llm] base_url" in result.stderr and "$OPENAI_API_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
+    with sqlite3.connect(store_path) as conn:
+        assert conn.execute("SELECT count(*) FROM events WHERE type = 'ReportForked'").fetchone()[0] == 0
+
+
+async def test_a_failed_fork_continues_only_with_its_writer_or_a_recorded_switch_and_replays_without_a_connection(
+        tmp_path: Path, scripted_report: tuple[Path, str]) -> None:
+    store_path, report_id = scripted_report
+    config = write_config(tmp_path, auto=False)
+    with FakeLLM() as down:
+        down.faults.extend([("status", 503, "0")] * 5)  # every attempt the fork's settings allow, at once
+        forked = cli("-c", str(config), "fork", report_id, "--at", str(mid_position(store_path, report_id)),
+                     "--model", "other", SIMREPORTD_LLM_BASE_URL=down.base_url)
+    assert forked.returncode == 1, forked.stderr
+    fork_id = forked.stdout.split()[-1]
+    unreachable = cli("-c", str(config), "resume", fork_id)  # this configuration has no openai server
+    assert unreachable.returncode == 1 and "[llm] base_url" in unreachable.stderr
+    assert f"simreportd resume {fork_id} --provider offline" in unreachable.stderr
+    switched = cli("-c", str(config), "resume", fork_id, "--provider", "offline")
+    assert switched.returncode == 0, switched.stderr
+    assert "with offline instead of openai model 'other' (recorded as WriterChanged)" in switched.stderr
+    with socket.socket() as listener:  # the LLM's address for the replay: it must never be dialled
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.setblocking(False)
+        replayed = cli("-c", str(config), "replay", fork_id, "--verify", SIMREPORTD_LLM_PROVIDER="openai",
+                       SIMREPORTD_LLM_BASE_URL=f"http://127.0.0.1:{listener.getsockname()[1]}/v1")
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert replayed.returncode == 0 and f"{fork_id}: reproduced" in replayed.stdout, replayed.stdout + replayed.stderr
+    with sqlite3.connect(store_path) as conn:
+        changed = [json.loads(d) for (d,) in conn.execute("SELECT data FROM events WHERE type = 'WriterChanged'")]
+    assert [(c["previous_provider"], c["previous_model"], c["provider"]) for c in changed] == \
+        [("openai", "other", "offline")]
