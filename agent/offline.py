@@ -141,10 +141,10 @@ def _timeline(analytics: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) 
         return ["The analytics tool returned nothing, so the round-by-round picture cannot be drawn."]
     rounds = analytics.get("per_round", [])
     totals = analytics.get("actions_by_platform", {})
-    out = [f"The simulation recorded {analytics.get('total_actions', 0)} actions over {max(0, len(rounds) - 1)} "
+    out = [f"The simulation recorded {analytics.get('total_actions', 0)} actions over {analytics.get('rounds', 0)} "
            f"rounds plus the seed posts of round 0: {totals.get('twitter', 0)} on Twitter and "
            f"{totals.get('reddit', 0)} on Reddit."]
-    busiest = max(rounds, key=lambda r: (r["total"], -r["round"]), default=None)
+    busiest = analytics.get("busiest_round")
     points = analytics.get("turning_points", [])
     if points:
         described = "; ".join(f"round {p['round']} with {p['volume']} actions, {p['ratio']}x the mean of the "
@@ -166,9 +166,9 @@ def _timeline(analytics: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) 
         out.append(f"What was being said in round {spike}:\n\n" + "\n\n".join(_quote(p) for p in posts[:2]))
     after = [r for r in rounds if spike is not None and r["round"] > spike]
     if after:
-        mean_after = sum(r["total"] for r in after) / len(after)
-        out.append(f"After round {spike} activity averaged {mean_after:.1f} actions per round across "
-                   f"{len(after)} rounds.")
+        spanned = sum(r.get("last_round", r["round"]) - r["round"] + 1 for r in after)  # rows may sum spans
+        out.append(f"After round {spike} activity averaged {sum(r['total'] for r in after) / spanned:.1f} actions "
+                   f"per round across {spanned} rounds.")
     return out
 
 

@@ -91,7 +91,7 @@ class Interviewer:
             key = (simulation_id, generation)
             expression = fts_query(topic)
             ranked = [r[0] for r in conn.execute(
-                "SELECT p.agent_id FROM sim_posts_fts JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
+                "SELECT p.agent_id FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"  # FTS first
                 " WHERE sim_posts_fts MATCH ? AND p.simulation_id = ? AND p.generation = ? AND p.kind != 'profile'"
                 " GROUP BY p.agent_id ORDER BY count(*) DESC, p.agent_id", (expression, *key))] if expression else []
             active = [r[0] for r in conn.execute(
