@@ -26,6 +26,7 @@ KEY = "simulation_id = ? AND generation = ?"
 MAX_RESULT = 16 * 1024  # bytes of JSON a tool result may take, whatever the simulation's size
 MAX_SERIES = 60  # per-round rows in an analytics result; longer runs are summed into spans of rounds
 MAX_POINTS = 10
+MAX_RANKED, WINDOWS = 4000, 8  # full-text matches a search ranks at most, and in how many stretches of the run
 MAX_TIMELINE = 24  # entries in a panorama timeline; longer ones are grouped by spans of rounds  # turning points in an analytics result, the sharpest first
 STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
                       "their them they this to was were what when where which who why will with".split())
@@ -300,13 +301,54 @@ def _search(conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: i
     if not expression:
         return []
     kinds_json = json.dumps(list(kinds)) if kinds else None
+    within, bounds = in_windows(match_windows(conn, expression, key))
     rows = conn.execute(
-        f"SELECT {POST_COLUMNS} FROM sim_posts_fts JOIN sim_posts p ON p.id = sim_posts_fts.rowid {AGENT_JOIN}"
-        " WHERE sim_posts_fts MATCH ? AND p.simulation_id = ? AND p.generation = ?"
+        f"SELECT {POST_COLUMNS} FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid {AGENT_JOIN}"
+        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ?"
         " AND (? IS NULL OR p.kind IN (SELECT value FROM json_each(?)))"
         " ORDER BY bm25(sim_posts_fts), p.id LIMIT ?",
-        (expression, *key, kinds_json, kinds_json, limit)).fetchall()
+        (expression, *bounds, *key, kinds_json, kinds_json, limit)).fetchall()
     return [_post(r) for r in rows]
+
+
+def in_windows(windows: list[tuple[int, int]]) -> tuple[str, list[int]]:
+    """A WHERE term keeping `sim_posts_fts` rows inside `windows`, and its parameters.
+
+    The outer range is handed to FTS5 (it skips what lies outside); the windows are
+    tested by SQLite before anything is ranked, so only their rows are scored.
+    """
+    if not windows:
+        return "0", []
+    ranges = " OR ".join(["sim_posts_fts.rowid BETWEEN ? AND ?"] * len(windows))
+    return (f"sim_posts_fts.rowid BETWEEN ? AND ? AND ({ranges})",
+            [windows[0][0], windows[-1][1], *(b for w in windows for b in w)])
+
+
+def match_windows(conn: sqlite3.Connection, expression: str, key: tuple[str, int]) -> list[tuple[int, int]]:
+    """Row-id ranges of `sim_posts` to rank `expression`'s matches in, holding MAX_RANKED matches at most.
+
+    Ranking costs a few microseconds per match, so a common word in a million-action run
+    would take a second: past MAX_RANKED matches, the ranges are WINDOWS evenly spaced
+    stretches of the run, each holding its share of matches (a sample over all rounds).
+    """
+    first = conn.execute(f"SELECT id FROM sim_posts WHERE {KEY} ORDER BY id LIMIT 1", key).fetchone()
+    last = conn.execute(f"SELECT id FROM sim_posts WHERE {KEY} ORDER BY id DESC LIMIT 1", key).fetchone()
+    if first is None:
+        return []
+    whole = (first[0], last[0])
+    matches = conn.execute("SELECT count(*) FROM (SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ?"
+                           " AND rowid BETWEEN ? AND ? LIMIT ?)", (expression, *whole, MAX_RANKED + 1)).fetchone()[0]
+    if matches <= MAX_RANKED:
+        return [whole]
+    step = (whole[1] - whole[0] + 1) / WINDOWS
+    starts = [whole[0] + int(i * step) for i in range(WINDOWS)] + [whole[1] + 1]
+    windows = []
+    for start, end in zip(starts, starts[1:]):
+        cap = conn.execute("SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ? AND rowid BETWEEN ? AND ?"
+                           " ORDER BY rowid LIMIT 1 OFFSET ?", (expression, start, end - 1,
+                                                                MAX_RANKED // WINDOWS - 1)).fetchone()
+        windows.append((start, cap[0] if cap else end - 1))
+    return windows
 
 
 def _most_engaged(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS sim_posts (
     quoted_content TEXT, quoted_author TEXT, position INTEGER, engagement INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS sim_posts_by_id ON sim_posts (simulation_id, generation, platform, post_id);
 CREATE INDEX IF NOT EXISTS sim_posts_by_agent ON sim_posts (simulation_id, generation, agent_id);
+CREATE INDEX IF NOT EXISTS sim_posts_by_row ON sim_posts (simulation_id, generation, id);
 CREATE INDEX IF NOT EXISTS sim_posts_by_engagement ON sim_posts (simulation_id, generation, engagement DESC, id)
     WHERE kind IN ('post', 'quote');
 CREATE VIRTUAL TABLE IF NOT EXISTS sim_posts_fts USING fts5(
