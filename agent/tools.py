@@ -261,10 +261,10 @@ def _most_active(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> 
 def _most_engaged_agents(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
     """Agents others reacted to most (likes, reposts, quotes, comments, follows received), from the counters."""
     rows = conn.execute(
-        "SELECT e.agent_id, coalesce(g.name, ''), coalesce(g.stance, ''), e.reactions, e.shares, e.comments, e.likes"
-        " FROM sim_engagement e LEFT JOIN sim_agents g USING (simulation_id, generation, agent_id)"
-        " WHERE e.simulation_id = ? AND e.generation = ? AND e.reactions > 0"
-        " ORDER BY e.reactions DESC, e.agent_id LIMIT ?", (*key, limit)).fetchall()
+        "SELECT n.agent_id, coalesce(g.name, ''), coalesce(g.stance, ''), n.reactions, n.shares, n.comments, n.likes"
+        " FROM sim_engagement n LEFT JOIN sim_agents g USING (simulation_id, generation, agent_id)"
+        " WHERE n.simulation_id = ? AND n.generation = ? AND n.reactions > 0"
+        " ORDER BY n.reactions DESC, n.agent_id LIMIT ?", (*key, limit)).fetchall()
     return [{"ref": f"agent:{a}", "name": n, "stance": s, "reactions": c, "shares": sh, "comments": cm, "likes": lk}
             for a, n, s, c, sh, cm, lk in rows]
 
