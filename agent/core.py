@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from simreportd.events.models import (
+    ContextCompacted,
     DomainEvent,
+    LLMFailed,
     LLMRequested,
     LLMResponded,
     OutlinePlanned,
@@ -31,10 +33,11 @@ from simreportd.events.models import (
     ToolProtocolChosen,
 )
 
-from . import grounding, prompts
-from .interpret import Reply, clean_body, is_raw_tool_call, parse_outline, read_reply
+from . import budget, grounding, prompts
+from .interpret import Reply, clean_body, is_raw_tool_call, parse_outline, read_reply, strip_echoes
 from .outline import fallback_outline
 from .state import ReportState, SectionState, message_bytes
+from .toolspec import openai_tools
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,10 @@ class Stop:
     reason: str
 
 
+IGNORED_TOOLS_FALLBACK = 2  # `auto`: replies that ignore offered tools before switching to the text protocol
+FORCED_RETRIES = 1  # an unusable forced final answer is sent back this often before the evidence stands in
+
+
 Effect = Emit | GatherContext | CallLLM | RunTool | UnlockInterviews | Stop
 
 
@@ -109,8 +116,7 @@ def decide(s: ReportState) -> Effect:
     if section is None:
         index = len(s.completed) + 1
         if index > len(s.outline.sections):
-            return _emit(ReportCompleted(report_id=s.report_id, title=s.outline.title,
-                                         sections_total=len(s.outline.sections)))
+            return _emit(_report_completed(s))
         return _emit(SectionStarted(report_id=s.report_id, section_index=index,
                                     title=s.outline.sections[index - 1].title))
     return _write_section(s, section)
@@ -120,32 +126,91 @@ def decide(s: ReportState) -> Effect:
 
 
 def _llm_step(s: ReportState, stage: str) -> Effect | None:
-    """While a request is outstanding: send it, retry it, switch protocol, or give up resumably."""
+    """While a request is outstanding: send it, retry it, shrink it, switch protocol, or give up resumably."""
     c = s.conversation
     if c.awaiting is None:
         return None
     failure = c.last_failure
     if failure is None:
         return CallLLM(c.awaiting, c.messages, c.attempts + 1, 0.0)
-    if failure.tools_refused and s.request and s.request.settings.get("tool_protocol") == "auto" \
-            and s.protocol == "native":
+    if failure.tools_refused and s.setting("tool_protocol") == "auto" and s.protocol == "native":
         return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text",
                                         reason=f"the server refused tools: {failure.message[:200]}"))
+    if failure.kind == "context_overflow" and c.overflows < 3:
+        return _emit(_shrink(s, failure))
     if not failure.retryable or c.failures > s.limits.get("max_retries", 3):
-        return _emit(ReportFailed(report_id=s.report_id, stage=stage, resumable=True,
-                                  error=f"{failure.kind}: {failure.message} (after {c.failures} attempt(s))"))
-    backoff = float(s.request.settings.get("retry_backoff_s", 1.0)) if s.request else 1.0
+        return _emit(ReportFailed(report_id=s.report_id, stage=stage, resumable=True, error=_failure_text(s, failure)))
+    backoff = float(s.setting("retry_backoff_s", 1.0))
     delay = failure.retry_after_s if failure.retry_after_s is not None else backoff * 2 ** (c.failures - 1)
     return CallLLM(c.awaiting, c.messages, c.attempts + 1, min(delay, 120.0))
 
 
-def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]], tools: list[str]) -> LLMRequested:
+def _failure_text(s: ReportState, failure: LLMFailed) -> str:
+    """The error of a failed report: what went wrong, how often, and what to change."""
+    text = f"{failure.kind}: {failure.message} (after {failure.attempt} attempt{'s' * (failure.attempt != 1)})"
+    if failure.kind == "context_overflow":
+        text += (f"; the request does not fit the model's context even shortened: raise the server's context "
+                 f"size and [llm] context_tokens, or resume with a lower --max-tokens (now {s.setting('max_tokens')})")
+    return text
+
+
+def _shrink(s: ReportState, failure: LLMFailed) -> ContextCompacted:
+    """The server said the request is too long: aim lower (at its own limit, if it said one) and ask again."""
+    c = s.conversation
+    assert c.awaiting is not None
+    sent = budget.estimate(c.messages, s.chars_per_token)
+    limit = budget.server_limit(failure.message) or _context_tokens(s)
+    target = min(_prompt_target(s, limit) - _tools_tokens(s, c.awaiting.tools), sent * 3 // 4)
+    return _compaction(s, c.awaiting.section_index, c.messages, target,
+                       f"the server refused the request as too long: {failure.message[:200]}")
+
+
+def _compaction(s: ReportState, index: int, messages: list[dict[str, Any]], target: int,
+                reason: str) -> ContextCompacted:
+    after = budget.estimate(budget.compact(messages, target, s.chars_per_token), s.chars_per_token)
+    return ContextCompacted(report_id=s.report_id, section_index=index, target_tokens=target,
+                            before_tokens=budget.estimate(messages, s.chars_per_token), after_tokens=after,
+                            reason=reason)
+
+
+def _context_tokens(s: ReportState) -> int:
+    return int(s.setting("context_tokens") or budget.DEFAULT_CONTEXT_TOKENS)
+
+
+def _max_tokens(s: ReportState) -> int:
+    return int(s.setting("max_tokens", 2048))
+
+
+def _prompt_target(s: ReportState, context_tokens: int) -> int:
+    return min(budget.prompt_budget(context_tokens, _max_tokens(s)), s.prompt_cap or context_tokens)
+
+
+def _tools_tokens(s: ReportState, tools: list[str]) -> int:
+    return int(len(prompts.dumps(openai_tools(tools))) / s.chars_per_token) if tools else 0
+
+
+def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]],
+             tools: list[str]) -> ContextCompacted | LLMRequested:
+    """The next request, or first the compaction that makes it fit the context."""
     assert s.request is not None
-    settings = s.request.settings
-    params = {"temperature": settings.get("temperature", 0.3), "max_tokens": settings.get("max_tokens", 2048)}
-    model = s.request.model or s.request.provider
+    c, context = s.conversation, _context_tokens(s)
+    size = budget.estimate(c.messages + added, s.chars_per_token) + _tools_tokens(s, tools)
+    if c.messages and added[:len(c.pending)] == c.pending and size > _prompt_target(s, context):
+        movable = c.messages + c.pending  # the fold compacts these; the rest of `added` stays as it is
+        target = _prompt_target(s, context) - (size - budget.estimate(movable, s.chars_per_token))
+        compaction = _compaction(s, index, movable, target, "the conversation outgrew the context budget "
+                                 f"([llm] context_tokens = {context})")
+        if compaction.after_tokens < compaction.before_tokens:
+            return compaction
+    params: dict[str, Any] = {"temperature": s.setting("temperature", 0.3),
+                              "max_tokens": min(_max_tokens(s), max(64, context - size - context // 20))}
+    if tools and s.protocol == "native" and s.setting("tool_protocol") == "auto":
+        params["tool_choice"] = "auto"  # some servers (llama.cpp's chatml-function-calling) ignore tools without it
+    if "timeout_s" in s.overrides:
+        params["timeout"] = s.overrides["timeout_s"]
+    model = s.overrides.get("model") or s.request.model or s.request.provider
     protocol = s.protocol or "native"
-    digest = s.conversation.digest.copy()  # the messages so far are hashed already, as they were folded
+    digest = c.digest.copy()  # the messages so far are hashed already, as they were folded
     for message in added:
         digest.update(message_bytes(message))
     return LLMRequested(report_id=s.report_id, call_id=f"llm-{s.llm_calls + 1}", purpose=purpose,  # type: ignore[arg-type]
@@ -212,20 +277,44 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
         return RunTool(section.open_calls[0])
     if (effect := _llm_step(s, f"section {section.index}")) is not None:
         return effect
+    if c.unread is not None and _tools_ignored(s):
+        return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text", reason=(
+            f"the server ignored the offered tools in {s.tools_ignored} replies (tool_protocol = auto)")))
     if c.unread is not None:
         return Emit(tuple(_read_section_reply(s, section, c.unread)))
     added = c.pending if c.messages else _section_opening(s, section)
-    spent = section.tool_calls >= s.limits.get("max_tool_calls", 5) \
-        or section.iterations >= s.limits.get("max_iterations", 5)
-    if spent and not section.final_requested:
+    if section.final_requested:
+        return _emit(_request(s, "section", section.index, added, []))
+    if _spent(s, section):
         final = {"role": "user", "content": prompts.forced_final(s.protocol or "native")}
         return _emit(_request(s, "section", section.index, added + [final], []))
     return _emit(_request(s, "section", section.index, added, list(s.tools)))
 
 
+def _tools_ignored(s: ReportState) -> bool:
+    """`auto`: the server keeps answering offered tools with text; the text protocol is likelier to work."""
+    return s.setting("tool_protocol") == "auto" and s.protocol == "native" and not s.native_calls_seen \
+        and s.tools_ignored >= IGNORED_TOOLS_FALLBACK
+
+
+def _spent(s: ReportState, section: SectionState) -> bool:
+    """Time for the forced final answer: tools, accepted steps or rejections used up.
+
+    With `[agent] mirofish_budget` every reply counts against `max_iterations`, as in MiroFish.
+    """
+    limits = s.limits
+    if section.tool_calls >= limits.get("max_tool_calls", 5):
+        return True
+    if s.setting("mirofish_budget", False):
+        return section.iterations >= limits.get("max_iterations", 5)
+    return len(section.accepted) >= limits.get("max_iterations", 5) \
+        or section.rejected_replies >= limits.get("max_rejections", 4)
+
+
 def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, Any]]:
     assert s.outline is not None and s.context is not None
-    previous = [(done.title, done.content) for i, done in sorted(s.completed.items()) if i < section.index]
+    previous = [(done.title, prompts.previous_section(done.content)) for i, done in sorted(s.completed.items())
+                if i < section.index]
     background = {k: s.context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
                                              "scheduled_events") if k in s.context}
     return prompts.section_messages(
@@ -243,9 +332,13 @@ def _read_section_reply(s: ReportState, section: SectionState, response: LLMResp
     if reply.stripped_observation:
         events.append(ResponseRejected(**base, reason="hallucinated_observation",
                                        detail="removed tool results the model wrote itself"))
+    cut = response.finish_reason == "length"
     if section.final_requested:
-        return events + _forced_completion(s, section, reply, base)
+        return events + _forced_completion(s, section, reply, base, cut)
     calls, final = reply.tool_calls, reply.final
+    if cut and not calls:
+        return events + [ResponseRejected(**base, reason="length_cut", detail=(response.content or "")[-200:],
+                                          feedback=prompts.cut_off(_max_tokens(s)))]
     if calls and final is not None:
         ids = [c.id for c in calls]
         if section.conflicts < s.limits.get("conflict_retries", 2):
@@ -272,8 +365,7 @@ def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list
     for call in calls:
         if call.name not in s.tools:
             events.append(ResponseRejected(**base, reason="unknown_tool", tool_call_ids=[call.id],
-                                           detail=call.name, feedback=f"Unknown tool {call.name!r}. "
-                                           f"Available tools: {', '.join(s.tools)}."))
+                                           detail=call.name, feedback=prompts.unknown_tool(call.name, list(s.tools))))
         elif remaining <= 0:
             events.append(ResponseRejected(**base, reason="tool_budget_spent", tool_call_ids=[call.id],
                                            feedback="The tool budget is spent: write the final answer."))
@@ -285,45 +377,100 @@ def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list
     return events
 
 
+def _body(s: ReportState, text: str, base: dict) -> tuple[str, list[DomainEvent]]:
+    """Section text without our echoed instructions and stray markup; the repair is recorded."""
+    body, echoed = strip_echoes(clean_body(text))
+    if not echoed:
+        return body, []
+    return body, [ResponseRejected(**base, reason="echoed_prompt",
+                                   detail="removed lines that repeat the daemon's instructions or markup")]
+
+
+def _unusable(body: str) -> tuple[str, str] | None:
+    """Why a section body cannot stand, as (reason, feedback), or None when it can."""
+    if is_raw_tool_call(body):
+        return "raw_tool_call_as_content", prompts.wrong_format("text")
+    if not body:
+        return "empty_section", "Rejected: the section text is empty (or only repeated the instructions)."
+    return None
+
+
 def _final_answer(s: ReportState, section: SectionState, final: str, base: dict) -> list[DomainEvent]:
+    body, events = _body(s, final, base)
+    if (problem := _unusable(body)) is not None:
+        return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
+                                          feedback=problem[1] if problem[0] == "empty_section"
+                                          else prompts.wrong_format(s.protocol or "native"))]
     minimum = s.limits.get("min_tool_calls", 3)
     if section.tool_calls < minimum:
         unused = [t for t in s.tools if t not in section.used_tools]
-        return [ResponseRejected(**base, reason="too_few_tools",
-                                 feedback=prompts.too_few_tools(section.tool_calls, minimum, unused))]
-    body = clean_body(final)
-    if is_raw_tool_call(body):
-        return [ResponseRejected(**base, reason="raw_tool_call_as_content", detail=body[:200], feedback=(
-            "Rejected: that is a tool call written as text, not a section. Call the tool properly, or "
-            "write the section."))]
-    if not body:
-        return [ResponseRejected(**base, reason="empty_section", feedback="Rejected: the section text is empty.")]
+        return events + [ResponseRejected(**base, reason="too_few_tools",
+                                          feedback=prompts.too_few_tools(section.tool_calls, minimum, unused,
+                                                                         s.protocol or "native", section.title))]
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
     if not check.ok and section.grounding_rejections < 1:  # one chance to fix it, then it is marked
-        return [ResponseRejected(**base, reason="ungrounded", detail=check.feedback()[:500],
-                                 feedback=check.feedback())]
-    return [_completed(s, section, body, forced=False)]
+        return events + [ResponseRejected(**base, reason="ungrounded", detail=check.feedback()[:500],
+                                          feedback=check.feedback())]
+    return events + [_completed(s, section, body, False, events)]
 
 
-def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base: dict) -> list[DomainEvent]:
-    """The last word of a section: take the text if it is usable, else summarise the evidence."""
-    body = clean_body(reply.final if reply.final is not None else reply.thought)
-    if body and not is_raw_tool_call(body):
-        return [_completed(s, section, body, forced=True)]
-    reason = "raw_tool_call_as_content" if body else "empty_section"
+def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base: dict,
+                       cut: bool) -> list[DomainEvent]:
+    """The last word of a section, validated like any other: sent back once, then the evidence stands in."""
+    body, events = _body(s, reply.final if reply.final is not None else reply.thought, base)
+    problem = _unusable(body) or (("length_cut", prompts.cut_off(_max_tokens(s))) if cut else None)
+    if problem is None:
+        return events + [_completed(s, section, body, True, events)]
+    if section.forced_replies <= FORCED_RETRIES:
+        return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
+                                          feedback=problem[1] + " " + prompts.forced_final(s.protocol or "native"))]
+    if problem[0] == "length_cut":
+        return events + [_completed(s, section, body, True, events)]  # cut short, but the model's own text
     evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
-    fallback = f"_The model gave no usable text for this section; the evidence it gathered:_\n\n{evidence}"
-    return [ResponseRejected(**base, reason=reason, detail="forced final answer unusable; evidence kept"),  # type: ignore[arg-type]
-            _completed(s, section, fallback, forced=True)]
+    events.append(ResponseRejected(**base, reason=problem[0], detail="forced final answer unusable; evidence kept"))  # type: ignore[arg-type]
+    return events + [_completed(s, section, f"{prompts.PLACEHOLDER}\n\n{evidence}", True, events)]
 
 
-def _completed(s: ReportState, section: SectionState, body: str, forced: bool) -> SectionCompleted:
-    """The section, with any quote the evidence does not hold flagged in place and counted."""
+def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
+               repairs: list[DomainEvent]) -> SectionCompleted:
+    """The section with its verdict: quotes the evidence lacks are flagged in place, rules not met listed.
+
+    `repairs` are the rejections decided from the same reply, not folded yet but part of the verdict.
+    """
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
+    rejections = dict(section.rejections)
+    for event in repairs:
+        if isinstance(event, ResponseRejected):
+            rejections[event.reason] = rejections.get(event.reason, 0) + 1
+    ungrounded = len(check.ungrounded_quotes) + len(check.unknown_ids)
     return SectionCompleted(report_id=s.report_id, section_index=section.index, title=section.title,
                             content=grounding.mark(body, check), forced=forced, tool_calls=section.tool_calls,
-                            iterations=section.iterations,
-                            ungrounded_quotes=len(check.ungrounded_quotes) + len(check.unknown_ids))
+                            iterations=section.iterations, ungrounded_quotes=ungrounded,
+                            grounded_quotes=check.quotes - len(check.ungrounded_quotes),
+                            rejections=dict(sorted(rejections.items())),
+                            problems=_problems(s, section, body, ungrounded))
+
+
+def _problems(s: ReportState, section: SectionState, body: str, ungrounded: int) -> list[str]:
+    """The [agent] rules a finished section does not meet: any one makes the report degraded."""
+    problems = []
+    minimum = s.limits.get("min_tool_calls", 3)
+    if section.tool_calls < minimum:
+        problems.append(f"{section.tool_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
+    if body.startswith(prompts.PLACEHOLDER):
+        problems.append("no usable text from the model: the gathered evidence stands in")
+    if ungrounded:
+        problems.append(f"{ungrounded} quote(s) or id(s) not found in the evidence")
+    return problems
+
+
+def _report_completed(s: ReportState) -> ReportCompleted:
+    """The report's verdict: `completed` only when every section meets the rules."""
+    assert s.outline is not None
+    problems = ["outline derived from the data: the model gave no valid outline"] if s.outline.fallback else []
+    problems += [f"section {i} ({done.title}): {p}" for i, done in sorted(s.completed.items()) for p in done.problems]
+    return ReportCompleted(report_id=s.report_id, title=s.outline.title, sections_total=len(s.outline.sections),
+                           status="completed_degraded" if problems else "completed", problems=problems)
 
 
 def _emit(*events: DomainEvent) -> Emit:

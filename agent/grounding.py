@@ -20,6 +20,7 @@ MARK = " [not found in the evidence]"
 class Grounding:
     ungrounded_quotes: list[str]
     unknown_ids: list[str]
+    quotes: int = 0  # every quote checked, grounded or not
 
     @property
     def ok(self) -> bool:
@@ -67,13 +68,10 @@ def quoted_text(line: str) -> str:
 def check(body: str, section_results: list[str], known_ids: set[str]) -> Grounding:
     """Quotes must occur in this section's results; ids must be among those any tool returned."""
     texts = evidence_texts(section_results)
-    missing = []
-    for line in QUOTE_LINE.findall(body):
-        quote = quoted_text(line)
-        if quote and not any(quote in text for text in texts):
-            missing.append(quote)
+    quotes = [q for q in (quoted_text(line) for line in QUOTE_LINE.findall(body)) if q]
+    missing = [q for q in quotes if not any(q in text for text in texts)]
     unknown = sorted(set(CITATION.findall(body)) - known_ids)
-    return Grounding(missing, unknown)
+    return Grounding(missing, unknown, len(quotes))
 
 
 def ids_in(results: list[str]) -> set[str]:

@@ -14,11 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from simreportd.events.models import OutlineSection, ToolCallRequest
 
+from .prompts import ECHOES
+
 THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(</tool_call>|$)", re.S)
 FINAL = re.compile(r"^\s*\**Final Answer\**\s*:\s*", re.M | re.I)
 OBSERVATION = re.compile(r"(^\s*\**Observation\**\s*:|<tool_result|<observation)", re.M | re.I)
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
+MARKUP = re.compile(r"</?\s*(simulation_data|tool_result|tool_call|tool_response|observation|think|function[\w=\".-]*)"
+                    r"\b[^>]*>", re.I)
 RAW_CALL = re.compile(r'<tool_call>|"tool_calls?"\s*:|^\s*\{\s*"(name|tool)"\s*:\s*"\w+"\s*,\s*"(arguments|parameters)"',
                       re.S | re.M)
 
@@ -38,7 +43,8 @@ def read_reply(content: str, native_calls: list[ToolCallRequest], call_id: str, 
     text = THINK.sub("", content or "")
     text, stripped = strip_observations(text)
     text_calls, text = extract_text_tool_calls(text, call_id)
-    calls = list(native_calls) + text_calls
+    json_calls, text = extract_json_tool_calls(text, call_id, len(text_calls))
+    calls = list(native_calls) + text_calls + json_calls
     match = FINAL.search(text)
     if match:
         return Reply(text[: match.start()].strip(), calls, text[match.end():].strip(), stripped)
@@ -67,6 +73,33 @@ def extract_text_tool_calls(text: str, call_id: str) -> tuple[list[ToolCallReque
     return calls, TOOL_CALL.sub("", text)
 
 
+def extract_json_tool_calls(text: str, call_id: str, numbered: int = 0) -> tuple[list[ToolCallRequest], str]:
+    """Tool calls written as JSON, fenced or bare: `{"name": ..., "arguments"|"parameters": {...}}`."""
+    calls: list[ToolCallRequest] = []
+    spans: list[tuple[int, int]] = []
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if _is_call(obj):
+            calls.append(ToolCallRequest(id=f"{call_id}-t{numbered + len(calls) + 1}", name=obj["name"],
+                                         arguments=coerce_arguments(obj.get("arguments", obj.get("parameters")))))
+            spans.append((start, end))
+        start = text.find("{", end)
+    for a, b in reversed(spans):
+        text = text[:a] + text[b:]
+    return calls, FENCE.sub(lambda m: m.group(0) if m.group(1).strip() else "", text) if calls else text
+
+
+def _is_call(obj: object) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("name"), str) and bool(obj["name"].strip()) \
+        and ("arguments" in obj or "parameters" in obj)
+
+
 def coerce_arguments(args: object) -> dict:
     """Arguments arrive as a dict, a JSON string, or junk; always return a dict."""
     if isinstance(args, str):
@@ -85,6 +118,15 @@ def is_raw_tool_call(text: str) -> bool:
 def clean_body(text: str) -> str:
     """A section body without headings (they become bold lines) and without surrounding space."""
     return HEADING.sub(lambda m: f"**{m.group(1).strip('*# ')}**", text).strip()
+
+
+def strip_echoes(text: str) -> tuple[str, bool]:
+    """The text without lines that repeat our own instructions, stray protocol tags or answer markers."""
+    cleaned = MARKUP.sub("", FINAL.sub("", text))
+    folded = [e.lower() for e in ECHOES]
+    lines = [line for line in cleaned.splitlines() if not any(e in line.lower() for e in folded)]
+    result = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return result, result != text.strip()
 
 
 class Outline(BaseModel):

@@ -1,9 +1,11 @@
-"""The offline writer: a deterministic, data-only stand-in for a language model.
+"""The offline writer: a deterministic, data-only stand-in for a language model, written as an analyst.
 
-It answers the very requests the runner records, through the same loop: it plans from
-the context, calls the tools the prompt offers, and writes each section only from what
-those tools returned (real figures, verbatim quotes with their ids). Its output says
-that no language model wrote it. No network, no randomness, no clock.
+It answers the very requests the runner records, through the same loop: it plans an outline
+that follows this simulation (its trigger, its camps, its platforms), calls the tools with
+queries drawn from each section's topic, and writes each section only from what those tools
+returned: real figures with their baselines stated, verbatim quotes with their ids, side-changers
+and coalitions where the data shows them, and a closing section that answers the requirement's
+questions. No network, no randomness, no clock; the byline is in the summary, once.
 """
 
 from __future__ import annotations
@@ -14,19 +16,31 @@ from typing import Any
 
 from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
 
-from .outline import fallback_outline
+from .outline import topic_of
 from .providers import Completion, estimate_tokens
 
 NOTE = "Written by simreportd's offline writer from the simulation data, without a language model."
 DATA_BLOCK = re.compile(r"<simulation_data>\n(.*?)\n</simulation_data>", re.S)
 RESULT_BLOCK = re.compile(r'<tool_result name="(\w+)">\n(.*?)\n</tool_result>', re.S)
-SECTION_LINE = re.compile(r"^Write section (\d+): (.+?)\. ", re.M)
-REPORT_LINE = re.compile(r"^Report: (.+)$", re.M)
+SECTION_LINE = re.compile(r"^Write section (\d+): (.+?)\. (.*)$", re.M)
 QUOTED_REF = re.compile(r'^> ".*" \((\w+:\w+:\w+)\)$', re.M)
+STANCE_ORDER = ("supportive", "opposing", "neutral", "observer")
+# What each kind of section is about, as its outline description says it (the dispatch key).
+KINDS = {
+    "timeline": "Volume per round and platform, the turning points against their baselines, and what set them off.",
+    "camps": "Which stances formed, how big each camp is and what each camp argued most, in the agents' own words.",
+    "platforms": "Platform divergence overall and after the trigger, and what each platform kept talking about.",
+    "drivers": "The most active and most engaged-with agents, who reacted to whom, and the agents who changed sides.",
+    "answers": "Each question of the requirement, answered from the evidence of the sections above.",
+}
 
 
 class OfflineProvider:
     name = "offline"
+
+    async def context_window(self, model: str) -> int:
+        """The offline writer reads any length: its conversations are never shortened."""
+        return 1_000_000
 
     async def complete(self, request: LLMRequested, messages: list[dict[str, Any]], attempt: int) -> Completion:
         content, calls = (_outline(messages) if request.purpose == "outline" else _section(request, messages))
@@ -41,11 +55,70 @@ class OfflineProvider:
         return Completion(content, calls, usage, "tool_calls" if calls else "stop")
 
 
+# --- the outline ---------------------------------------------------------------------------------
+
+
 def _outline(messages: list[dict[str, Any]]) -> tuple[str, list[ToolCallRequest]]:
     blocks = DATA_BLOCK.findall(messages[-1]["content"])
     context = json.loads(blocks[-1].replace("<\\/simulation_data", "</simulation_data")) if blocks else {}
-    title, summary, sections = fallback_outline(context)
+    title, summary, sections = analyst_outline(context)
     return json.dumps({"title": title, "summary": f"{summary} {NOTE}", "sections": sections}), []
+
+
+def analyst_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
+    """(title, summary, sections) shaped by this simulation: its trigger, its largest camp, its platforms."""
+    topic = topic_of(context)
+    events = context.get("scheduled_events") or []
+    stances = context.get("stances") or {}
+    platforms = sorted((context.get("platforms") or {}).keys())
+    largest = max(sorted(stances), key=lambda s: stances[s], default="")
+    title = f"{topic[:1].upper() + topic[1:]}: " + (
+        f"what happened when the round {events[0]['round']} event hit" if events else "how the simulated debate unfolded")
+    summary = (f"An analysis of {context.get('total_actions', 0)} simulated actions by {context.get('agents_count', 0)} "
+               f"agents over {context.get('rounds', 0)} rounds on {', '.join(platforms) or 'no platform'}, answering: "
+               f"{context.get('requirement') or 'what happened in this simulation?'}")
+    sections = [{"title": f"Round {events[0]['round']}: the scheduled event and the spike around it" if events
+                 else "How the conversation moved, round by round", "description": KINDS["timeline"]},
+                {"title": f"The camps: {largest} agents are the largest" if largest else "The camps and their arguments",
+                 "description": KINDS["camps"]}]
+    if len(platforms) > 1:
+        sections.append({"title": "Where Twitter and Reddit parted ways", "description": KINDS["platforms"]})
+    sections.append({"title": "Who drove the debate, and who changed sides", "description": KINDS["drivers"]})
+    sections.append({"title": "Answers to the requirement's questions", "description": KINDS["answers"]})
+    return title, summary, sections
+
+
+# --- one section ---------------------------------------------------------------------------------
+
+
+def _section(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str, list[ToolCallRequest]]:
+    opening = next(m["content"] for m in messages if m["role"] == "user")
+    match = SECTION_LINE.search(opening)
+    kind = _kind(match.group(2) if match else "", match.group(3) if match else "")
+    blocks = [b.replace("<\\/simulation_data", "</simulation_data") for b in DATA_BLOCK.findall(opening)]
+    requirement = blocks[0] if blocks else ""
+    background = json.loads(blocks[1]) if len(blocks) > 1 else {}
+    seen = _observations(messages)
+    done = sum(len(v) for v in seen.values())
+    plan = _plan(kind, background, requirement, seen)
+    if request.tools and done < len(plan):
+        name, args = plan[done]
+        return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
+    facts = Facts(seen, background, requirement, set(QUOTED_REF.findall(opening)))
+    return WRITERS[kind](facts), []
+
+
+def _kind(title: str, description: str) -> str:
+    """Which kind of section this is: by its description when the outline is ours, else by its title."""
+    for kind, text in KINDS.items():
+        if description.startswith(text[:30]):
+            return kind
+    t = title.lower()
+    for kind, words in (("answers", ("answer", "question", "conclusion")), ("camps", ("camp", "argument")),
+                        ("platforms", ("twitter", "reddit", "platform")), ("drivers", ("who", "drove", "agent"))):
+        if any(w in t for w in words):
+            return kind
+    return "timeline"
 
 
 def _observations(messages: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -59,211 +132,319 @@ def _observations(messages: list[dict[str, Any]]) -> dict[str, list[dict[str, An
     return found
 
 
-def _section(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str, list[ToolCallRequest]]:
-    opening = next(m["content"] for m in messages if m["role"] == "user")
-    match = SECTION_LINE.search(opening)
-    title = match.group(2) if match else ""
-    report = REPORT_LINE.search(opening)
-    topic = (report.group(1).split(":")[0] if report else title).strip()
-    seen = _observations(messages)
-    done = sum(len(v) for v in seen.values())
-    plan = _plan(title, topic)
-    if request.tools and done < len(plan):
-        name, args = plan[done]
-        return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
-    quoted_before = set(QUOTED_REF.findall(opening))
-    blocks = DATA_BLOCK.findall(opening)
-    background = json.loads(blocks[1].replace("<\\/simulation_data", "</simulation_data")) if len(blocks) > 1 else {}
-    seen["_background"] = [background]
-    return _write(title, seen, quoted_before), []
-
-
-def _plan(title: str, topic: str) -> list[tuple[str, dict[str, Any]]]:
-    """Which tools a section of this kind consults, in order (always 4: within the default 3..5)."""
-    t = title.lower()
-    if "camp" in t or "argument" in t:
-        return [("quick_search", {"query": topic, "limit": 10}), ("insight_forge", {"query": topic}),
-                ("panorama_search", {"query": topic}), ("interview_agents", {"interview_topic": topic,
-                                                                              "max_agents": 4})]
-    if "twitter" in t or "reddit" in t or "platform" in t:
-        return [("simulation_analytics", {}), ("panorama_search", {"query": topic}),
-                ("quick_search", {"query": topic, "limit": 10}), ("insight_forge", {"query": topic})]
-    if "who" in t or "drove" in t or "agent" in t:
-        return [("simulation_analytics", {}), ("insight_forge", {"query": topic}),
-                ("quick_search", {"query": topic, "limit": 10}), ("panorama_search", {"query": topic})]
-    return [("simulation_analytics", {}), ("panorama_search", {"query": topic}),
-            ("quick_search", {"query": topic, "limit": 10}), ("insight_forge", {"query": topic})]
-
-
-def _write(title: str, seen: dict[str, list[dict[str, Any]]], quoted_before: set[str]) -> str:
-    """The section text; posts already quoted by earlier sections are used only when nothing else fits."""
-    seen = {**seen, "_quoted_before": [{"refs": sorted(quoted_before)}]}
-    t = title.lower()
+def _plan(kind: str, background: dict[str, Any], requirement: str,
+          seen: dict[str, list[dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls a section makes, with queries drawn from its own topic (3 to 5: the default budget)."""
+    topics = list(background.get("hot_topics") or []) or [topic_of(background)]
+    events = background.get("scheduled_events") or []
+    trigger = events[0].get("description", "") if events else topics[0]
     analytics = (seen.get("simulation_analytics") or [{}])[0]
-    if "camp" in t or "argument" in t:
-        paragraphs = _camps(seen)
-    elif "twitter" in t or "reddit" in t or "platform" in t:
-        paragraphs = _platforms(analytics, seen)
-    elif "who" in t or "drove" in t or "agent" in t:
-        paragraphs = _drivers(analytics, seen)
-    else:
-        paragraphs = _timeline(analytics, seen)
-    paragraphs.append(f"_{NOTE}_")
-    return "\n\n".join(p for p in paragraphs if p)
+    if kind == "timeline":
+        return [("simulation_analytics", {}), ("quick_search", {"query": trigger, "limit": 10}),
+                ("panorama_search", {"query": topics[0]})]
+    if kind == "camps":
+        return [("simulation_analytics", {}), ("insight_forge", {"query": _questions(requirement)[-1] if requirement
+                                                                 else topics[0]}),
+                ("quick_search", {"query": " ".join(topics[1:3]) or topics[0], "limit": 10}),
+                ("interview_agents", {"interview_topic": topics[0], "max_agents": 4})]
+    if kind == "platforms":
+        return [("simulation_analytics", {}), ("panorama_search", {"query": trigger}),
+                ("quick_search", {"query": " ".join(topics[2:4]) or topics[0], "limit": 10})]
+    if kind == "drivers":
+        engaged = analytics.get("most_engaged_agents") or [{}]
+        shifts = (analytics.get("camps") or {}).get("stance_shifts") or []
+        about = shifts[0]["example"]["content"] if shifts else topics[0]
+        return [("simulation_analytics", {}), ("quick_search", {"query": engaged[0].get("name") or topics[0],
+                                                                "limit": 10}),
+                ("insight_forge", {"query": about})]
+    asked = [("quick_search", {"query": q, "limit": 5}) for q in _questions(requirement)[:4]]
+    return [("simulation_analytics", {}), *asked, ("panorama_search", {"query": topics[0]})][:max(3, 1 + len(asked))]
+
+
+def _questions(requirement: str) -> list[str]:
+    """The requirement's questions, one by one ('How ..., which ..., and how ...?' is three)."""
+    parts = re.split(r"[?？]\s*|,\s*(?:and\s+)?(?=(?:which|what|how|where|who|why|when)\b)", requirement)
+    out = [p.strip().rstrip(",") for p in parts if len(p.strip()) > 3]
+    return [q[:1].upper() + q[1:] + ("？" if re.search(r"[\u4e00-\u9fff]", q) else "?") for q in out]
+
+
+class Facts:
+    """What the tools returned for a section, with the derived figures every writer needs."""
+
+    def __init__(self, seen: dict[str, list[dict[str, Any]]], background: dict[str, Any], requirement: str,
+                 quoted_before: set[str]) -> None:
+        self.seen, self.background, self.requirement, self.quoted_before = seen, background, requirement, quoted_before
+        self.analytics = (seen.get("simulation_analytics") or [{}])[0]
+        self.rounds = [r for r in self.analytics.get("per_round", [])]
+        self.camps = self.analytics.get("camps") or {}
+        events = background.get("scheduled_events") or []
+        points = self.analytics.get("turning_points") or []
+        busiest = self.analytics.get("busiest_round")
+        self.event = events[0] if events else None
+        self.pivot: int | None = (self.event["round"] if self.event else points[0]["round"] if points
+                                  else busiest["round"] if busiest else None)
+
+    def posts(self) -> list[dict[str, Any]]:
+        """Every statement the searches returned, once each, fresh ones (not quoted by earlier sections) first."""
+        found: dict[str, dict[str, Any]] = {}
+        for result in self.seen.get("quick_search", []):
+            for post in result.get("results", []):
+                found.setdefault(post["ref"], post)
+        for result in self.seen.get("insight_forge", []):
+            for finding in result.get("sub_questions", []):
+                for post in finding.get("evidence", []):
+                    found.setdefault(post["ref"], post)
+        for result in self.seen.get("panorama_search", []):
+            for post in result.get("current_statements", []) + [t["first"] for t in result.get("timeline", [])]:
+                found.setdefault(post["ref"], post)
+        usable = [p for p in found.values() if p.get("kind") in ("post", "quote", "comment") and p.get("content")]
+        return sorted(usable, key=lambda p: p["ref"] in self.quoted_before)
+
+    def means(self, platform: str, after: bool) -> tuple[float, int]:
+        """Mean actions per round on a platform after the pivot (or before it, round 0 left out), and the rounds."""
+        rows = [r for r in self.rounds if self.pivot is not None and
+                (r["round"] > self.pivot if after else 0 < r["round"] < self.pivot)]
+        spanned = sum(r.get("last_round", r["round"]) - r["round"] + 1 for r in rows)  # rows may sum spans
+        return (round(sum(r[platform] for r in rows) / spanned, 2) if rows else 0.0), spanned
+
+    def loud(self) -> tuple[str, str]:
+        """(the platform busier after the pivot, the other one)."""
+        tw, rd = self.means("twitter", True)[0], self.means("reddit", True)[0]
+        return ("reddit", "twitter") if rd >= tw else ("twitter", "reddit")
+
+
+def _cap(platform: str) -> str:
+    return platform.capitalize()
+
+
+def _who(agent: dict[str, Any]) -> str:
+    return f"{agent.get('name') or agent['ref']} ({agent['ref']}"
 
 
 def _quote(post: dict[str, Any]) -> str:
     agent = post["agent"]
-    who = f"{agent['name'] or agent['ref']} ({agent['ref']}, {agent['stance'] or 'no stated stance'}, round {post['round']})"
-    return f"{who} wrote on {post['platform'].capitalize()}:\n\n> \"{post['content']}\" ({post['ref']})"
+    return (f"{_who(agent)}, {agent['stance'] or 'no stated stance'}, round {post['round']}) wrote on "
+            f"{_cap(post['platform'])}:\n\n> \"{post['content']}\" ({post['ref']})")
 
 
-def _posts(seen: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Every post the tools returned, once each, in the order the tools ranked them."""
-    posts: dict[str, dict[str, Any]] = {}
-    for result in seen.get("quick_search", []):
-        for post in result.get("results", []):
-            posts.setdefault(post["ref"], post)
-    for result in seen.get("insight_forge", []):
-        for finding in result.get("sub_questions", []):
-            for post in finding.get("evidence", []):
-                posts.setdefault(post["ref"], post)
-    for result in seen.get("panorama_search", []):
-        for post in result.get("current_statements", []):
-            posts.setdefault(post["ref"], post)
-    before = set((seen.get("_quoted_before") or [{}])[0].get("refs", []))
-    usable = [p for p in posts.values() if p.get("kind") in ("post", "quote", "comment") and p.get("content")]
-    return sorted(usable, key=lambda p: p["ref"] in before)  # stable: fresh quotes first, tool order kept
+def _listing(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
 
 
-def _timeline(analytics: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) -> list[str]:
-    if not analytics:
-        return ["The analytics tool returned nothing, so the round-by-round picture cannot be drawn."]
-    rounds = analytics.get("per_round", [])
-    totals = analytics.get("actions_by_platform", {})
-    out = [f"The simulation recorded {analytics.get('total_actions', 0)} actions over {analytics.get('rounds', 0)} "
-           f"rounds plus the seed posts of round 0: {totals.get('twitter', 0)} on Twitter and "
-           f"{totals.get('reddit', 0)} on Reddit."]
-    busiest = analytics.get("busiest_round")
-    points = analytics.get("turning_points", [])
-    if points:
-        described = "; ".join(f"round {p['round']} with {p['volume']} actions, {p['ratio']}x the mean of the "
-                              f"rounds before it ({p['rolling_mean']})" for p in points[:3])
-        out.append(f"Volume did not grow evenly. The turning points were {described}.")
-    elif busiest:
-        out.append(f"No round reached twice the rolling mean; the busiest was round {busiest['round']} "
-                   f"with {busiest['total']} actions.")
-    spike = points[0]["round"] if points else (busiest["round"] if busiest else None)
-    background = (seen.get("_background") or [{}])[0]
-    events = [e for e in background.get("scheduled_events", []) if e.get("round") == spike]
-    if events:
-        out.append(f"Round {spike} is when the scheduled event of the scenario landed: "
-                   f"\u201c{events[0].get('description', '')}\u201d")
-    posts = [p for p in _posts(seen) if spike is not None and p["round"] == spike]
-    posts += [t["first"] for r in seen.get("panorama_search", []) for t in r.get("timeline", [])
-              if t["round"] == spike and t["first"]["ref"] not in {p["ref"] for p in posts}]
-    if posts:
-        out.append(f"What was being said in round {spike}:\n\n" + "\n\n".join(_quote(p) for p in posts[:2]))
-    after = [r for r in rounds if spike is not None and r["round"] > spike]
-    if after:
-        spanned = sum(r.get("last_round", r["round"]) - r["round"] + 1 for r in after)  # rows may sum spans
-        out.append(f"After round {spike} activity averaged {sum(r['total'] for r in after) / spanned:.1f} actions "
-                   f"per round across {spanned} rounds.")
-    return out
+def _camp_sizes(background: dict[str, Any]) -> str:
+    stances = background.get("stances") or {}
+    ordered = sorted((s for s in stances if s), key=lambda s: (-stances[s], s))
+    return _listing([f"{stances[s]} {s}{'s' if s == 'observer' and stances[s] > 1 else ''}" for s in ordered])
 
 
-def _camps(seen: dict[str, list[dict[str, Any]]]) -> list[str]:
-    posts = _posts(seen)
-    by_stance: dict[str, list[dict[str, Any]]] = {}
-    for post in posts:
-        by_stance.setdefault(post["agent"]["stance"] or "unstated", []).append(post)
-    if not by_stance:
-        return ["The searches found no statements on this topic, so no camp can be described from evidence."]
-    counts = ", ".join(f"{len(v)} from {k} agents" for k, v in sorted(by_stance.items(), key=lambda kv: (-len(kv[1]), kv[0])))
-    out = [f"The searches returned {len(posts)} distinct statements on the topic: {counts}."]
-    for stance, items in sorted(by_stance.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        out.append(f"The {stance} camp:\n\n" + _quote(items[0]))
-    forge = (seen.get("insight_forge") or [{}])[0]
+# --- the writers, one per kind of section ----------------------------------------------------------
+
+
+def _timeline(f: Facts) -> str:
+    a = f.analytics
+    if not a:
+        return "The analytics tool returned nothing, so the round-by-round picture cannot be drawn."
+    totals = a.get("actions_by_platform", {})
+    out = [f"The simulation recorded {a.get('total_actions', 0)} actions in total: {totals.get('twitter', 0)} on "
+           f"Twitter and {totals.get('reddit', 0)} on Reddit, over {a.get('rounds', 0)} rounds after the "
+           f"seed posts."]
+    points = a.get("turning_points", [])
+    for i, p in enumerate(points[:3]):
+        first, last = p.get("baseline_rounds") or [p["round"] - 1, p["round"] - 1]
+        lead = "The first turning point was" if i == 0 else "Another turning point was"
+        out.append(f"{lead} round {p['round']} with {p['volume']} actions, {p['ratio']}x the mean of rounds "
+                   f"{first}-{last} ({p['rolling_mean']}).")
+    if not points and f.pivot is not None:
+        out.append("No round reached twice the mean of the three rounds before it.")
+    row = next((r for r in f.rounds if r["round"] == f.pivot), None)
+    before = [r["total"] for r in f.rounds if f.pivot is not None and 0 < r["round"] < f.pivot]
+    if row and before:
+        mean = round(sum(before) / len(before), 2)
+        out.append(f"Against all the rounds before it, round {f.pivot} with {row['total']} actions was "
+                   f"{round(row['total'] / mean, 2) if mean else 0}x the mean of rounds 1-{f.pivot - 1} ({mean}).")
+    if f.event:
+        out.append(f"Round {f.event['round']} is when the scenario's scheduled event landed:\n\n"
+                   f"> \u201c{f.event.get('description', '')}\u201d")
+    said = list({p["content"]: p for p in reversed(f.posts()) if p["round"] == f.pivot}.values())[::-1][:2]
+    if said:
+        out.append(f"What agents said in round {f.pivot}:\n\n" + "\n\n".join(_quote(p) for p in said))
+    out.append(_phases(f))
+    return "\n\n".join(p for p in out if p)
+
+
+def _phases(f: Facts) -> str:
+    """Mean volume per platform before and after the pivot, each baseline named."""
+    if f.pivot is None:
+        return ""
+    (tb, nb), (rb, _) = f.means("twitter", False), f.means("reddit", False)
+    (ta, na), (ra, _) = f.means("twitter", True), f.means("reddit", True)
+    parts = []
+    if nb:
+        parts.append(f"Before round {f.pivot}, Twitter averaged {tb} actions per round and Reddit averaged {rb} "
+                     f"(rounds 1-{f.pivot - 1}).")
+    if na:
+        parts.append(f"After round {f.pivot}, Twitter averaged {ta} actions per round and Reddit averaged {ra} "
+                     f"(rounds {f.pivot + 1}-{f.pivot + na}).")
+    return " ".join(parts)
+
+
+def _camps(f: Facts) -> str:
+    out = []
+    sizes = _camp_sizes(f.background)
+    if sizes:
+        out.append(f"By their profiles the {f.background.get('agents_count', 0)} agents split into {sizes}.")
+    arguments = f.camps.get("arguments") or {}
+    stances = f.background.get("stances") or {}
+    for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
+        top = arguments[stance][0]
+        ex = top["example"]
+        out.append(f"The {stance} camp's most repeated argument came up in {top['statements']} statements by "
+                   f"{top['authors']} agents; {ex['name']} ({ex['agent']}) put it first:\n\n"
+                   f"> \"{ex['content']}\" ({ex['ref']})")
+        if len(arguments[stance]) > 1:
+            nxt = arguments[stance][1]
+            out.append(f"Next in the {stance} camp ({nxt['statements']} statements):\n\n"
+                       f"> \"{nxt['example']['content']}\" ({nxt['example']['ref']})")
+    if not arguments:
+        out.append("The analytics found no argument repeated within a camp.")
+    forge = (f.seen.get("insight_forge") or [{}])[0]
     agents = forge.get("agents", [])
     if agents:
-        listed = ", ".join(f"{a['name']} ({a['ref']}, {a['stance']}, {a['actions']} actions)" for a in agents[:5])
-        out.append(f"The agents behind these statements include {listed}.")
-    out.extend(_interviews(seen))
-    return out
+        out.append("The agents behind the statements the question search found include " + _listing(
+            [f"{_who(a)}, {a['stance']}: {a['actions']} actions)" for a in agents[:5]]) + ".")
+    out += _interviews(f)
+    return "\n\n".join(out)
 
 
-def _interviews(seen: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """What the interviewed agents said, with how they answered (live, or in persona)."""
-    result = (seen.get("interview_agents") or [{}])[0]
+def _interviews(f: Facts) -> list[str]:
+    """Every interviewed agent's answer, saying how it was given (live, or in persona)."""
+    result = (f.seen.get("interview_agents") or [{}])[0]
     items = result.get("interviews", [])
     if not items:
         return []
     out = [f"Asked directly ({result.get('note', '')}), {len(items)} agents answered:"]
-    for item in items[:3]:
+    for item in items:
         agent = item["agent"]
-        out.append(f"{agent['name']} ({agent['ref']}, {agent['stance'] or 'no stated stance'}, {item['mode']}):\n\n"
-                   f"> {item['answer']}")
+        out.append(f"{_who(agent)}, {agent['stance'] or 'no stated stance'}, {item['mode']}):\n\n> {item['answer']}")
     return out
 
 
-def _platforms(analytics: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) -> list[str]:
-    if not analytics:
-        return ["The analytics tool returned nothing, so the platforms cannot be compared."]
-    divergence = analytics.get("divergence", {})
+def _platforms(f: Facts) -> str:
+    a = f.analytics
+    if not a:
+        return "The analytics tool returned nothing, so the platforms cannot be compared."
+    totals = a.get("actions_by_platform", {})
+    divergence = a.get("divergence", {})
+    out = [f"Over the whole run there were {totals.get('twitter', 0)} actions on Twitter and {totals.get('reddit', 0)} "
+           f"on Reddit, an overall divergence of {divergence.get('overall', 0)} (|Twitter - Reddit| / total)."]
+    out.append(_divergence_sentence(f))
     by_round = [r for r in divergence.get("by_round", []) if r["round"] > 0]
     widest = max(by_round, key=lambda r: (r["value"], -r["round"]), default=None)
-    totals = analytics.get("actions_by_platform", {})
-    out = [f"Overall divergence between the platforms was {divergence.get('overall', 0)} "
-           f"(|Twitter - Reddit| / total: {totals.get('twitter', 0)} against {totals.get('reddit', 0)} actions)."]
     if widest:
-        row = next(r for r in analytics["per_round"] if r["round"] == widest["round"])
-        out.append(f"The platforms were furthest apart in round {widest['round']} (divergence {widest['value']}: "
-                   f"{row['twitter']} actions on Twitter, {row['reddit']} on Reddit).")
-    points = analytics.get("turning_points", [])
-    if points:
-        out.append(_before_after(analytics["per_round"], points[0]["round"]))
-    mix = analytics.get("action_mix", {})
+        row = next(r for r in f.rounds if r["round"] == widest["round"])
+        out.append(f"They were furthest apart in round {widest['round']}: {row['twitter']} actions on Twitter against "
+                   f"{row['reddit']} on Reddit (divergence {widest['value']}).")
+    mix = a.get("action_mix", {})
     for platform in sorted(mix):
-        out.append(f"On {platform.capitalize()} the most common actions were "
+        out.append(f"On {_cap(platform)} the most common actions were "
                    + ", ".join(f"{m['action']} ({m['count']})" for m in mix[platform][:3]) + ".")
-    posts = _posts(seen)
-    for platform in ("twitter", "reddit"):
-        mine = [p for p in posts if p["platform"] == platform]
+    posts = f.posts()
+    for platform in f.loud():
+        mine = [p for p in posts if p["platform"] == platform and f.pivot is not None and p["round"] > f.pivot]
         if mine:
-            out.append(_quote(mine[0]))
+            out.append(f"Still being said on {_cap(platform)} after round {f.pivot}:\n\n" + _quote(mine[0]))
+    return "\n\n".join(p for p in out if p)
+
+
+def _divergence_sentence(f: Facts) -> str:
+    """Which platform kept arguing after the pivot, by how much, against which baseline."""
+    if f.pivot is None:
+        return ""
+    loud, quiet = f.loud()
+    (lm, n), (qm, _) = f.means(loud, True), f.means(quiet, True)
+    if not n:
+        return ""
+    ratio = f", {round(lm / qm, 2)}x as many" if qm else ""
+    return (f"After round {f.pivot}, {_cap(loud)} kept the debate going: {_cap(loud)} averaged {lm} actions per "
+            f"round against {qm} on {_cap(quiet)} over the {n} rounds that followed{ratio}.")
+
+
+def _drivers(f: Facts) -> str:
+    a = f.analytics
+    out = []
+    active = a.get("most_active_agents", [])
+    if active:
+        out.append("The most active agents were " + _listing(
+            [f"{_who(x)}, {x['stance']}: {x['actions']} actions, {x['posts']} posts)" for x in active[:5]]) + ".")
+    engaged = a.get("most_engaged_agents", [])
+    if engaged:
+        out.append("Others reacted most to " + _listing(
+            [f"{_who(x)}, {x['stance']}: {x['reactions']} reactions, of which {x['shares']} reposts or quotes, "
+             f"{x['comments']} comments and {x['likes']} likes)" for x in engaged[:3]]) + ".")
+    out += _shifts(f)
+    forge = (f.seen.get("insight_forge") or [{}])[0]
+    chains = [c for c in forge.get("interaction_chains", []) if c["count"] > 1]
+    if chains:
+        out.append("The strongest interaction chains around them: " + "; ".join(
+            f"{c['from_name']} ({c['from']}) {c['kind']} {c['to_name']} ({c['to']}) x{c['count']}"
+            for c in chains[:5]) + ".")
+    posts = [p for p in f.posts() if engaged and p["agent"]["ref"] == engaged[0]["ref"]]
+    if posts:
+        out.append(f"In {engaged[0]['name']}'s own words:\n\n" + _quote(posts[0]))
+    return "\n\n".join(out) or "The tools returned no activity data for this simulation."
+
+
+def _shifts(f: Facts) -> list[str]:
+    shifts = f.camps.get("stance_shifts") or []
+    if not shifts:
+        return ["No agent's statements moved from one camp to another."] if f.camps else []
+    out = [f"{len(shifts)} agents changed sides: their statements moved to another camp than their profile's."]
+    for s in shifts:
+        out.append(f"{s['name']} ({s['agent']}) is {s['stated_stance']} by profile, but from round {s['from_round']} "
+                   f"on, all {s['statements_after']} of their statements spoke for the {s['now_speaks_for']} camp:\n\n"
+                   f"> \"{s['example']['content']}\" ({s['example']['ref']})")
     return out
 
 
-def _before_after(per_round: list[dict[str, Any]], pivot: int) -> str:
-    """Mean actions per round on each platform before and after the first turning point."""
-    def mean(rows: list[dict[str, Any]], platform: str) -> float:
-        return sum(r[platform] for r in rows) / len(rows) if rows else 0.0
-    before = [r for r in per_round if 0 < r["round"] < pivot]
-    after = [r for r in per_round if r["round"] > pivot]
-    return (f"Before the turning point in round {pivot}, Twitter averaged {mean(before, 'twitter'):.1f} actions "
-            f"per round and Reddit {mean(before, 'reddit'):.1f}; after it, Twitter averaged "
-            f"{mean(after, 'twitter'):.1f} and Reddit {mean(after, 'reddit'):.1f}.")
-
-
-def _drivers(analytics: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) -> list[str]:
-    active = analytics.get("most_active_agents", [])
+def _answers(f: Facts) -> str:
+    """Each requirement question restated, then answered from the figures and quotes gathered."""
     out = []
-    if active:
-        out.append("The most active agents were " + ", ".join(
-            f"{a['name']} ({a['ref']}, {a['stance']}: {a['actions']} actions, {a['posts']} posts)" for a in active[:5])
-            + ".")
-    engaged = analytics.get("most_engaged_agents", [])
-    if engaged:
-        out.append("Others reacted most to " + ", ".join(
-            f"{a['name']} ({a['ref']}, {a['stance']}: {a['reactions']} reactions, of which {a['shares']} reposts "
-            f"or quotes, {a['comments']} comments and {a['likes']} likes)" for a in engaged[:3]) + ".")
-    forge = (seen.get("insight_forge") or [{}])[0]
-    chains = [c for c in forge.get("interaction_chains", []) if c["count"] > 1]
-    if chains:
-        out.append("The strongest interaction chains: " + "; ".join(
-            f"{c['from_name']} ({c['from']}) {c['kind']} {c['to_name']} ({c['to']}) x{c['count']}"
-            for c in chains[:5]) + ".")
-    posts = [p for p in _posts(seen) if active and p["agent"]["ref"] == active[0]["ref"]]
-    if posts:
-        out.append(f"In {active[0]['name']}'s own words:\n\n" + _quote(posts[0]))
-    return out or ["The tools returned no activity data for this simulation."]
+    for question in _questions(f.requirement):
+        q = question.lower()
+        if any(w in q for w in ("twitter", "reddit", "platform", "平台")):
+            answer = [_divergence_sentence(f) or "The platforms cannot be compared from the data."]
+        elif any(w in q for w in ("argument", "concern", "dominate", "spread", "观点", "担忧", "占上风")):
+            answer = _answer_arguments(f)
+        else:
+            answer = _answer_reaction(f)
+        out.append(f"**{question}**\n\n" + "\n\n".join(a for a in answer if a))
+    return "\n\n".join(out) or "The requirement asks no question this writer can answer from the data."
+
+
+def _answer_reaction(f: Facts) -> list[str]:
+    stances = f.background.get("stances") or {}
+    largest = max(sorted(s for s in stances if s), key=lambda s: stances[s], default="")
+    out = [f"The {largest} camp is the largest: the agents split into {_camp_sizes(f.background)}." if largest else ""]
+    shifts = (f.camps.get("stance_shifts") or [])
+    if shifts:
+        out.append(f"The reaction moved after round {f.pivot}: " + _listing(
+            [f"{s['name']} ({s['agent']}, {s['stated_stance']} by profile) spoke for the {s['now_speaks_for']} camp "
+             f"from round {s['from_round']}" for s in shifts]) + ".")
+    return out
+
+
+def _answer_arguments(f: Facts) -> list[str]:
+    arguments = f.camps.get("arguments") or {}
+    out = []
+    row = next((r for r in f.rounds if r["round"] == f.pivot), None)
+    if row:
+        out.append(f"The debate spread fastest in round {f.pivot}, with {row['total']} actions.")
+    stances = f.background.get("stances") or {}
+    for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
+        top = arguments[stance][0]
+        out.append(f"The {stance} camp's dominant argument ({top['statements']} statements):\n\n"
+                   f"> \"{top['example']['content']}\" ({top['example']['ref']})")
+    return out
+
+
+WRITERS = {"timeline": _timeline, "camps": _camps, "platforms": _platforms, "drivers": _drivers, "answers": _answers}

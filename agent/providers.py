@@ -8,6 +8,7 @@ runner retries, so every attempt is an event. Errors are translated here, once, 
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -87,21 +88,38 @@ class OpenAIProvider:
     async def close(self) -> None:
         await self.client.close()
 
+    async def context_window(self, model: str) -> int | None:
+        """The context size the server reports for `model` in its model list, if it says (vLLM, LM Studio do)."""
+        try:
+            with anyio.fail_after(min(self.timeout_s, 10.0)):
+                page = await self.client.models.list()
+        except (TimeoutError, openai.APIError):
+            return None
+        for entry in page.data:
+            extra = entry.model_extra or {}
+            sizes = [extra.get(k) for k in ("max_model_len", "context_length", "context_window", "n_ctx")]
+            size = next((v for v in sizes if isinstance(v, int) and v > 0), None)
+            if size and (entry.id == model or len(page.data) == 1):
+                return size
+        return None
+
     async def complete(self, request: LLMRequested, messages: list[dict[str, Any]], attempt: int) -> Completion:
         kwargs: dict[str, Any] = {"model": request.model, "messages": messages, **request.params}
         if request.tools and request.protocol == "native":
             kwargs["tools"] = openai_tools(request.tools)
+        timeout = float(kwargs.setdefault("timeout", self.timeout_s))  # `resume --timeout` records its own
+        late = f"no complete answer within {timeout:g}s ([llm] timeout_s)"
         async with self.semaphore:
             await self.rate.acquire()
             try:
-                with anyio.fail_after(self.timeout_s):  # a deadline for the whole call, not per socket read
+                with anyio.fail_after(timeout):  # a deadline for the whole call, not per socket read
                     response = await self.client.chat.completions.create(**kwargs)
             except TimeoutError as exc:
-                raise LLMError("timeout", f"no complete answer within {self.timeout_s:g}s ([llm] timeout_s)") from exc
+                raise LLMError("timeout", late) from exc
             except openai.APIStatusError as exc:
                 raise _status_error(exc) from exc
             except openai.APITimeoutError as exc:
-                raise LLMError("timeout", f"no answer within the timeout ({exc})") from exc
+                raise LLMError("timeout", late) from exc
             except openai.APIConnectionError as exc:
                 raise LLMError("connection", f"cannot reach the server: {exc}") from exc
             except (openai.APIError, ValueError) as exc:
@@ -109,9 +127,14 @@ class OpenAIProvider:
         return _completion(response, request.call_id, messages)
 
 
+OVERFLOW = re.compile(r"context (length|window|size)|too many tokens|prompt is too long|n_ctx", re.I)
+
+
 def _status_error(exc: openai.APIStatusError) -> LLMError:
     status = exc.status_code
     text = str(exc)[:500]
+    if status in (400, 413, 422) and OVERFLOW.search(text):
+        return LLMError("context_overflow", text, status_code=status, retryable=False)
     refused = status in (400, 404, 422, 501) and any(w in text.lower() for w in ("tool", "function"))
     return LLMError("rate_limited" if status == 429 else f"http_{status}", text, status_code=status,
                     retry_after_s=retry_after(exc.response.headers),
@@ -136,23 +159,40 @@ def retry_after(headers: Any) -> float | None:
 
 
 def _completion(response: Any, call_id: str, messages: list[dict[str, Any]]) -> Completion:
-    """Tolerate what real servers send: no choices, None content, string arguments, no ids, no usage."""
+    """Tolerate what real servers send (no ids, no usage, string arguments); refuse what no model means."""
     choices = getattr(response, "choices", None)
     if not choices:
         raise LLMError("empty_choices", "the server answered with no choices")
-    message = choices[0].message
-    content = message.content or ""
-    calls = []
-    for n, tc in enumerate(message.tool_calls or [], 1):
-        function = getattr(tc, "function", None)
-        if function is None or not getattr(function, "name", None):
-            continue
-        calls.append(ToolCallRequest(id=tc.id or f"{call_id}-t{n}", name=function.name,
-                                     arguments=coerce_arguments(function.arguments)))
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        raise LLMError("invalid_response", f"the reply's content is a {type(content).__name__}, not text")
+    content = content or ""
     usage = getattr(response, "usage", None)
-    if usage is not None and usage.prompt_tokens is not None:
-        tokens = TokenUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens or 0)
+    if usage is not None and isinstance(usage.prompt_tokens, int):
+        tokens = TokenUsage(prompt_tokens=usage.prompt_tokens,
+                            completion_tokens=usage.completion_tokens if isinstance(usage.completion_tokens, int) else 0)
     else:
         prompt = sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
         tokens = TokenUsage(prompt_tokens=prompt, completion_tokens=estimate_tokens(content), estimated=True)
-    return Completion(content, calls, tokens, choices[0].finish_reason)
+    finish = getattr(choices[0], "finish_reason", None)
+    return Completion(content, _tool_calls(getattr(message, "tool_calls", None), call_id), tokens,
+                      finish if isinstance(finish, str) else None)
+
+
+def _tool_calls(raw: Any, call_id: str) -> list[ToolCallRequest]:
+    """Native tool calls; a malformed list is an invalid response (retried), not a crash later."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise LLMError("invalid_response", f"the reply's tool_calls is a {type(raw).__name__}, not a list")
+    calls = []
+    for n, tc in enumerate(raw, 1):
+        function = getattr(tc, "function", None)
+        name = getattr(function, "name", None)
+        if not isinstance(name, str) or not name:
+            raise LLMError("invalid_response", f"tool call {n} of the reply has no function name")
+        tc_id = getattr(tc, "id", None)
+        calls.append(ToolCallRequest(id=tc_id if isinstance(tc_id, str) and tc_id else f"{call_id}-t{n}", name=name,
+                                     arguments=coerce_arguments(getattr(function, "arguments", None))))
+    return calls

@@ -24,7 +24,10 @@ from simreportd.events.models import (
     InterviewUnlocked,
     LLMFailed,
     LLMResponded,
+    OutlinePlanned,
+    ReportCompleted,
     ReportFailed,
+    SectionCompleted,
     ToolFailed,
     ToolObserved,
 )
@@ -60,10 +63,14 @@ class ReportRunner:
         """Run the report until the core says stop; return its final state."""
         stream = report_stream(report_id)
         state = core.fold([r.event for r in await self.store.read_stream(stream)], report_id)
+        first = True
         while True:
             effect = core.decide(state)
             if isinstance(effect, core.Stop):
                 return state
+            if first:
+                log_start(state)
+                first = False
             try:
                 events = await self._perform(state, effect)
             except Exception as exc:  # unexpected: logged once here, and a resumable terminal event
@@ -74,6 +81,7 @@ class ReportRunner:
                 await self.store.append(stream, events, expected_version=state.version)
             for event in events:
                 state.apply(event)
+                log_step(state, event)
 
     async def _perform(self, s: ReportState, effect: core.Effect) -> list[DomainEvent]:
         if isinstance(effect, core.Emit):
@@ -99,7 +107,7 @@ class ReportRunner:
         try:
             completion = await self.provider.complete(request, effect.messages, effect.attempt)
         except LLMError as exc:
-            log.warning("report %s: %s attempt %d failed: %s", s.report_id, request.call_id, effect.attempt, exc)
+            log.debug("report %s: %s attempt %d failed: %s", s.report_id, request.call_id, effect.attempt, exc)
             return LLMFailed(report_id=s.report_id, call_id=request.call_id, attempt=effect.attempt, kind=exc.kind,
                              message=exc.message, status_code=exc.status_code, retry_after_s=exc.retry_after_s,
                              retryable=exc.retryable, tools_refused=exc.tools_refused)
@@ -124,6 +132,31 @@ class ReportRunner:
             else [observed]
 
 
+def log_start(state: ReportState) -> None:
+    """A report starts, or continues after a stop: said once, when there is work to do."""
+    request = state.request
+    if request is None:
+        return
+    how = "continues" if state.version > 1 else "started"
+    log.info("report %s %s: simulation %s generation %d, %s%s", state.report_id, how, request.simulation_id,
+             request.generation, request.provider, f" ({request.model})" if request.model else "")
+
+
+def log_step(state: ReportState, event: DomainEvent) -> None:
+    """The milestones of a report as they happen: outline, each section, the end."""
+    total = len(state.outline.sections) if state.outline else 0
+    if isinstance(event, OutlinePlanned):
+        log.info("report %s: outline planned: %s (%d sections)", state.report_id, event.title, total)
+    elif isinstance(event, SectionCompleted):
+        log.info("report %s: section %d/%d written: %s", state.report_id, event.section_index, total, event.title)
+    elif isinstance(event, ReportCompleted) and event.problems:
+        log.warning("report %s completed degraded: %s", state.report_id, "; ".join(event.problems))
+    elif isinstance(event, ReportCompleted):
+        log.info("report %s completed", state.report_id)
+    elif isinstance(event, ReportFailed):
+        log.warning("report %s failed during %s: %s", state.report_id, event.stage, event.error)
+
+
 def interview_events(s: ReportState, call_id: str, result: str) -> list[DomainEvent]:
     """Every question and answer of an interview_agents call, recorded with the mode that answered."""
     assert s.request is not None
@@ -142,6 +175,7 @@ def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> dict[str, Any]
     """The rules a report keeps for its whole life, recorded in its ReportRequested."""
     return {"min_tool_calls": agent.min_tool_calls, "max_tool_calls": agent.max_tool_calls,
             "max_iterations": agent.max_iterations, "conflict_retries": agent.conflict_retries,
-            "outline_retries": agent.outline_retries, "max_retries": llm.max_retries,
+            "outline_retries": agent.outline_retries, "max_rejections": agent.max_rejections,
+            "mirofish_budget": agent.mirofish_budget, "context_tokens": llm.context_tokens, "max_retries": llm.max_retries,
             "retry_backoff_s": llm.retry_backoff_s, "tool_protocol": llm.tool_protocol,
             "temperature": llm.temperature, "max_tokens": llm.max_tokens, "tools": list(tools)}

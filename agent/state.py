@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simreportd.events.models import (
+    ContextCompacted,
     ContextGathered,
     DomainEvent,
     InterviewUnlocked,
@@ -35,7 +36,7 @@ from simreportd.events.models import (
     ToolProtocolChosen,
 )
 
-from . import grounding, prompts
+from . import budget, grounding, prompts
 
 
 def message_bytes(message: dict[str, Any]) -> bytes:
@@ -60,6 +61,14 @@ class Conversation:
     last_failure: LLMFailed | None = None
     unread: LLMResponded | None = None
     requests: int = 0
+    overflows: int = 0  # requests the server refused as longer than its context
+    native_ids: set[str] = field(default_factory=set)  # tool calls the server sent as tool_calls
+
+    def replace(self, messages: list[dict[str, Any]]) -> None:
+        """Swap in a compacted conversation, rehashing it for the fingerprints."""
+        self.messages, self.digest = [], hashlib.sha256()
+        for message in messages:
+            self.add(message)
 
 
 @dataclass
@@ -73,7 +82,15 @@ class SectionState:
     grounding_rejections: int = 0
     open_calls: list[ToolCalled] = field(default_factory=list)
     final_requested: bool = False
+    forced_replies: int = 0  # replies to the forced final request
     observations: list[ToolObserved] = field(default_factory=list)
+    accepted: set[int] = field(default_factory=set)  # iterations whose reply led to a tool call
+    rejections: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rejected_replies(self) -> int:
+        """Replies that led to nothing but a rejection: they count against [agent] max_rejections."""
+        return self.iterations - len(self.accepted) - self.forced_replies
 
 
 @dataclass
@@ -93,10 +110,22 @@ class ReportState:
     conversation: Conversation = field(default_factory=Conversation)
     llm_calls: int = 0
     report_completed: bool = False
+    verdict: ReportCompleted | None = None
     unlocked: bool = False
     failed: ReportFailed | None = None
     tools: tuple[str, ...] = ()  # from ReportRequested.settings: a report keeps the rules it started with
     limits: dict[str, int] = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict)  # LLM settings changed by `resume`
+    tools_ignored: int = 0  # replies to native requests offering tools that held no native tool call
+    native_calls_seen: bool = False
+    chars_per_token: float = budget.DEFAULT_CHARS_PER_TOKEN
+    prompt_cap: int | None = None  # lowered when the server refused a request as too long
+
+    def setting(self, key: str, default: Any = None) -> Any:
+        """An LLM setting as it stands now: the request's, unless a resume overrode it."""
+        if key in self.overrides:
+            return self.overrides[key]
+        return self.request.settings.get(key, default) if self.request else default
 
     @property
     def current(self) -> SectionState | None:
@@ -128,6 +157,18 @@ class ReportState:
     def _on_ToolProtocolChosen(self, e: ToolProtocolChosen) -> None:
         self.protocol = e.protocol
         self.conversation = Conversation()  # the conversation restarts in the new protocol
+        if (section := self.current) is not None:  # and so does an open section, budgets and all
+            self.sections[section.index] = SectionState(section.index, section.title)
+
+    def _on_ContextCompacted(self, e: ContextCompacted) -> None:
+        c = self.conversation
+        if c.awaiting is not None:  # the server refused the outstanding request: it is abandoned
+            c.awaiting, c.last_failure, c.failures = None, None, 0
+            c.overflows += 1
+            self.prompt_cap = min(self.prompt_cap or e.target_tokens, e.target_tokens)
+        both = budget.compact(c.messages + c.pending, e.target_tokens, self.chars_per_token)
+        c.replace(both[:len(c.messages)])
+        c.pending = both[len(c.messages):]
 
     def _on_SectionStarted(self, e: SectionStarted) -> None:
         self.sections[e.section_index] = SectionState(e.section_index, e.title)
@@ -151,6 +192,8 @@ class ReportState:
 
     def _on_LLMResponded(self, e: LLMResponded) -> None:
         c = self.conversation
+        self._calibrate(c, e)
+        offered = c.awaiting is not None and bool(c.awaiting.tools) and c.awaiting.protocol == "native"
         c.attempts = e.attempt
         c.awaiting, c.unread, c.last_failure = None, e, None
         message: dict[str, Any] = {"role": "assistant", "content": e.content}
@@ -159,8 +202,19 @@ class ReportState:
                 {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": prompts.dumps(t.arguments)}}
                 for t in e.tool_calls]
         c.add(message)
+        c.native_ids.update(t.id for t in e.tool_calls)
+        if offered:
+            self.tools_ignored += not e.tool_calls
+            self.native_calls_seen |= bool(e.tool_calls)
         if (section := self.current) is not None and self.outline is not None:
             section.iterations += 1
+            section.forced_replies += section.final_requested
+
+    def _calibrate(self, c: Conversation, e: LLMResponded) -> None:
+        """Learn the server's characters per token from the usage it reports (never from estimates)."""
+        if c.awaiting is not None and not e.usage.estimated and e.usage.prompt_tokens > 0:
+            chars = sum(len(str(m.get("content") or "")) for m in c.messages)
+            self.chars_per_token = min(5.0, max(2.0, chars / e.usage.prompt_tokens))
 
     def _on_ThoughtRecorded(self, e: ThoughtRecorded) -> None:
         self.conversation.unread = None
@@ -174,6 +228,8 @@ class ReportState:
             c.pending.append({"role": "user", "content": e.feedback})
         if e.reason == "invalid_outline":
             self.outline_rejections += 1
+        elif (section := self.current) is not None:
+            section.rejections[e.reason] = section.rejections.get(e.reason, 0) + 1
         if e.reason == "tool_and_final_answer" and (section := self.current) is not None:
             section.conflicts += 1
         if e.reason == "ungrounded" and (section := self.current) is not None:
@@ -183,6 +239,7 @@ class ReportState:
         self.conversation.unread = None
         section = self.sections[e.section_index]
         section.open_calls.append(e)
+        section.accepted.add(e.iteration)
         section.tool_calls += 1
         if e.tool not in section.used_tools:
             section.used_tools.append(e.tool)
@@ -202,6 +259,7 @@ class ReportState:
 
     def _on_ReportCompleted(self, e: ReportCompleted) -> None:
         self.report_completed = True
+        self.verdict = e
 
     def _on_InterviewUnlocked(self, e: InterviewUnlocked) -> None:
         self.unlocked = True
@@ -211,6 +269,8 @@ class ReportState:
 
     def _on_ReportResumed(self, e: ReportResumed) -> None:
         self.failed = None
+        self.overrides.update(e.overrides)
+        self.conversation.overflows = 0
         self.conversation.failures = 0
         self.conversation.last_failure = None
 
@@ -230,6 +290,6 @@ class ReportState:
             unused = [t for t in self.tools if t not in section.used_tools]
             hint = prompts.budget_hint(unused, section.tool_calls, self.limits["max_tool_calls"],
                                        self.limits["min_tool_calls"])
-        if self.protocol == "text":
+        if self.protocol == "text" or call_id not in self.conversation.native_ids:  # a call written as text
             return {"role": "user", "content": "Observation:\n" + prompts.observation(tool, result, hint)}
         return {"role": "tool", "tool_call_id": call_id, "content": prompts.observation(tool, result, hint)}

@@ -19,7 +19,9 @@ import anyio
 from simreportd.events.errors import SimreportdError
 from simreportd.projections.chart import activity_rows, turning_points
 from simreportd.projections.runner import in_thread, reading, rows_as_dicts
+from simreportd.projections.simulation import han_spaced
 
+from .camps import camps_from_statements
 from .toolspec import REPORT_TOOLS
 
 KEY = "simulation_id = ? AND generation = ?"
@@ -107,6 +109,7 @@ class SimulationTools:
             "most_active_agents": _most_active(conn, key, 5),
             "most_engaged_agents": _most_engaged_agents(conn, key, 5),
             "action_mix": _action_mix(conn, key),
+            "camps": camps_from_statements(_statements(conn, key)),
         }
 
     def quick_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,
@@ -148,7 +151,9 @@ class SimulationTools:
         platforms = {row["platform"]: {"actions": row["actions"], "rounds": row["total_rounds"],
                                        "all_rounds_ran": bool(row["all_rounds_ran"])}
                      for row in rows_as_dicts(conn.execute(
-                         f"SELECT platform, actions, total_rounds, all_rounds_ran FROM sim_platforms WHERE {KEY}"
+                         "SELECT platform, actions, all_rounds_ran, coalesce(total_rounds, (SELECT max(r.round) FROM"
+                         " sim_rounds r WHERE r.simulation_id = p.simulation_id AND r.generation = p.generation AND"
+                         f" r.platform = p.platform)) AS total_rounds FROM sim_platforms p WHERE {KEY}"
                          " ORDER BY platform", key))}
         stances = dict(conn.execute(f"SELECT stance, count(*) FROM sim_agents WHERE {KEY} GROUP BY stance"
                                     " ORDER BY stance", key).fetchall())
@@ -236,8 +241,15 @@ def _sharpest(points: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
 
 
 def fts_query(text: str) -> str:
-    """An FTS5 expression matching any meaningful word of `text`; user text never becomes syntax."""
-    words = [w for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS and len(w) > 1]
+    """An FTS5 expression matching any meaningful word of `text`; user text never becomes syntax.
+
+    Chinese has no spaces: a run of Han characters becomes its two-character phrases, as the index
+    holds one token per character (`han_spaced`)."""
+    words = []
+    for w in re.findall(r"\w+", text.lower()):
+        chars = han_spaced(w).split()
+        words += [f"{a} {b}" for a, b in zip(chars, chars[1:])] if len(chars) > 1 else chars
+    words = [w for w in words if w not in STOPWORDS and len(w) > 1]
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
 
 
@@ -385,6 +397,15 @@ def _chains(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[int]
         " ORDER BY l.count DESC, l.src_agent, l.kind, l.dst_agent LIMIT 15", (*key, ids)).fetchall()
     return [{"from": f"agent:{s}", "from_name": sn, "kind": k, "to": f"agent:{d}", "to_name": dn, "count": c,
              "undone": u} for s, sn, k, d, dn, c, u in rows]
+
+
+def _statements(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str, Any]]:
+    """Every post, quote and comment with its author's name and stated stance, in log order."""
+    rows = conn.execute(f"SELECT p.ref, p.kind, p.round, p.content, p.agent_id, coalesce(g.name, ''),"
+                        f" coalesce(g.stance, '') FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ?"
+                        " AND p.kind IN ('post', 'quote', 'comment') AND p.content != '' ORDER BY p.id", key).fetchall()
+    return [{"ref": r, "kind": k, "round": n or 0, "content": c, "agent": a, "name": nm, "stance": st}
+            for r, k, n, c, a, nm, st in rows]
 
 
 def _undone(conn: sqlite3.Connection, key: tuple[str, int]) -> int:

@@ -29,7 +29,8 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
     },
     "simulation_analytics": {
         "description": "Actions per round per platform, turning points (rounds with at least 2x the rolling "
-        "mean volume), Twitter/Reddit divergence, the most active agents and the action mix.",
+        "mean volume), Twitter/Reddit divergence, the most active and most engaged-with agents, the action mix, and "
+        "the camps: each stance's most repeated arguments and the agents whose statements changed sides.",
         "parameters": {"type": "object", "properties": {}},
     },
     "interview_agents": {

@@ -9,21 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from simreportd.events.errors import SimreportdError
+from simreportd.events.errors import UsageError
 from simreportd.projections.runner import reading
 
+from .folder import MARKERS, is_simulation_folder
 from .replay import fork_report
 
 if TYPE_CHECKING:
     from .service import Daemon
-
-
-class UsageError(SimreportdError, ValueError):
-    """The command was asked for something that cannot be done as asked; exit code 2."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -37,18 +32,32 @@ class Rebuilt:
 
 async def request_report(daemon: Daemon, folder: Path) -> str:
     """Ingest one simulation folder (inside [watch] roots or not) and ask for its report; return its id."""
+    return await daemon.reports.request(await ingest_folder(daemon, folder), trigger="cli")
+
+
+async def ingest_folder(daemon: Daemon, folder: Path) -> str:
+    """Ingest what one simulation folder holds now, and watch it from then on; return the simulation id."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder; pass the simulation folder (the one holding "
                          "simulation_config.json or twitter/actions.jsonl)")
+    if not is_simulation_folder(folder):
+        raise UsageError(f"{folder} holds no simulation: none of {', '.join(MARKERS)} is in it. Pass the folder a "
+                         "simulator writes its run into (`simreportd simulate DIR` writes an example)")
     if folder not in daemon.watcher.folders:
         daemon.watcher.folders.append(folder)
     await daemon.watcher.check(folder)
-    return await daemon.reports.request(folder.name, trigger="cli")
+    return folder.name
 
 
-async def resume_report(daemon: Daemon, report_id: str) -> str:
-    await daemon.reports.resume(report_id)
+async def resume_report(daemon: Daemon, report_id: str, overrides: dict[str, Any] | None = None) -> str:
+    await daemon.reports.resume(report_id, overrides)
     return report_id
+
+
+def resume_overrides(model: str | None, max_tokens: int | None, timeout_s: float | None) -> dict[str, Any]:
+    """The LLM settings a resume changes (recorded in its ReportResumed): only those given."""
+    given = {"model": model, "max_tokens": max_tokens, "timeout_s": timeout_s}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 async def fork(daemon: Daemon, report_id: str, at: int) -> str:

@@ -19,8 +19,10 @@ import anyio
 from simreportd.agent import core
 from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
-from simreportd.events.errors import ConfigError, NotFound, SimreportdError
+from simreportd.events.errors import ConfigError, NotFound, SimreportdError, UsageError
+from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp, EventStore
+from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
 
 from . import actions
@@ -31,7 +33,7 @@ from .leases import leases_for
 from .lock import read_holder
 from .logs import setup_logging
 from .ingest import simulation_stream
-from .progress import follow_report
+from .progress import follow_report, follow_run
 from .replay import ReplayResult, replay_report
 from .reports import auto_report_id
 from .service import Daemon
@@ -98,8 +100,13 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config, command="demo") as daemon:
         await daemon.watcher.rescan()
         generation = await completed_generation(daemon.store, folder.name)
-        report_id = await daemon.reports.request(folder.name, generation, trigger="auto",
-                                                 report_id=auto_report_id(folder.name, generation))
+        report_id = auto_report_id(folder.name, generation)
+        earlier = core.fold([r.event for r in await daemon.store.read_stream(report_stream(report_id))], report_id)
+        if earlier.report_completed:
+            say(f"The demo report was already written here by an earlier `simreportd demo`; nothing was redone.\n"
+                f"To start over: rm -rf {root} && simreportd demo {args.dir}")
+            return finish(config, report_id, earlier, root / "config.toml")
+        await daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id)
         state = await generate(daemon, report_id)
     return finish(config, report_id, state, root / "config.toml")
 
@@ -111,34 +118,47 @@ async def report(args: argparse.Namespace, config: Config) -> int:
         if not args.wait:
             print(frame["report_id"])
             return 0
-        return await follow_handed_over(config, frame["report_id"])
+        return await follow_handed_over(config, frame["report_id"], strict=args.strict)
     config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
     async with Daemon(config, folders=[folder], command="report") as daemon:
-        report_id = await actions.request_report(daemon, folder)
+        simulation_id = await actions.ingest_folder(daemon, folder)
+        if not args.now:
+            await wait_for_run(daemon, simulation_id)
+        report_id = await daemon.reports.request(simulation_id, trigger="cli")
         if not args.wait:
             print(report_id)
             return 0
         state = await generate(daemon, report_id)
-    return finish(config, report_id, state)
+    return finish(config, report_id, state, strict=args.strict)
+
+
+async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
+    """Keep ingesting the folder, printing its rounds, until the simulation completes."""
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(daemon.watcher.run)
+        await follow_run(daemon.store, simulation_id, sys.stderr)
+        tasks.cancel_scope.cancel()
 
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
+    overrides = actions.resume_overrides(args.model, args.max_tokens, args.timeout)
     if holder := running_daemon(config):
-        await send(holder, config, {"op": "resume", "report_id": args.report_id})
-        return await follow_handed_over(config, args.report_id)
+        await send(holder, config, {"op": "resume", "report_id": args.report_id, **overrides})
+        return await follow_handed_over(config, args.report_id, strict=args.strict)
     async with Daemon(config, command="resume") as daemon:
-        await actions.resume_report(daemon, args.report_id)
+        await actions.resume_report(daemon, args.report_id, overrides)
         state = await generate(daemon, args.report_id)
-    return finish(config, args.report_id, state)
+    return finish(config, args.report_id, state, strict=args.strict)
 
 
-async def follow_handed_over(config: Config, report_id: str, daemon_config: Path | None = None) -> int:
+async def follow_handed_over(config: Config, report_id: str, daemon_config: Path | None = None,
+                             strict: bool = False) -> int:
     """Print the progress of a report the running daemon writes, from the shared log, until it ends."""
     say(f"The running daemon writes report {report_id}; following it here (Ctrl-C stops following, not the report)")
     async with config.store.open() as store:
         await follow_report(store, report_id, sys.stderr)
         state = core.fold([r.event for r in await store.read_stream(report_stream(report_id))], report_id)
-    return finish(config, report_id, state, daemon_config)
+    return finish(config, report_id, state, daemon_config, strict)
 
 
 async def generate(daemon: Daemon, report_id: str) -> ReportState:
@@ -166,16 +186,23 @@ output_dir = "reports"
 """
 
 
-def finish(config: Config, report_id: str, state: ReportState, daemon_config: Path | None = None) -> int:
-    """Say where the report is (and how to watch it in the dashboard); exit 1 if it failed."""
+def finish(config: Config, report_id: str, state: ReportState, daemon_config: Path | None = None,
+           strict: bool = False) -> int:
+    """Say where the report is (and how to watch it in the dashboard); exit 1 if it failed (or, strict, degraded)."""
     folder = config.reports.output_dir / report_id
-    if state.failed is not None:
-        say(f"Report {report_id} failed during {state.failed.stage}: {state.failed.error}")
-        say(f"Fix the cause, then continue it with: simreportd resume {report_id}")
+    if state.failed is not None:  # the error itself was printed once, as the report's progress
+        say(f"Fix the cause, then continue it with: simreportd resume {report_id} "
+            "(--max-tokens, --timeout, --model change those LLM settings from there on)")
         print(report_id)
         return 1
     title = state.outline.title if state.outline else report_id
-    say(f"\nReport ready: {title}")
+    problems = state.verdict.problems if state.verdict else []
+    if problems:
+        say(f"\nWARNING: report ready but degraded: {title}\n  it does not meet the [agent] rules:")
+        for problem in problems:
+            say(f"  - {problem}")
+    else:
+        say(f"\nReport ready: {title}")
     say(f"  full report  {folder / 'full_report.md'}")
     say(f"  sections     {folder}/section_NN.md  (MiroFish-compatible folder: {folder})")
     say(f"  trace        {folder / 'agent_log.jsonl'}  and  simreportd events --stream {report_stream(report_id)}")
@@ -183,7 +210,7 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
     if daemon_config is not None:
         say(f"See it in the dashboard: simreportd -c {daemon_config} run   then open http://127.0.0.1:8765/")
     print(report_id)
-    return 0
+    return 1 if strict and problems else 0
 
 
 async def completed_generation(store: EventStore, simulation_id: str) -> int:
@@ -191,14 +218,15 @@ async def completed_generation(store: EventStore, simulation_id: str) -> int:
     for recorded in reversed(await store.read_stream(simulation_stream(simulation_id))):
         if recorded.type == "SimulationCompleted":
             return int(recorded.data["generation"])
-    raise SimreportdError(f"simulation {simulation_id} has not completed; is its folder complete?")
+    raise UsageError(f"simulation {simulation_id} has not completed; is its folder complete?")
 
 
 def simulate(args: argparse.Namespace, config: Config) -> int:
     """Synchronous on purpose: `--live` owns the main thread to receive SIGTERM like a real simulator."""
     story = write_simulation(Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
-                             round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db)
-    say(f"Wrote simulation {story.simulation_id} ({len(story.agents)} agents, {story.rounds} rounds) to {args.dir}")
+                             round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db, say=say)
+    if not args.live:
+        say(f"Wrote simulation {story.simulation_id} ({len(story.agents)} agents, {story.rounds} rounds) to {args.dir}")
     return 0
 
 
@@ -230,10 +258,13 @@ async def export(args: argparse.Namespace, config: Config) -> int:
 
 
 async def replay(args: argparse.Namespace, config: Config) -> int:
+    if bool(args.all) == bool(args.report_id):
+        raise UsageError("pass either REPORT_ID or --all (`simreportd status` lists the reports)")
+    existing_store(config)
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
-            raise NotFound("no report given; pass REPORT_ID or --all")
+            raise NotFound(f"no completed report in {config.store.path} to replay")
         results = [await replay_one(store, report_id, args.into) for report_id in ids]
     if args.all:
         print(f"{'report':<22}{'steps':>7}  result")
@@ -264,7 +295,8 @@ async def replay_one(store: EventStore, report_id: str, into: str | None) -> Rep
 def completed_report_ids(config: Config) -> list[str]:
     with reading(views_path_for(config.store.path)) as conn:
         return [row[0] for row in conn.execute(
-            "SELECT report_id FROM reports WHERE status = 'completed' ORDER BY created_at, report_id")]
+            "SELECT report_id FROM reports WHERE status IN ('completed', 'completed_degraded')"
+            " ORDER BY created_at, report_id")]
 
 
 async def fork(args: argparse.Namespace, config: Config) -> int:
@@ -297,7 +329,14 @@ async def interview(args: argparse.Namespace, config: Config) -> int:
 
 async def events(args: argparse.Namespace, config: Config) -> int:
     streams = [args.stream] if args.stream else None
+    unknown = sorted(set(args.types or ()) - set(EVENT_TYPES))
+    if unknown:
+        raise UsageError(f"unknown event type {', '.join(unknown)}; the types are: {', '.join(EVENT_TYPES)}")
+    existing_store(config)
     async with config.store.open() as store:
+        if args.stream and not args.follow and not await store.read_stream(args.stream):
+            raise NotFound(f"no stream {args.stream!r} in {config.store.path}; streams are named like "
+                           "simulation-SIM_ID and report-REPORT_ID (`simreportd status` lists the ids)")
         if args.follow:
             async for item in store.subscribe(args.after, args.types, streams):
                 if not isinstance(item, CaughtUp):
@@ -321,9 +360,15 @@ async def migrate(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-async def status(args: argparse.Namespace, config: Config) -> int:
+def existing_store(config: Config) -> None:
+    """Commands that only read refuse to create an empty store where none was meant to be."""
     if not config.store.url and not config.store.path.exists():
-        raise NotFound(f"no event store at {config.store.path}; start `simreportd run` or set [store] path")
+        raise NotFound(f"no event store at {config.store.path}; run `simreportd demo`, `report` or `run` first, "
+                       "or point -c / [store] path at an existing store")
+
+
+async def status(args: argparse.Namespace, config: Config) -> int:
+    existing_store(config)
     async with config.store.open() as store, leases_for(config.store) as leases:
         head = await store.last_position()
         streams = await store.stream_summaries()
@@ -334,7 +379,8 @@ async def status(args: argparse.Namespace, config: Config) -> int:
             "daemon": {"pid": holder.pid, "since": holder.since, "command": holder.command, "url": holder.url}
             if holder else None,
             "projection_position": views["position"], "projection_lag": head - views["position"],
-            "simulations": views["simulations"], "reports": views["reports"], "leases": owners}
+            "simulations": views["simulations"], "reports": views["reports"], "leases": owners,
+            "fold_failures": views["fold_failures"]}
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
     else:
@@ -344,7 +390,7 @@ async def status(args: argparse.Namespace, config: Config) -> int:
 
 def read_views_summary(path: Path) -> dict[str, Any]:
     if not path.exists():
-        return {"position": 0, "simulations": [], "reports": []}
+        return {"position": 0, "simulations": [], "reports": [], "fold_failures": []}
     with reading(path) as conn:
         position = conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
         sims = rows_as_dicts(conn.execute(
@@ -354,7 +400,8 @@ def read_views_summary(path: Path) -> dict[str, Any]:
         reports = rows_as_dicts(conn.execute(
             "SELECT report_id, simulation_id, generation, status, progress, title, error FROM reports"
             " ORDER BY created_at, report_id"))
-    return {"position": position, "simulations": sims, "reports": reports}
+        failures = fold_failures(conn)
+    return {"position": position, "simulations": sims, "reports": reports, "fold_failures": failures}
 
 
 def print_status(info: dict[str, Any]) -> None:
@@ -372,6 +419,10 @@ def print_status(info: dict[str, Any]) -> None:
     print(f"reports      {len(info['reports'])}")
     for r in info["reports"]:
         print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")
+    if info["fold_failures"]:
+        print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
+        for f in info["fold_failures"]:
+            print(f"  position {f['position']:<8} {f['projection']:<12} {f['type']:<20} {f['error'][:80]}")
 
 
 def say(text: str) -> None:

@@ -10,9 +10,9 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simreportd.events.log import GroupCommitLog
 from simreportd.events.store import EventStore
@@ -23,6 +23,22 @@ ENV_PREFIX = "SIMREPORTD_"
 
 class Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _any_case(cls, raw: Any) -> Any:
+        """A choice matches in any case (`level = "warning"`), as most tools accept."""
+        if not isinstance(raw, dict):
+            return raw
+        return {key: _choice(cls.model_fields[key].annotation, value) if key in cls.model_fields else value
+                for key, value in raw.items()}
+
+
+def _choice(annotation: Any, value: Any) -> Any:
+    """The allowed spelling of `value` when the field is a Literal of strings, else `value` unchanged."""
+    if get_origin(annotation) is not Literal or not isinstance(value, str):
+        return value
+    return next((c for c in get_args(annotation) if isinstance(c, str) and c.lower() == value.lower()), value)
 
 
 class StoreConfig(Section):
@@ -44,6 +60,7 @@ class WatchConfig(Section):
     roots: list[Path] = Field(default_factory=lambda: [Path("simulations")])
     rescan_seconds: float = Field(default=5.0, gt=0)
     max_line_bytes: int = Field(default=1_048_576, ge=1024)
+    follow_external_symlinks: bool = False
 
 
 class LLMConfig(Section):
@@ -59,6 +76,7 @@ class LLMConfig(Section):
     requests_per_minute: int = Field(default=0, ge=0)
     temperature: float = Field(default=0.3, ge=0, le=2)
     max_tokens: int = Field(default=2048, ge=16)
+    context_tokens: int = Field(default=0, ge=0)
 
     def resolved_provider(self) -> Literal["openai", "offline"]:
         """`auto` means openai when a base_url or an API key is configured, else offline."""
@@ -73,6 +91,8 @@ class AgentConfig(Section):
     max_iterations: int = Field(default=5, ge=1)
     conflict_retries: int = Field(default=2, ge=0)
     outline_retries: int = Field(default=2, ge=0)
+    max_rejections: int = Field(default=4, ge=0)
+    mirofish_budget: bool = False
 
 
 class ReportsConfig(Section):
@@ -90,6 +110,7 @@ class ServerConfig(Section):
     port: int = Field(default=8765, ge=0, le=65535)
     token: str = ""
     allowed_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
 
 
 class ServiceConfig(Section):
@@ -155,8 +176,8 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
             raise ConfigError(f"config file {path} does not exist; pass -c PATH to an existing config.toml")
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        except (ValueError, RecursionError) as exc:  # TOMLDecodeError, bad UTF-8, a 5000-digit int, deep arrays
+            raise ConfigError(f"config file {path} is not valid TOML: {str(exc)[:200]}") from None
         base = path.resolve().parent
     _apply_env(raw, environ)
     try:
@@ -183,7 +204,7 @@ def _env_value(value: str) -> Any:
     """Env values are TOML-ish: JSON when they parse as JSON (numbers, lists, booleans), else text."""
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
 
 

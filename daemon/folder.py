@@ -1,22 +1,27 @@
 """Read what a simulation folder holds right now (FORMATS.md section 1): blocking file reads only.
 
-Every function here tolerates a folder that is being written or deleted underneath it.
+Every function here tolerates a folder that is being written or deleted underneath it, and
+reads through `inputs` (regular files inside the folder, bounded) and `values` (every value
+kept fits the event models and SQLite): hostile files cost a rejection, never the daemon.
 """
 
 from __future__ import annotations
 
 import csv
-import json
+import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from . import values
+from .inputs import Confinement, read_bytes
 from .oasis import identify_db
 from .tail import FileIdentity, identify
 
 ACTION_FILES = {"twitter/actions.jsonl": "twitter", "reddit/actions.jsonl": "reddit"}
 COMBINED_FILE = "actions.jsonl"
+PID_MAX = 2**22  # Linux's PID_MAX_LIMIT: anything above is not a process id os.kill can take
 MARKERS = ("simulation_config.json", *ACTION_FILES, COMBINED_FILE, "twitter_simulation.db", "reddit_simulation.db")
 
 
@@ -47,59 +52,70 @@ class FolderSnapshot:
     minutes_per_round: int = 60
 
 
+class Setup(NamedTuple):
+    """What a generation starts with, and the reasons parts of it were left out."""
+
+    requirement: str
+    config: dict[str, Any]
+    agents: list[dict[str, Any]]
+    problems: list[tuple[str, str]]  # (file, reason)
+
+
 def is_simulation_folder(path: Path) -> bool:
     """A folder is a simulation when it holds any of the files a simulator writes."""
     return path.is_dir() and any((path / m).exists() for m in MARKERS)
 
 
-def snapshot(folder: Path) -> FolderSnapshot:
+def snapshot(folder: Path, confinement: Confinement | None = None) -> FolderSnapshot:
     """The action files with their identities, the platforms present, the environment status."""
     if not folder.is_dir():
         return FolderSnapshot(exists=False)
+    confinement = confinement or Confinement(folder)
     sources = []
     present = set()
     for key, platform in ACTION_FILES.items():
         if (folder / key).exists():
             present.add(platform)
-        if (identity := identify(folder / key)) is not None:
+        if (identity := identify(folder / key, confinement)) is not None:
             sources.append(SourceFile(key, platform, folder / key, identity))
-    if not present and (identity := identify(folder / COMBINED_FILE)) is not None:
+    env = read_env_status(folder, confinement)
+    if not present and (identity := identify(folder / COMBINED_FILE, confinement)) is not None:
         sources.append(SourceFile(COMBINED_FILE, None, folder / COMBINED_FILE, identity))
-        return FolderSnapshot(True, sources, present, read_env_status(folder))
+        return FolderSnapshot(True, sources, present, env)
     if present or sources:
-        return FolderSnapshot(True, sources, present, read_env_status(folder))
-    return _oasis_snapshot(folder)
+        return FolderSnapshot(True, sources, present, env)
+    return _oasis_snapshot(folder, confinement, env)
 
 
-def _oasis_snapshot(folder: Path) -> FolderSnapshot:
+def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | None) -> FolderSnapshot:
     """The databases as sources, with run_state.json as the only hint that a platform has ended."""
     sources, present = [], set()
     for platform in ("twitter", "reddit"):
         key = f"{platform}_simulation.db"
         if (folder / key).exists():
             present.add(platform)
-            if (identity := identify_db(folder / key)) is not None:
+            if (identity := identify_db(folder / key, confinement)) is not None:
                 sources.append(SourceFile(key, platform, folder / key, identity, kind="oasis"))
-    run_state = _read_json(folder / "run_state.json")
+    run_state = _read_json(folder / "run_state.json", confinement)
     run_state = run_state if isinstance(run_state, dict) else {}
-    total = run_state.get("total_rounds") if isinstance(run_state.get("total_rounds"), int) else 0
+    total = max(0, values.int64(run_state.get("total_rounds")) or 0)
     done = run_state.get("runner_status") == "completed"
     hint = {p: total for p in present if done or run_state.get(f"{p}_completed") is True}
-    config = _read_json(folder / "simulation_config.json")
+    config = _read_json(folder / "simulation_config.json", confinement)
     time_config = config.get("time_config", {}) if isinstance(config, dict) else {}
-    minutes = time_config.get("minutes_per_round", 60) if isinstance(time_config, dict) else 60
-    return FolderSnapshot(True, sources, present, read_env_status(folder), hint,
-                          minutes if isinstance(minutes, int) and minutes > 0 else 60)
+    minutes = values.int64(time_config.get("minutes_per_round", 60)) if isinstance(time_config, dict) else 60
+    return FolderSnapshot(True, sources, present, env, hint, minutes if minutes and minutes > 0 else 60)
 
 
-def read_env_status(folder: Path) -> EnvStatus | None:
+def read_env_status(folder: Path, confinement: Confinement | None = None) -> EnvStatus | None:
     """env_status.json, with a stale `alive` (its simulator's pid is gone) reported as `stale`."""
-    env = _read_json(folder / "env_status.json")
+    confinement = confinement or Confinement(folder)
+    env = _read_json(folder / "env_status.json", confinement)
     if not isinstance(env, dict) or env.get("status") not in ("alive", "stopped"):
         return None
-    run_state = _read_json(folder / "run_state.json")
-    pid = run_state.get("process_pid") if isinstance(run_state, dict) else None
-    pid = pid if isinstance(pid, int) and pid > 0 else None
+    run_state = _read_json(folder / "run_state.json", confinement)
+    pid = values.int64(run_state.get("process_pid")) if isinstance(run_state, dict) else None
+    pid = pid if pid is not None and pid > 0 else None
     status = env["status"]
     if status == "alive" and pid is not None and not pid_alive(pid):
         status = "stale"
@@ -108,12 +124,16 @@ def read_env_status(folder: Path) -> EnvStatus | None:
 
 def pid_alive(pid: int) -> bool:
     """Whether a process with this pid exists (a zombie counts as gone)."""
+    if not 0 < pid <= PID_MAX:
+        return False  # os.kill would raise OverflowError; no process can have it
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    except OSError:
+        return False
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
@@ -121,18 +141,20 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def read_setup(folder: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-    """(requirement, config summary, agents) from simulation_config.json and the profile files."""
-    config = _read_json(folder / "simulation_config.json")
+def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
+    """Requirement, config summary and agents from simulation_config.json and the profile files."""
+    confinement = confinement or Confinement(folder)
+    problems: list[tuple[str, str]] = []
+    config = _load_json(folder / "simulation_config.json", confinement, problems)
     config = config if isinstance(config, dict) else {}
     agents: dict[int, dict[str, Any]] = {}
-    for item in config.get("agent_configs") or []:
-        if isinstance(item, dict) and isinstance(item.get("agent_id"), int):
+    for item in _kept(config.get("agent_configs"), "simulation_config.json", problems):
+        if isinstance(item.get("agent_id"), int):
             agents[item["agent_id"]] = {
                 "agent_id": item["agent_id"], "name": str(item.get("entity_name") or ""),
                 "entity_type": str(item.get("entity_type") or ""), "stance": str(item.get("stance") or ""),
                 "influence": item.get("influence_weight"), "activity_level": item.get("activity_level")}
-    for profile in _read_profiles(folder):
+    for profile in _read_profiles(folder, confinement, problems):
         entry = agents.setdefault(profile["agent_id"], {"agent_id": profile["agent_id"]})
         for key, value in profile.items():
             if value not in (None, "") and not entry.get(key):
@@ -146,22 +168,48 @@ def read_setup(folder: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]
         "llm_model": config.get("llm_model") or "",
     }
     requirement = str(config.get("simulation_requirement") or "")
-    return requirement, summary, [agents[k] for k in sorted(agents)]
+    if not values.fits([summary, requirement]):
+        problems.append(("simulation_config.json", "settings dropped: " + _why([summary, requirement])))
+        summary, requirement = {}, ""
+    return Setup(requirement, summary, [agents[k] for k in sorted(agents)], problems)
 
 
-def _read_profiles(folder: Path) -> list[dict[str, Any]]:
+def _kept(items: Any, file: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The dict entries of a JSON list that fit; each one left out is a problem with its reason."""
+    kept = []
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict):
+            if values.fits(item):
+                kept.append(item)
+            else:
+                problems.append((file, f"entry {i} left out: {_why(item)}"))
+    return kept
+
+
+def _why(value: Any) -> str:
+    try:
+        values.check(value)
+    except values.BadValue as exc:
+        return exc.reason
+    return "ok"
+
+
+def _read_profiles(folder: Path, confinement: Confinement, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
     profiles: list[dict[str, Any]] = []
     try:
-        with (folder / "twitter_profiles.csv").open(encoding="utf-8", newline="") as f:
-            for row in csv.DictReader(f):
-                if (row.get("user_id") or "").strip().isdigit():
-                    profiles.append({"agent_id": int(row["user_id"]), "name": row.get("name") or "",
-                                     "username": row.get("username") or "", "bio": row.get("description") or ""})
-    except (OSError, UnicodeDecodeError, csv.Error):
+        text = read_bytes(folder / "twitter_profiles.csv", confinement).decode("utf-8")
+        for row in csv.DictReader(io.StringIO(text, newline="")):
+            user_id = (row.get("user_id") or "").strip()
+            if user_id.isdigit() and len(user_id) <= 20 and values.int64(int(user_id)) is not None:
+                profiles.append({"agent_id": int(user_id), "name": row.get("name") or "",
+                                 "username": row.get("username") or "", "bio": row.get("description") or ""})
+    except FileNotFoundError:
         pass
-    reddit = _read_json(folder / "reddit_profiles.json")
-    for item in reddit if isinstance(reddit, list) else []:
-        if isinstance(item, dict) and isinstance(item.get("user_id"), int):
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as exc:
+        problems.append(("twitter_profiles.csv", f"not read: {exc}"[:200]))
+    reddit = _load_json(folder / "reddit_profiles.json", confinement, problems)
+    for item in _kept(reddit, "reddit_profiles.json", problems):
+        if isinstance(item.get("user_id"), int):
             profiles.append({"agent_id": item["user_id"], "name": str(item.get("name") or ""),
                              "username": str(item.get("username") or ""), "bio": str(item.get("bio") or ""),
                              "persona": str(item.get("persona") or ""),
@@ -169,8 +217,20 @@ def _read_profiles(folder: Path) -> list[dict[str, Any]]:
     return profiles
 
 
-def _read_json(path: Path) -> Any:
+def _load_json(path: Path, confinement: Confinement, problems: list[tuple[str, str]]) -> Any:
+    """The file's JSON (values unchecked: the caller keeps what fits), or None with a problem noted."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return values.loads(read_bytes(path, confinement), check_values=False)
+    except FileNotFoundError:
+        return None
+    except (OSError, values.BadValue) as exc:
+        problems.append((path.name, f"not read: {getattr(exc, 'reason', None) or exc}"[:200]))
+        return None
+
+
+def _read_json(path: Path, confinement: Confinement) -> Any:
+    """The file's JSON if it is readable and every value fits, else None (a hint file: no complaint)."""
+    try:
+        return values.loads(read_bytes(path, confinement))
+    except (OSError, values.BadValue):
         return None

@@ -15,6 +15,8 @@ from typing import Any
 
 from simreportd.projections.chart import activity_rows, activity_svg
 from simreportd.projections.export import full_markdown, load_report, section_markdown
+from simreportd.projections.report import mirofish_status
+from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts
 
 Reply = tuple[int, str, bytes]
@@ -25,6 +27,17 @@ STATIC = Path(__file__).with_name("static")
 
 def json_reply(value: Any, status: int = 200) -> Reply:
     return status, JSON, json.dumps(value, ensure_ascii=False).encode()
+
+
+class BadRequest(ValueError):
+    """A query or path value we cannot use: answered 400 with the message."""
+
+
+def int_param(text: str, name: str) -> int:
+    """A non-negative 64-bit integer from the request, or `BadRequest`."""
+    if not text.isdigit() or len(text) > 18:
+        raise BadRequest(f"{name} must be an integer from 0 to 10^18, got {text[:40]!r}")
+    return int(text)
 
 
 def not_found(what: str) -> Reply:
@@ -55,7 +68,10 @@ def handle(views: Path, path: str, query: dict[str, str]) -> Reply:
             if not views.exists():
                 return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
             with reading(views) as conn:
-                return fn(conn, query, *match.groups())
+                try:
+                    return fn(conn, query, *match.groups())
+                except BadRequest as exc:
+                    return json_reply({"error": "bad_request", "message": str(exc)}, 400)
     return not_found(f"no route for {path}")
 
 
@@ -87,7 +103,8 @@ def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str
 def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     rows = rows_as_dicts(conn.execute(
         "SELECT report_id, simulation_id, generation, status, progress, title, sections_total, completed_sections,"
-        " interview_unlocked, created_at, completed_at, error FROM reports ORDER BY created_at, report_id"))
+        " interview_unlocked, created_at, completed_at, error, provider, model, partial, problems FROM reports"
+        " ORDER BY created_at, report_id"))
     return json_reply({"reports": rows})
 
 
@@ -130,7 +147,7 @@ def progress(conn: sqlite3.Connection, query: dict[str, str], report_id: str) ->
     found = load_report(conn, report_id)
     if found is None:
         return not_found(f"no report {report_id}")
-    return mirofish({"status": found["status"], "progress": -1 if found["status"] == "failed" else found["progress"],
+    return mirofish({"status": mirofish_status(found["status"]), "progress": -1 if found["status"] == "failed" else found["progress"],
                      "message": found["message"], "current_section": found["current_section"],
                      "completed_sections": [s["title"] for s in found["sections"] if s["status"] == "completed"],
                      "updated_at": found["updated_at"]})
@@ -145,26 +162,24 @@ def sections(conn: sqlite3.Connection, query: dict[str, str], report_id: str) ->
     return mirofish({"report_id": report_id, "sections": [
         {"filename": f"section_{s['section_index']:02d}.md", "section_index": s["section_index"],
          "content": section_markdown(s)} for s in done],
-        "total_sections": found["sections_total"], "is_complete": found["status"] == "completed"})
+        "total_sections": found["sections_total"], "is_complete": mirofish_status(found["status"]) == "completed"})
 
 
 @route(r"/api/report/([^/]+)/section/(\d+)")
 def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, index: str) -> Reply:
+    number = int_param(index, "the section number")
     found = load_report(conn, report_id)
-    match = [s for s in (found or {}).get("sections", []) if s["section_index"] == int(index)
+    match = [s for s in (found or {}).get("sections", []) if s["section_index"] == number
              and s["status"] == "completed"]
     if not match:
         return not_found(f"section {index} of report {report_id} is not ready")
-    return mirofish({"filename": f"section_{int(index):02d}.md", "section_index": int(index),
+    return mirofish({"filename": f"section_{number:02d}.md", "section_index": number,
                      "content": section_markdown(match[0])})
 
 
 @route("/api/report/([^/]+)/agent-log")
 def agent_log(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
-    try:
-        start = max(0, int(query.get("from_line", "0")))
-    except ValueError:
-        return json_reply({"error": "bad_request", "message": "from_line must be an integer"}, 400)
+    start = int_param(query.get("from_line", "0"), "from_line")
     lines = [json.loads(r[0]) for r in conn.execute(
         "SELECT line FROM agent_log WHERE report_id = ? AND line_no >= ? ORDER BY line_no", (report_id, start))]
     total = conn.execute("SELECT count(*) FROM agent_log WHERE report_id = ?", (report_id,)).fetchone()[0]
@@ -187,6 +202,7 @@ def metrics(conn: sqlite3.Connection, head: int, projected: int, clients: int) -
         "SELECT coalesce(sum(llm_calls), 0), coalesce(sum(tool_calls), 0), coalesce(sum(prompt_tokens), 0),"
         " coalesce(sum(completion_tokens), 0) FROM reports").fetchone()
     rejections = conn.execute("SELECT count(*) FROM sim_rejections").fetchone()[0]
+    failures = len(fold_failures(conn))
     lines = [
         "# HELP simreportd_events_appended_total Events in the log (the last position).",
         "# TYPE simreportd_events_appended_total counter", f"simreportd_events_appended_total {head}",
@@ -194,7 +210,7 @@ def metrics(conn: sqlite3.Connection, head: int, projected: int, clients: int) -
         "# TYPE simreportd_projection_lag gauge", f"simreportd_projection_lag {head - projected}",
         "# HELP simreportd_reports Reports by status.", "# TYPE simreportd_reports gauge",
         *[f'simreportd_reports{{status="{s}"}} {by_status.get(s, 0)}'
-          for s in ("pending", "planning", "generating", "completed", "failed")],
+          for s in ("pending", "planning", "generating", "completed", "completed_degraded", "failed")],
         "# HELP simreportd_llm_calls_total LLM requests made by report agents.",
         "# TYPE simreportd_llm_calls_total counter", f"simreportd_llm_calls_total {llm}",
         "# HELP simreportd_tool_calls_total Tool calls made by report agents.",
@@ -205,5 +221,7 @@ def metrics(conn: sqlite3.Connection, head: int, projected: int, clients: int) -
         "# TYPE simreportd_websocket_clients gauge", f"simreportd_websocket_clients {clients}",
         "# HELP simreportd_ingest_rejections_total Input lines recorded as IngestRejected.",
         "# TYPE simreportd_ingest_rejections_total counter", f"simreportd_ingest_rejections_total {rejections}",
+        "# HELP simreportd_projection_failures_total Events a read model skipped because folding them failed.",
+        "# TYPE simreportd_projection_failures_total counter", f"simreportd_projection_failures_total {failures}",
     ]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -16,15 +17,17 @@ from simreportd.events.errors import ConcurrencyConflict
 from simreportd.events.models import (
     DomainEvent,
     EnvironmentStatusChanged,
+    IngestRejected,
     SimulationDiscovered,
     SimulationGenerationStarted,
 )
 from simreportd.events.store import EventStore
 
 from .folder import SourceFile, read_setup, snapshot
-from .ingest_state import IngestState, events_for_lines, events_for_rows, finished_from_hint
+from .ingest_state import FileMark, IngestState, events_for_lines, events_for_rows, finished_from_hint
+from .inputs import Confinement
 from .oasis import read_actions
-from .tail import read_lines
+from .tail import CHUNK, read_lines, tail_matches
 
 log = logging.getLogger("simreportd.daemon.ingest")
 
@@ -36,8 +39,10 @@ def simulation_stream(simulation_id: str) -> str:
 class SimulationIngestor:
     """Keeps one folder's stream up to date with its files."""
 
-    def __init__(self, store: EventStore, folder: Path, max_line_bytes: int = 1_048_576) -> None:
+    def __init__(self, store: EventStore, folder: Path, max_line_bytes: int = 1_048_576,
+                 follow_external_symlinks: bool = False) -> None:
         self.store, self.folder, self.max_line_bytes = store, folder, max_line_bytes
+        self.confinement = Confinement(folder, follow_external_symlinks)
         self.simulation_id = folder.name
         self.stream = simulation_stream(self.simulation_id)
         self.state: IngestState | None = None
@@ -57,7 +62,7 @@ class SimulationIngestor:
 
     async def _check(self) -> None:
         state = await self._state()
-        snap = await anyio.to_thread.run_sync(snapshot, self.folder)
+        snap = await anyio.to_thread.run_sync(snapshot, self.folder, self.confinement)
         if not snap.exists:
             return
         if state.generation == 0:
@@ -85,25 +90,30 @@ class SimulationIngestor:
     async def _start_generation(self, kind: type[SimulationDiscovered | SimulationGenerationStarted],
                                 reason: str) -> None:
         state = await self._state()
-        requirement, config, agents = await anyio.to_thread.run_sync(read_setup, self.folder)
+        setup = await anyio.to_thread.run_sync(read_setup, self.folder, self.confinement)
         extra = {"reason": reason} if kind is SimulationGenerationStarted else {}
-        event = kind(simulation_id=self.simulation_id, generation=state.generation + 1, folder=str(self.folder),
-                     requirement=requirement, config=config, agents=agents, **extra)
-        await self._append([event])
+        generation = state.generation + 1
+        event = kind(simulation_id=self.simulation_id, generation=generation, folder=str(self.folder),
+                     requirement=setup.requirement, config=setup.config, agents=setup.agents, **extra)
+        rejected = [IngestRejected(simulation_id=self.simulation_id, generation=generation, file=file, offset=0,
+                                   reason=why, excerpt="") for file, why in setup.problems]
+        await self._append([event, *rejected])
         log.info("simulation %s generation %d %s", self.simulation_id, state.generation, reason)
 
     async def _ingest(self, source: SourceFile, minutes_per_round: int = 60) -> None:
         state = await self._state()
-        decision = state.classify(source.key, source.identity)
+        decision = await anyio.to_thread.run_sync(state.classify, source.key, source.identity,
+                                                  self._same_bytes(source))
         if decision == "stale":
             return
         if decision == "new_generation":
-            await self._start_generation(SimulationGenerationStarted, f"{source.key} was replaced or shrank")
+            await self._start_generation(SimulationGenerationStarted, f"{source.key} was replaced or rewritten")
         offset = state.offset_of(source.key)
         if source.kind == "oasis":
             await self._ingest_database(source, offset, minutes_per_round)
             return
-        while lines := await anyio.to_thread.run_sync(read_lines, source.path, offset, self.max_line_bytes):
+        while lines := await anyio.to_thread.run_sync(read_lines, source.path, offset, self.max_line_bytes,
+                                                      CHUNK, self.confinement):
             before = state.version
             try:
                 events = events_for_lines(state, source.key, source.platform, source.identity, lines)
@@ -112,6 +122,10 @@ class SimulationIngestor:
                 self.state = None  # the fold ran ahead of the log; rebuild it from the log
                 raise
             offset = lines[-1].end
+
+    def _same_bytes(self, source: SourceFile) -> Callable[[FileMark], bool]:
+        """Whether the file still holds, before a mark's end, the bytes it held when the mark was taken."""
+        return lambda mark: mark.tail is None or tail_matches(source.path, mark.end, mark.tail, self.confinement)
 
     async def _ingest_database(self, source: SourceFile, after: int, minutes_per_round: int) -> None:
         state = await self._state()

@@ -8,6 +8,7 @@ No I/O here: `events_for_lines` turns already-read lines into events and folds t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simreportd.events.models import (
@@ -25,15 +26,24 @@ from simreportd.events.models import (
     Source,
 )
 
-from .parse import Bad, parse_action, parse_line
+from .parse import Bad, parse_line, parse_row
 from .tail import FileIdentity, Line
+from .values import clean_text
 
 
 @dataclass(frozen=True)
 class FileMark:
+    """How far a file was read, and what it looked like there."""
+
     ino: int
     head: str
     end: int
+    tail: str | None = None  # None in logs written before tails were recorded: not checked
+
+    def holds(self, identity: FileIdentity, same_bytes: Callable[[FileMark], bool]) -> bool:
+        """Whether `identity` is still the file this mark was taken on, up to the mark."""
+        return ((self.ino, self.head) == (identity.ino, identity.head) and identity.size >= self.end
+                and (self.tail is None or same_bytes(self)))
 
 
 @dataclass
@@ -44,7 +54,7 @@ class IngestState:
     version: int = 0
     generation: int = 0
     files: dict[str, FileMark] = field(default_factory=dict)
-    retired: set[tuple[str, int, str]] = field(default_factory=set)
+    retired: dict[str, list[FileMark]] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     finished: dict[str, bool] = field(default_factory=dict)
     last_round_end: dict[str, int] = field(default_factory=dict)
@@ -59,7 +69,7 @@ class IngestState:
             self._new_generation(event.generation)
         source = getattr(event, "source", None)
         if source is not None:
-            self.files[source.file] = FileMark(source.ino, source.head, source.end)
+            self.files[source.file] = FileMark(source.ino, source.head, source.end, source.tail)
         if isinstance(event, PlatformStarted):
             self.started.add(event.platform)
         elif isinstance(event, RoundEnded):
@@ -74,21 +84,24 @@ class IngestState:
             self.env_status = event.status
 
     def _new_generation(self, generation: int) -> None:
-        self.retired.update((key, mark.ino, mark.head) for key, mark in self.files.items())
+        for key, mark in self.files.items():
+            self.retired.setdefault(key, []).append(mark)
         self.generation = generation
         self.files, self.started, self.finished, self.last_round_end, self.last_round = {}, set(), {}, {}, {}
         self.completed = False
 
-    def classify(self, key: str, identity: FileIdentity) -> str:
-        """What to do with a file: `tail` it, `adopt` it from 0, start a `new_generation`, or skip `stale`."""
-        if (key, identity.ino, identity.head) in self.retired:
-            return "stale"
+    def classify(self, key: str, identity: FileIdentity, same_bytes: Callable[[FileMark], bool]) -> str:
+        """What to do with a file: `tail` it, `adopt` it from 0, start a `new_generation`, or skip `stale`.
+
+        `same_bytes(mark)` says whether the file still holds the bytes it held before `mark.end`
+        (it reads the file; call this off the event loop).
+        """
         mark = self.files.get(key)
-        if mark is None:
-            return "adopt"
-        if (mark.ino, mark.head) == (identity.ino, identity.head) and identity.size >= mark.end:
+        if mark is not None and mark.holds(identity, same_bytes):
             return "tail"
-        return "new_generation"
+        if any(old.holds(identity, same_bytes) for old in self.retired.get(key, ())):
+            return "stale"
+        return "adopt" if mark is None else "new_generation"
 
     def offset_of(self, key: str) -> int:
         mark = self.files.get(key)
@@ -110,7 +123,8 @@ def events_for_lines(
     """One event per line (a rejection for a bad one), folded into `state` as they are made."""
     out: list[DomainEvent] = []
     for line in lines:
-        source = Source(file=key, ino=identity.ino, head=identity.head, offset=line.offset, end=line.end)
+        source = Source(file=key, ino=identity.ino, head=identity.head, offset=line.offset, end=line.end,
+                        tail=line.tail)
         event = _event_for_line(state, key, platform, line, source)
         state.apply(event)
         out.append(event)
@@ -127,11 +141,11 @@ def events_for_rows(state: IngestState, key: str, platform: str, identity: FileI
         state.apply(out[-1])
     for rowid, action in rows:
         source = Source(file=key, ino=identity.ino, head=identity.head, offset=rowid - 1, end=rowid)
-        parsed = parse_action(action, platform)
+        parsed = parse_row(action, platform)
         ids = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
         if isinstance(parsed, Bad):
-            event: DomainEvent = IngestRejected(**ids, file=key, offset=rowid, reason=parsed.reason,
-                                                excerpt=json.dumps(action, ensure_ascii=False)[:200])
+            event: DomainEvent = IngestRejected(**ids, file=key, offset=rowid, reason=parsed.reason[:300],
+                                                excerpt=clean_text(json.dumps(action, ensure_ascii=False)[:200]))
         else:
             event = AgentActed(**ids, platform=platform, **parsed.fields)
         state.apply(event)
@@ -156,7 +170,7 @@ def _event_for_line(state: IngestState, key: str, platform: str | None, line: Li
         else parse_line(line.raw, platform)
     if isinstance(parsed, Bad):
         excerpt = line.raw[:200].decode("utf-8", errors="replace")
-        return IngestRejected(**ids, file=key, offset=line.offset, reason=parsed.reason, excerpt=excerpt)
+        return IngestRejected(**ids, file=key, offset=line.offset, reason=parsed.reason[:300], excerpt=excerpt)
     f, p = parsed.fields, parsed.platform
     if parsed.kind == "action":
         return AgentActed(**ids, platform=p, **f)

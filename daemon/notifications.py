@@ -70,6 +70,8 @@ class HandedOver:
     at: int | None = None
     provider: str | None = None
     model: str | None = None
+    max_tokens: int | None = None  # resume overrides
+    timeout_s: float | None = None
 
 
 Command = Subscribe | GenerateReport | Interview | HandedOver
@@ -99,7 +101,8 @@ def parse_message(text: str | bytes) -> Command | ProtocolError:
 
 
 def _handed_over(op: str, message: dict[str, Any]) -> HandedOver | ProtocolError:
-    types = {"folder": str, "report_id": str, "at": int, "provider": str, "model": str}
+    types = {"folder": str, "report_id": str, "at": int, "provider": str, "model": str, "max_tokens": int,
+             "timeout_s": float}
     for key, kind in types.items():
         value = message.get(key)
         if (value is None and key in HANDED_OVER[op]) or (value is not None and (
@@ -118,7 +121,7 @@ def _subscribe(message: dict[str, Any]) -> Subscribe | ProtocolError:
             any(not isinstance(v, str) for v in flt.values()):
         return ProtocolError("bad_filter", "filter may hold report_id and/or simulation_id, as strings")
     after = message.get("after")
-    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 2**63):
         return ProtocolError("bad_after", "after must be a position (integer >= 0) or null")
     return Subscribe(frozenset(topics), flt.get("report_id"), flt.get("simulation_id"), after or 0)
 
@@ -201,12 +204,15 @@ def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str,
         out.append({"type": "interview_answer", **base, "interview_id": d["interview_id"], "agent_id": d["agent_id"],
                     "answer": d["answer"], "mode": d["mode"], "platform": d.get("platform")})
     if t in STATUS_OF:
-        status = {"type": "report_status", **base, "status": STATUS_OF[t]}
+        status = {"type": "report_status", **base, "status": d.get("status", STATUS_OF[t])
+                  if t == "ReportCompleted" else STATUS_OF[t]}
         if t == "SectionCompleted":
             status["progress"] = progress_for(d["section_index"], total)
         elif t in ("ReportCompleted", "ReportFailed"):
             status["progress"] = 100 if t == "ReportCompleted" else -1
         if t == "ReportFailed":
             status["error"] = d["error"]
+        if d.get("problems"):
+            status["problems"] = d["problems"]
         out.append(status)
     return out

@@ -10,27 +10,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import values
+from .inputs import ANYWHERE, Confinement, open_regular
 from .tail import FileIdentity
 
 SKIPPED = ("refresh", "trend", "sign_up")
 PAGE = 5000
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, confinement: Confinement = ANYWHERE) -> sqlite3.Connection:
+    """A read-only connection, after checking the path is a regular file (a FIFO would block SQLite)."""
+    try:
+        os.close(open_regular(path, confinement))
+    except OSError as exc:
+        raise sqlite3.OperationalError(str(exc)) from exc
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
     conn.row_factory = sqlite3.Row
     return conn
 
 
-def identify_db(path: Path) -> FileIdentity | None:
+def identify_db(path: Path, confinement: Confinement = ANYWHERE) -> FileIdentity | None:
     """Inode, last trace rowid (as the size) and a hash of the first trace row; None if unreadable."""
     try:
-        conn = connect(path)
+        conn = connect(path, confinement)
         try:
             first = conn.execute("SELECT rowid, * FROM trace ORDER BY rowid LIMIT 1").fetchone()
             last = conn.execute("SELECT max(rowid) FROM trace").fetchone()[0]
@@ -65,9 +73,9 @@ def read_actions(path: Path, after_rowid: int, minutes_per_round: int) -> tuple[
 def _action(conn: sqlite3.Connection, columns: dict[str, set[str]], row: sqlite3.Row, start: Any,
             minutes_per_round: int) -> dict[str, Any]:
     try:
-        info = json.loads(row["info"] or "{}")
-    except ValueError:
-        info = {"raw": row["info"]}
+        info = values.loads(row["info"] or "{}", check_values=False)
+    except values.BadValue:
+        info = {"raw": str(row["info"])[:200]}
     info = info if isinstance(info, dict) else {"value": info}
     return {"round": _round(row["created_at"], start, minutes_per_round), "timestamp": str(row["created_at"]),
             "agent_id": row["user_id"], "agent_name": _user_name(conn, row["user_id"]),
@@ -93,6 +101,8 @@ def _user_name(conn: sqlite3.Connection, user_id: Any) -> str:
 
 def _post(conn: sqlite3.Connection, columns: dict[str, set[str]], post_id: Any) -> sqlite3.Row | None:
     wanted = [c for c in ("post_id", "user_id", "original_post_id", "content", "quote_content") if c in columns["post"]]
+    if "post_id" not in wanted:
+        return None  # no post table (or a foreign one): nothing to join
     return conn.execute(f"SELECT {', '.join(wanted)} FROM post WHERE post_id = ?", (post_id,)).fetchone()
 
 

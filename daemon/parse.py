@@ -6,9 +6,10 @@ what the model needs (ints are ints, args are an object). No I/O.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from . import values
 
 PLATFORMS = ("twitter", "reddit")
 EVENT_TYPES = ("simulation_start", "round_start", "round_end", "simulation_end")
@@ -35,9 +36,9 @@ def parse_line(raw: bytes, platform: str | None) -> Parsed | Bad:
     if not text.strip():
         return Bad("blank line")
     try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        return Bad(f"not JSON: {exc.msg} at column {exc.colno}")
+        obj = values.loads(text)
+    except values.BadValue as exc:
+        return Bad(exc.reason)
     if not isinstance(obj, dict):
         return Bad(f"not a JSON object but {type(obj).__name__}")
     line_platform = obj.get("platform")
@@ -68,7 +69,17 @@ def _parse_event(obj: dict[str, Any], platform: str) -> Parsed | Bad:
     return Parsed(kind, platform, fields)
 
 
+def parse_row(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+    """Fields of an OASIS trace row rebuilt as an action line (its values not checked yet)."""
+    try:
+        values.check(obj)
+    except values.BadValue as exc:
+        return Bad(exc.reason)
+    return parse_action(obj, platform)
+
+
 def parse_action(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+    """Fields of one agent action whose values `values.check` has accepted."""
     for key in ("round", "agent_id"):
         if (problem := _int_problem(obj, key)) is not None:
             return Bad(problem)
@@ -93,10 +104,10 @@ def _int_problem(obj: dict[str, Any], key: str) -> str | None:
     if key not in obj:
         return f"missing key {key!r}"
     value = obj[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        return f"{key!r} must be an integer, got {type(value).__name__} {value!r}"[:200]
+    if values.int64(value) is None:
+        return f"{key!r} must be an integer (64-bit), got {type(value).__name__} {str(value)[:40]}"[:200]
     return None
 
 
 def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return values.int64(value)

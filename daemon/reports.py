@@ -12,14 +12,18 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
+from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
-from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError
-from simreportd.events.models import ReportCompleted, ReportFailed, ReportRequested, ReportResumed, SimulationCompleted
+from simreportd.events.codec import Recorded
+from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError, UsageError
+from simreportd.events.models import (ReportCompleted, ReportFailed, ReportRequested, ReportResumed, RunSoFar,
+                                      SimulationCompleted)
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import ProjectionRunner
 
@@ -104,28 +108,39 @@ class ReportScheduler:
     async def request(self, simulation_id: str, generation: int | None = None, trigger: str = "cli",
                       report_id: str | None = None) -> str:
         """Append a ReportRequested for the simulation's latest (or given) generation; return the id."""
+        history = await self.store.read_stream(simulation_stream(simulation_id))
+        if not history:
+            raise NotFound(f"no simulation {simulation_id!r} has been ingested; its folder is not under [watch] "
+                           "roots or holds nothing readable yet (`simreportd report SIM_DIR` ingests one folder)")
         if generation is None:
-            generation = await self._latest_generation(simulation_id)
+            generation = int(history[-1].data["generation"])  # the newest (the read models may lag behind)
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
+        settings = settings_for(self.config.agent, llm, REPORT_TOOLS)
+        settings["context_tokens"] = llm.context_tokens or await self._server_context(llm.model)
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
                                 model=llm.model if self.provider_name == "openai" else "offline-writer",
-                                settings=settings_for(self.config.agent, llm, REPORT_TOOLS))
+                                settings=settings, partial=run_so_far(history, generation))
         try:
             await self.store.append(report_stream(report_id), [event], expected_version=0)
         except ConcurrencyConflict:
             log.debug("report %s was already requested", report_id)
         return report_id
 
-    async def resume(self, report_id: str) -> None:
-        """Let a failed report continue from its last recorded step."""
+    async def _server_context(self, model: str) -> int:
+        """`[llm] context_tokens = 0`: what the server says its context is, else 8192; recorded with the report."""
+        ask = getattr(self.runner.provider, "context_window", None)
+        return (await ask(model) if ask else None) or DEFAULT_CONTEXT_TOKENS
+
+    async def resume(self, report_id: str, overrides: dict[str, Any] | None = None) -> None:
+        """Let a failed report continue from its last recorded step, with LLM settings overridden if asked."""
         events = await self.store.read_stream(report_stream(report_id))
         if not events:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         if events[-1].type != "ReportFailed":
-            raise SimreportdError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
-        await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id)],
+            raise UsageError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
+        await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id, overrides=overrides or {})],
                                 expected_version=events[-1].version)
 
     def start(self, report_id: str, position: int) -> ReportRun:
@@ -162,7 +177,7 @@ class ReportScheduler:
                 run.elsewhere = True
                 return
             await self.views.wait_for(position, timeout=3600)  # the tools need the simulation model this far
-            run.state = state = await self.runner.run(run.report_id)
+            run.state = await self.runner.run(run.report_id)
         except Exception as exc:
             log.exception("report %s stopped by an unexpected error", run.report_id)
             run.error = exc
@@ -172,14 +187,20 @@ class ReportScheduler:
             if not run.elsewhere:
                 with anyio.CancelScope(shield=True):
                     await self.leases.release(lease)
-        if state.failed:
-            log.warning("report %s failed at %s: %s", run.report_id, state.failed.stage, state.failed.error)
-        elif state.report_completed:
-            log.info("report %s completed", run.report_id)
 
-    async def _latest_generation(self, simulation_id: str) -> int:
-        """The simulation's newest generation, from its stream (the read models may lag behind)."""
-        events = await self.store.read_stream(simulation_stream(simulation_id))
-        if not events:
-            raise NotFound(f"no simulation {simulation_id!r} has been ingested; check [watch] roots")
-        return int(events[-1].data["generation"])
+
+def run_so_far(history: list[Recorded], generation: int) -> RunSoFar | None:
+    """None when the generation has completed; else how far it had got (a report on it is partial)."""
+    rounds: dict[str, int] = {}
+    actions = 0
+    for recorded in history:
+        d = recorded.data
+        if d["generation"] != generation:
+            continue
+        if recorded.type == "SimulationCompleted":
+            return None
+        if recorded.type == "RoundEnded":
+            rounds[d["platform"]] = max(rounds.get(d["platform"], 0), d["round"])
+        elif recorded.type == "AgentActed":
+            actions += 1
+    return RunSoFar(rounds=rounds, actions=actions)

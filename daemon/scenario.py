@@ -30,6 +30,11 @@ class Scenario:
     lines: dict[str, list[str]]
     spike_lines: dict[str, list[str]]
     comments: dict[str, list[str]]
+    shift: tuple[tuple[str, ...], str] = (("supportive", "neutral"), "opposing")
+    names: tuple[list[str], list[str], str] = (FIRST, LAST, " ")
+    entity_types: list[str] = field(default_factory=lambda: ENTITY_TYPES)
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    trigger_words: list[str] = field(default_factory=list)
 
 
 SCENARIOS = [
@@ -39,6 +44,7 @@ SCENARIOS = [
         requirement="How will residents react to the proposed downtown congestion charge, which arguments "
         "will dominate, and how does the debate differ between Twitter and Reddit?",
         trigger="A leaked council memo suggests part of the charge revenue would fund a stadium, not buses.",
+        trigger_words=["memo", "stadium"],
         hot_topics=["congestion charge", "bus lanes", "air quality", "small business", "stadium memo"],
         lines={
             "supportive": [
@@ -86,6 +92,13 @@ SCENARIOS = [
             "neutral": ["Source for that number?", "Both sides have a point here."],
             "observer": ["Adding this to the thread tracker.", "The council meets again on Thursday."],
         },
+        questions=[
+            {"question": "How will residents react to the proposed downtown congestion charge?",
+             "keywords": ["react"], "facts": ["camp", "shift"]},
+            {"question": "Which arguments will dominate?", "keywords": ["arguments", "dominate"], "facts": ["argument"]},
+            {"question": "How does the debate differ between Twitter and Reddit?",
+             "keywords": ["Twitter", "Reddit", "differ"], "facts": ["divergence"]},
+        ],
     ),
     Scenario(
         topic="a university's plan to replace exams with AI-proctored coursework",
@@ -93,6 +106,7 @@ SCENARIOS = [
         requirement="How will students and staff react to AI-proctored coursework replacing exams, what "
         "concerns spread fastest, and where do Twitter and Reddit part ways?",
         trigger="A student shows the proctoring software flagged her for 'suspicious eye movement' during a seizure.",
+        trigger_words=["seizure", "eye movement"],
         hot_topics=["AI proctoring", "privacy", "exam stress", "accessibility", "false flags"],
         lines={
             "supportive": [
@@ -126,6 +140,65 @@ SCENARIOS = [
             "neutral": ["Is there a written policy yet?", "Interesting point, need more data."],
             "observer": ["Tracking the union's response.", "Senate votes next month."],
         },
+        questions=[
+            {"question": "How will students and staff react to AI-proctored coursework replacing exams?",
+             "keywords": ["react"], "facts": ["camp", "shift"]},
+            {"question": "What concerns spread fastest?", "keywords": ["concerns", "fastest"],
+             "facts": ["argument", "spike"]},
+            {"question": "Where do Twitter and Reddit part ways?", "keywords": ["Twitter", "Reddit", "part ways"],
+             "facts": ["divergence"]},
+        ],
+    ),
+    Scenario(
+        topic="某市拟推行的垃圾按袋计费新规",
+        short="垃圾按袋计费",
+        requirement="市民会如何看待垃圾按袋计费新规？哪些观点会占上风？Twitter和Reddit上的讨论有何不同？",
+        trigger="媒体曝光：居民分好类的垃圾被清运车混装运走。",
+        trigger_words=["混装", "mixed"],
+        hot_topics=["按袋计费", "垃圾分类", "清运", "老年人", "罚款"],
+        lines={
+            "supportive": [
+                "按袋计费很合理，试点小区的垃圾量减少了{pct}%。",
+                "扔得多就多付钱，这才公平。我家一周只用{n}个袋子。",
+                "垃圾分类做好了，按袋计费根本花不了几个钱。",
+            ],
+            "opposing": [
+                "按袋计费就是变相涨价，一个月多花{n}块钱。",
+                "老年人根本分不清{n}种垃圾，按袋计费只会带来罚款。",
+                "收费之前先把清运做好，现在的垃圾站{n}天才清一次。",
+            ],
+            "neutral": [
+                "按袋计费的专用袋在哪里买？一袋多少钱？",
+                "支持垃圾分类，但按袋计费的细则还没公布，先看看再说。",
+            ],
+            "observer": [
+                "街道通知：{n}个小区下月起试行按袋计费。",
+                "本地调查{n}人回复：{pct}%的人担心罚款。",
+            ],
+        },
+        spike_lines={
+            "supportive": ["如果分好的垃圾又被混装，按袋计费就失去了意义，先整改清运。"],
+            "opposing": ["混装运走的视频说明一切：按袋计费只是收钱，分类都是白做。",
+                         "清运车混装，居民还要按袋付费？立即暂停新规！"],
+            "neutral": ["看了混装的视频，我想知道按袋计费的钱到底用在哪里。"],
+            "observer": ["环卫部门回应：混装视频中的车辆属于其他垃圾专线，正在核查。"],
+        },
+        comments={
+            "supportive": ["同意，数据说明问题。", "分类做好就不贵。"],
+            "opposing": ["说得轻巧，谁来监督？", "又是收费，受够了。"],
+            "neutral": ["有官方文件吗？", "两边都有道理。"],
+            "observer": ["已加入话题汇总。", "听证会下周举行。"],
+        },
+        names=(["王", "李", "张", "刘", "陈", "杨", "赵", "黄", "周", "吴", "徐", "孙", "马", "朱", "胡", "郭"],
+               ["伟", "芳", "娜", "敏", "静", "磊", "洋", "艳", "勇", "军", "杰", "娟", "涛", "明", "超", "丽",
+                "强", "霞", "平", "刚", "桂英", "秀兰", "建华", "晓东"], ""),
+        entity_types=["居民", "店主", "环卫工人", "记者", "街道干部", "学生", "物业经理", "志愿者", "退休教师"],
+        questions=[
+            {"question": "市民会如何看待垃圾按袋计费新规？", "keywords": ["如何看待"], "facts": ["camp", "shift"]},
+            {"question": "哪些观点会占上风？", "keywords": ["观点", "占上风"], "facts": ["argument"]},
+            {"question": "Twitter和Reddit上的讨论有何不同？", "keywords": ["Twitter", "Reddit", "不同"],
+             "facts": ["divergence"]},
+        ],
     ),
 ]
 
@@ -155,17 +228,34 @@ class Story:
     rounds: int
     spike_round: int
     start: datetime
+    loud_platform: str = "reddit"
+    shifts: dict[int, str] = field(default_factory=dict)
     lines: dict[str, list[list[dict[str, Any]]]] = field(default_factory=dict)
+
+    def stance_at(self, agent: Agent, round_no: int) -> str:
+        """The camp an agent speaks for in a round: a shifted agent changes sides at the trigger."""
+        return self.shifts.get(agent.agent_id, agent.stance) if round_no >= self.spike_round else agent.stance
+
+
+CAMP_MIXES = ([4, 4, 2, 1], [6, 3, 2, 1], [3, 6, 2, 1], [3, 4, 4, 1])
 
 
 def make_agents(rng: random.Random, count: int, scenario: Scenario) -> list[Agent]:
-    agents = []
+    """Agents with unique names; the first four cover every stance, the rest follow a seed-drawn camp mix."""
+    firsts, lasts, sep = scenario.names
+    mix = rng.choice(CAMP_MIXES)
+    agents: list[Agent] = []
+    taken: set[str] = set()
     for i in range(count):
-        first, last = rng.choice(FIRST), rng.choice(LAST)
-        stance = STANCES[i % len(STANCES)] if i < len(STANCES) else rng.choices(STANCES, [4, 4, 2, 1])[0]
-        entity = rng.choice(ENTITY_TYPES)
+        first, last = rng.choice(firsts), rng.choice(lasts)
+        while f"{first}{sep}{last}" in taken and len(taken) < len(firsts) * len(lasts):
+            first, last = rng.choice(firsts), rng.choice(lasts)
+        taken.add(f"{first}{sep}{last}")
+        stance = STANCES[i % len(STANCES)] if i < len(STANCES) else rng.choices(STANCES, mix)[0]
+        entity = rng.choice(scenario.entity_types)
         bio = f"{entity} in the city. {stance.capitalize()} on {scenario.short}. Posts about {rng.choice(scenario.hot_topics)}."
-        agents.append(Agent(i, f"{first} {last}", f"{first.lower()}_{last.lower()}{i}", entity, stance,
+        username = f"{first.lower()}_{last.lower()}{i}" if first.isascii() else f"user{i}"
+        agents.append(Agent(i, f"{first}{sep}{last}", username, entity, stance,
                             round(rng.uniform(0.3, 1.0), 2), round(rng.uniform(0.5, 3.0), 2), bio,
                             rng.randint(19, 71), rng.choice(["INTJ", "ENFP", "ISTJ", "ENTP", "INFJ", "ESFJ"]),
                             rng.choice(["UK", "Germany", "Japan", "Brazil", "Kenya", "India"])))
@@ -173,17 +263,20 @@ def make_agents(rng: random.Random, count: int, scenario: Scenario) -> list[Agen
 
 
 def make_story(seed: int, agents: int, rounds: int) -> Story:
-    """Decide every line of a simulation from `seed`."""
+    """Decide every line of a simulation from `seed`: trigger round, louder platform, camps, side-changers."""
     rng = random.Random(seed)
     scenario = SCENARIOS[seed % len(SCENARIOS)]
     simulation_id = f"sim_{rng.getrandbits(48):012x}"
+    lo = max(2, round(rounds * 0.3))
     story = Story(simulation_id, scenario, make_agents(rng, agents, scenario), rounds,
-                  spike_round=max(2, round(rounds * 0.4)), start=datetime(2026, 3, 2, 8, 0, 0))
+                  spike_round=rng.randint(lo, max(lo, round(rounds * 0.6))), start=datetime(2026, 3, 2, 8, 0, 0),
+                  loud_platform=rng.choice(["twitter", "reddit"]))
+    sources, target = scenario.shift
+    movable = [a.agent_id for a in story.agents[len(STANCES):] if a.stance in sources]
+    story.shifts = {i: target for i in sorted(rng.sample(movable, min(len(movable), 1 + agents // 20)))}
     for platform in ("twitter", "reddit"):
         story.lines[platform] = PlatformWriter(story, platform, random.Random(f"{seed}:{platform}")).rounds()
     return story
-
-
 class PlatformWriter:
     """Writes one platform's action lines, round by round, with the enriched args of the real runner."""
 
@@ -197,12 +290,12 @@ class PlatformWriter:
         return [self.actions_of(r) for r in range(self.story.rounds + 1)]
 
     def volume(self, round_no: int) -> float:
-        """Relative activity: a spike at the trigger, then Reddit keeps arguing while Twitter moves on."""
+        """Relative activity: a spike at the trigger, then the loud platform keeps arguing while the other moves on."""
         s = self.story.spike_round
         if round_no == s:
             return 3.2
         if round_no > s:
-            fade = 0.55 if self.platform == "twitter" else 1.6
+            fade = 1.6 if self.platform == self.story.loud_platform else 0.55
             return fade if round_no > s + 1 else 1.8
         return 1.0
 
@@ -214,13 +307,17 @@ class PlatformWriter:
         actions = []
         spike = round_no >= self.story.spike_round
         for agent in self.story.agents:
-            if self.rng.random() < agent.activity * 0.35 * self.volume(round_no):
-                actions.append(self.act(agent, round_no, ts + timedelta(seconds=len(actions) * 7), spike))
+            at = ts + timedelta(seconds=len(actions) * 7)
+            if agent.agent_id in self.story.shifts and round_no in (self.story.spike_round, self.story.spike_round + 1):
+                actions.append(self.create_post(agent, round_no, at, self.pick_line(agent, spike, round_no)))
+            elif self.rng.random() < agent.activity * 0.35 * self.volume(round_no):
+                actions.append(self.act(agent, round_no, at, spike))
         return actions
 
-    def pick_line(self, agent: Agent, spike: bool) -> str:
+    def pick_line(self, agent: Agent, spike: bool, round_no: int = 0) -> str:
+        """A camp line (a trigger line more often after the trigger), said from the agent's side in that round."""
         pool = self.story.scenario.spike_lines if spike and self.rng.random() < 0.6 else self.story.scenario.lines
-        template = self.rng.choice(pool[agent.stance])
+        template = self.rng.choice(pool[self.story.stance_at(agent, round_no)])
         return template.format(n=self.rng.randint(3, 40), pct=self.rng.randint(12, 68),
                                p=f"£{self.rng.randint(4, 15)}")
 
@@ -232,8 +329,8 @@ class PlatformWriter:
         if kind != "CREATE_POST" and not self.posts:
             kind = "CREATE_POST"
         if kind == "CREATE_POST":
-            return self.create_post(agent, round_no, ts, self.pick_line(agent, spike))
-        target = self.choose_post(agent, kind)
+            return self.create_post(agent, round_no, ts, self.pick_line(agent, spike, round_no))
+        target = self.choose_post(agent, kind, round_no)
         author = self.story.agents[target["agent_id"]]
         if kind in ("LIKE_POST", "DISLIKE_POST"):
             args = {"post_id": target["post_id"], "post_content": target["content"], "post_author_name": author.name}
@@ -241,14 +338,14 @@ class PlatformWriter:
             args = {"post_id": target["post_id"], "new_post_id": self.new_post_id(),
                     "original_content": target["content"], "original_author_name": author.name}
         elif kind == "QUOTE_POST":
-            quote = self.pick_line(agent, spike)
+            quote = self.pick_line(agent, spike, round_no)
             args = {"quoted_id": target["post_id"], "new_post_id": self.new_post_id(), "quote_content": quote,
                     "original_content": target["content"], "original_author_name": author.name}
             self.posts.append({"post_id": args["new_post_id"], "content": quote, "agent_id": agent.agent_id})
         elif kind == "FOLLOW":
             args = {"target_user_name": author.name}
         elif kind == "CREATE_COMMENT":
-            content = self.rng.choice(self.story.scenario.comments[agent.stance])
+            content = self.rng.choice(self.story.scenario.comments[self.story.stance_at(agent, round_no)])
             comment = {"comment_id": self.next_comment, "post_id": target["post_id"], "content": content,
                        "agent_id": agent.agent_id}
             self.next_comment += 1
@@ -264,12 +361,13 @@ class PlatformWriter:
             kind, args = "DO_NOTHING", {}
         return self.line(agent, round_no, ts, kind, args)
 
-    def choose_post(self, agent: Agent, kind: str) -> dict[str, Any]:
+    def choose_post(self, agent: Agent, kind: str, round_no: int) -> dict[str, Any]:
         """Agents mostly engage with the recent posts of influential authors; camps favour their own."""
         recent = self.posts[-40:]
+        mine = self.story.stance_at(agent, round_no)
         def weight(p: dict[str, Any]) -> float:
             author = self.story.agents[p["agent_id"]]
-            same = author.stance == agent.stance
+            same = self.story.stance_at(author, round_no) == mine
             return author.influence * (2.5 if same == (kind != "DISLIKE_POST") else 0.6)
         return self.rng.choices(recent, [weight(p) for p in recent])[0]
 

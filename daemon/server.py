@@ -29,6 +29,7 @@ from websockets.http11 import Request, Response
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.store import CaughtUp
+from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading
 
 from . import actions, http_api
@@ -46,12 +47,37 @@ SLOW_CLIENT = 4008
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header: `[::1]:8765` -> `::1`, `Example.org:80` -> `example.org`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def host_allowed(header: str, config: ServerConfig) -> bool:
+    """Whether a Host header names this server: loopback, the configured host, or [server] allowed_hosts.
+
+    This is what stops DNS rebinding: a page on evil.com that resolves to 127.0.0.1 still sends
+    `Host: evil.com`. A wildcard listen address with no allowed_hosts accepts any name (the
+    token, required there, is the guard).
+    """
+    name, allowed = host_name(header), [h.lower() for h in config.allowed_hosts]
+    if header.strip().lower() in allowed or name in allowed or is_loopback(name) or name == config.host.lower():
+        return True
+    return config.host in WILDCARDS and not allowed
+
+
+WILDCARDS = ("0.0.0.0", "::", "")
+SINGLE_HEADERS = ("Host", "Authorization", "Origin")
 
 
 class Session:
@@ -131,7 +157,7 @@ class Server:
                                    process_request=self._process_request, server_header="simreportd",
                                    extensions=[SmallFramesPlainFactory()])
         except OSError as exc:
-            raise SimreportdError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
+            raise ConfigError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
                                   "stop the other process or set [server] port") from exc
         self._stack.push_async_callback(self._close)
         tasks = await self._stack.enter_async_context(anyio.create_task_group())
@@ -161,6 +187,8 @@ class Server:
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         url = urlsplit(request.path)
         query = dict(parse_qsl(url.query))
+        if refused := self._refusal(request):
+            return refused
         if self.config.token and not self._authorized(request, query):
             return _response(401, "text/plain", b"a token is required: Authorization: Bearer <token> or ?token=")
         if url.path == "/ws":
@@ -177,6 +205,21 @@ class Server:
                                                                query)
         return _response(status, kind, body)
 
+    def _refusal(self, request: Request) -> Response | None:
+        """The answer to a request we do not serve at all: bad method, doubled header, foreign Host."""
+        if request.method != "GET":
+            response = _response(405, "text/plain", f"{request.method} is not allowed here; use GET".encode())
+            response.headers["Allow"] = "GET"
+            return response
+        for name in SINGLE_HEADERS:
+            if len(request.headers.get_all(name)) > 1:
+                return _response(400, "text/plain", f"more than one {name} header".encode())
+        host = request.headers.get("Host", "")
+        if not host_allowed(host, self.config):
+            return _response(403, "text/plain", f"host {host!r} is not allowed; add it to [server] "
+                                                  "allowed_hosts if this server is meant to answer to it".encode())
+        return None
+
     def _authorized(self, request: Request, query: dict[str, str]) -> bool:
         header = request.headers.get("Authorization", "")
         given = header[7:] if header.startswith("Bearer ") else query.get("token", "")
@@ -184,9 +227,15 @@ class Server:
 
     async def _health(self) -> dict[str, Any]:
         head = await self.daemon.store.last_position()
+
+        def failures() -> int:
+            with reading(self.daemon.views.path) as conn:
+                return len(fold_failures(conn))
+
         problems = [p for p in (self.daemon.store.problem, self.daemon.views.problem) if p]
         return {"status": "degraded" if problems else "ok", "problems": problems, "position": head,
-                "projection_position": self.daemon.views.position, "websocket_clients": len(self.sessions)}
+                "projection_position": self.daemon.views.position, "websocket_clients": len(self.sessions),
+                "fold_failures": await self.daemon.views.in_thread(failures)}
 
     async def _metrics(self) -> str:
         head = await self.daemon.store.last_position()
@@ -217,7 +266,10 @@ class Server:
         with contextlib.suppress(ConnectionClosed):
             async for message in session.ws:
                 command = parse_message(message)
-                if isinstance(command, Subscribe):
+                if isinstance(command, Subscribe) and command.after > (head := await self.daemon.store.last_position()):
+                    session.push(ProtocolError("bad_after", f"after={command.after} is beyond the last position "
+                                                            f"{head}; subscribe with after <= {head}").frame())
+                elif isinstance(command, Subscribe):
                     if reader is not None:
                         reader.cancel()
                     session.start(command)
@@ -282,7 +334,8 @@ class Server:
         if command.op == "request_report":
             return {"report_id": await actions.request_report(daemon, Path(command.folder or ""))}
         if command.op == "resume":
-            return {"report_id": await actions.resume_report(daemon, command.report_id or "")}
+            overrides = actions.resume_overrides(command.model, command.max_tokens, command.timeout_s)
+            return {"report_id": await actions.resume_report(daemon, command.report_id or "", overrides)}
         if command.op == "fork":
             actions.check_fork_writer(daemon, command.provider, command.model)
             return {"report_id": await actions.fork(daemon, command.report_id or "", command.at or 0)}

@@ -91,7 +91,7 @@ class Daemon:
                                    FolderEnvironment(views_path, limiter))
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
-                               c.watch.max_line_bytes, self.leases)
+                               c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks)
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()

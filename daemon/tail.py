@@ -2,7 +2,9 @@
 
 Only complete lines (ending in `\\n`) are returned: a half-written last line stays unread
 until its end arrives. A line longer than the limit is returned as `too_long` with a short
-excerpt, and reading goes on after its end without ever holding it whole.
+excerpt, and reading goes on after its end without ever holding it whole. The last line
+read carries a hash of the bytes just before its end: a file rewritten in place, with the
+same inode and first line, is told apart by it before reading on (issue 12).
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .inputs import ANYWHERE, Confinement, open_regular
+
 CHUNK = 1024 * 1024  # bytes of lines per read and per append: bounds memory, keeps appends large
 EXCERPT = 200
+TAIL_WINDOW = 4096  # bytes before a stored offset whose hash must still match to read on
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +28,7 @@ class Line:
     end: int
     raw: bytes
     too_long: bool = False
+    tail: str | None = None  # set on the last line of a read: hash of the bytes before `end`
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +40,10 @@ class FileIdentity:
     head: str
 
 
-def identify(path: Path) -> FileIdentity | None:
-    """The file's identity, or None while it is missing or has no complete first line yet."""
+def identify(path: Path, confinement: Confinement = ANYWHERE) -> FileIdentity | None:
+    """The file's identity, or None while it is missing, unreadable or has no complete first line yet."""
     try:
-        with path.open("rb") as f:
+        with os.fdopen(open_regular(path, confinement), "rb") as f:
             st = os.fstat(f.fileno())
             first = f.readline(64 * 1024)
     except OSError:
@@ -47,23 +53,47 @@ def identify(path: Path) -> FileIdentity | None:
     return FileIdentity(st.st_ino, st.st_size, hashlib.sha1(first).hexdigest()[:16])
 
 
-def read_lines(path: Path, offset: int, max_line_bytes: int, budget: int = CHUNK) -> list[Line]:
-    """Complete lines starting at `offset`, about `budget` bytes of them at most."""
-    with path.open("rb") as f:
-        f.seek(offset)
-        buf = f.read(max(budget, 1))
-        lines: list[Line] = []
-        pos = 0
-        while (nl := buf.find(b"\n", pos)) != -1:
-            raw = buf[pos:nl]
-            too_long = len(raw) > max_line_bytes
-            lines.append(Line(offset + pos, offset + nl + 1, raw[:EXCERPT] if too_long else raw, too_long))
-            pos = nl + 1
-        if not lines and len(buf) == budget:
-            end = _find_line_end(f, offset + len(buf))
-            if end is not None:
-                lines.append(Line(offset, end, buf[:EXCERPT], too_long=True))
+def read_lines(path: Path, offset: int, max_line_bytes: int, budget: int = CHUNK,
+               confinement: Confinement = ANYWHERE) -> list[Line]:
+    """Complete lines starting at `offset`, about `budget` bytes of them at most; the last one with its tail."""
+    with os.fdopen(open_regular(path, confinement), "rb") as f:
+        lines = _read_lines(f, offset, max_line_bytes, budget)
+        if lines:
+            last = lines[-1]
+            lines[-1] = Line(last.offset, last.end, last.raw, last.too_long, _tail_hash(f, last.end))
         return lines
+
+
+def tail_matches(path: Path, end: int, expected: str, confinement: Confinement = ANYWHERE) -> bool:
+    """Whether the bytes before `end` still hash to `expected` (False when unreadable)."""
+    try:
+        with os.fdopen(open_regular(path, confinement), "rb") as f:
+            return _tail_hash(f, end) == expected
+    except OSError:
+        return False
+
+
+def _tail_hash(f: BinaryIO, end: int) -> str:
+    start = max(0, end - TAIL_WINDOW)
+    f.seek(start)
+    return hashlib.sha1(f.read(end - start)).hexdigest()[:16]
+
+
+def _read_lines(f: BinaryIO, offset: int, max_line_bytes: int, budget: int) -> list[Line]:
+    f.seek(offset)
+    buf = f.read(max(budget, 1))
+    lines: list[Line] = []
+    pos = 0
+    while (nl := buf.find(b"\n", pos)) != -1:
+        raw = buf[pos:nl]
+        too_long = len(raw) > max_line_bytes
+        lines.append(Line(offset + pos, offset + nl + 1, raw[:EXCERPT] if too_long else raw, too_long))
+        pos = nl + 1
+    if not lines and len(buf) == budget:
+        end = _find_line_end(f, offset + len(buf))
+        if end is not None:
+            lines.append(Line(offset, end, buf[:EXCERPT], too_long=True))
+    return lines
 
 
 def _find_line_end(f: BinaryIO, start: int) -> int | None:

@@ -3,22 +3,29 @@
 watchfiles tells us quickly that something changed; a periodic rescan catches what it
 misses (overflow, roots created or recreated later, network file systems). Either way a
 change only means "check this folder again": `SimulationIngestor.check` is idempotent.
+A folder whose check fails is recorded (`IngestFailed`) and retried with backoff; the
+failure never reaches the watcher or the other folders (issue 12).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 import watchfiles
 
+from simreportd.events.models import IngestFailed
 from simreportd.events.store import EventStore
 
 from .folder import is_simulation_folder
 from .ingest import SimulationIngestor
 from .leases import Leases, SoleNode
+from .values import clean_text
+
+FIRST_RETRY_S, LAST_RETRY_S = 1.0, 300.0
 
 log = logging.getLogger("simreportd.daemon.watcher")
 
@@ -27,12 +34,15 @@ class Watcher:
     """Watches `roots` (folders of simulation folders) and `folders` (simulation folders themselves)."""
 
     def __init__(self, store: EventStore, roots: Sequence[Path], folders: Sequence[Path] = (),
-                 rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576, leases: Leases | None = None) -> None:
+                 rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576, leases: Leases | None = None,
+                 follow_external_symlinks: bool = False) -> None:
         self.store, self.roots, self.folders = store, list(roots), list(folders)
         self.leases = leases or SoleNode()
         self.rescan_seconds, self.max_line_bytes = rescan_seconds, max_line_bytes
+        self.follow_external_symlinks = follow_external_symlinks
         self.ingestors: dict[Path, SimulationIngestor] = {}
         self.errors = 0
+        self.failing: dict[Path, tuple[int, float]] = {}  # folder -> (consecutive failures, retry at)
 
     async def run(self) -> None:
         """Rescan and watch until cancelled."""
@@ -46,28 +56,64 @@ class Watcher:
             await self.check(folder)
 
     async def check(self, folder: Path) -> None:
-        """Ingest what is new in one folder; bad input is logged, never fatal."""
+        """Ingest what is new in one folder; a failure is recorded and retried later, never raised."""
+        failures, retry_at = self.failing.get(folder, (0, 0.0))
+        if time.monotonic() < retry_at:
+            return
+        try:
+            ingestor = self.ingestors.get(folder)
+            if ingestor is None:
+                if not await anyio.to_thread.run_sync(self._admissible, folder):
+                    return
+                if not await self.leases.take(f"ingest:{folder.name}"):
+                    return  # another daemon on this store ingests it; it is ours if that one dies
+                ingestor = self.ingestors[folder] = SimulationIngestor(
+                    self.store, folder, self.max_line_bytes, self.follow_external_symlinks)
+            await ingestor.check()
+        except Exception as exc:  # noqa: BLE001 (isolation: one folder's failure must not stop the others)
+            await self._failed(folder, failures + 1, exc)
+        else:
+            self.failing.pop(folder, None)
+
+    async def _failed(self, folder: Path, failures: int, exc: Exception) -> None:
+        """Log, back off, and record the failure in the folder's stream (when the store takes it)."""
+        self.errors += 1
+        delay = min(LAST_RETRY_S, FIRST_RETRY_S * 2 ** (failures - 1))
+        self.failing[folder] = (failures, time.monotonic() + delay)
+        log.warning("ingest of %s failed (%d in a row), retrying in %.0f s: %s", folder, failures, delay, exc,
+                    exc_info=not isinstance(exc, OSError))
         ingestor = self.ingestors.get(folder)
         if ingestor is None:
-            if not await anyio.to_thread.run_sync(is_simulation_folder, folder):
-                return
-            if not await self.leases.take(f"ingest:{folder.name}"):
-                return  # another daemon on this store ingests it; it is ours if that one dies
-            ingestor = self.ingestors[folder] = SimulationIngestor(self.store, folder, self.max_line_bytes)
+            return
+        generation = ingestor.state.generation if ingestor.state else 0
+        ingestor.state = None  # fold the stream again on the next try
+        event = IngestFailed(simulation_id=ingestor.simulation_id, generation=generation, failures=failures,
+                             error=clean_text(f"{type(exc).__name__}: {exc}")[:500], retry_in_s=delay)
         try:
-            await ingestor.check()
-        except (OSError, ValueError) as exc:
-            self.errors += 1
-            log.warning("ingest of %s failed, will retry on the next change: %s", folder, exc)
+            await self.store.append(ingestor.stream, [event], expected_version=None)
+        except Exception:  # noqa: BLE001 (the store itself failing is logged by the store)
+            log.warning("could not record the ingest failure of %s", folder)
 
     def _discover(self) -> list[Path]:
         found = [f for f in self.folders if is_simulation_folder(f)]
         for root in self.roots:
             try:
-                found.extend(sorted(c for c in root.iterdir() if is_simulation_folder(c)))
+                found.extend(sorted(c for c in root.iterdir() if self._admissible(c)))
             except OSError:
                 continue  # a root that does not exist yet, or vanished: the next rescan looks again
         return found
+
+    def _admissible(self, folder: Path) -> bool:
+        """A simulation folder given by name, or one inside its root (a symlink out is not followed)."""
+        if folder not in self.folders and not self.follow_external_symlinks and folder.is_symlink():
+            try:
+                inside = folder.resolve().is_relative_to(folder.parent.resolve())
+            except (OSError, RuntimeError):  # a symlink loop
+                inside = False
+            if not inside:
+                log.debug("%s links outside its root; not followed ([watch] follow_external_symlinks)", folder)
+                return False
+        return is_simulation_folder(folder)
 
     async def _rescan_forever(self) -> None:
         while True:

@@ -34,6 +34,7 @@ class Source(BaseModel):
     head: str
     offset: int
     end: int
+    tail: str | None = None  # hash of the file's bytes just before `end` (issue 12: same inode, same head)
 
 
 # --- simulation stream: simulation-<simulation_id> ------------------------------------------
@@ -129,6 +130,15 @@ class IngestRejected(SimulationEvent):
     source: Source | None = None
 
 
+class IngestFailed(SimulationEvent):
+    """A whole check of the folder failed unexpectedly; ingest tries it again after `retry_in_s`."""
+
+    type: Literal["IngestFailed"] = "IngestFailed"
+    error: str
+    failures: int  # consecutive failures of this folder so far
+    retry_in_s: float
+
+
 # --- report stream: report-<report_id> --------------------------------------------------------
 
 
@@ -142,6 +152,14 @@ class OutlineSection(BaseModel):
     description: str = ""
 
 
+class RunSoFar(BaseModel):
+    """How much of a still-running simulation a partial report saw: last round per platform, actions."""
+
+    model_config = ConfigDict(frozen=True)
+    rounds: dict[str, int]
+    actions: int
+
+
 class ReportRequested(ReportEvent):
     type: Literal["ReportRequested"] = "ReportRequested"
     simulation_id: str
@@ -151,6 +169,7 @@ class ReportRequested(ReportEvent):
     model: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
     forked_from: str | None = None
+    partial: RunSoFar | None = None  # set when the run had not completed: the report says it is partial
 
 
 class PlanningStarted(ReportEvent):
@@ -235,6 +254,17 @@ class ToolProtocolChosen(ReportEvent):
     reason: str
 
 
+class ContextCompacted(ReportEvent):
+    """Older turns of the conversation were shortened so the next request fits `target_tokens`."""
+
+    type: Literal["ContextCompacted"] = "ContextCompacted"
+    section_index: int
+    target_tokens: int
+    before_tokens: int
+    after_tokens: int
+    reason: str
+
+
 class ThoughtRecorded(ReportEvent):
     type: Literal["ThoughtRecorded"] = "ThoughtRecorded"
     section_index: int
@@ -279,6 +309,8 @@ RejectionReason = Literal[
     "empty_section",
     "invalid_outline",
     "ungrounded",
+    "length_cut",
+    "echoed_prompt",
 ]
 
 
@@ -302,12 +334,17 @@ class SectionCompleted(ReportEvent):
     tool_calls: int = 0
     iterations: int = 0
     ungrounded_quotes: int = 0
+    grounded_quotes: int = 0
+    rejections: dict[str, int] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list)  # the [agent] rules this section does not meet
 
 
 class ReportCompleted(ReportEvent):
     type: Literal["ReportCompleted"] = "ReportCompleted"
     title: str
     sections_total: int
+    status: Literal["completed", "completed_degraded"] = "completed"
+    problems: list[str] = Field(default_factory=list)
 
 
 class InterviewUnlocked(ReportEvent):
@@ -326,6 +363,7 @@ class ReportFailed(ReportEvent):
 class ReportResumed(ReportEvent):
     type: Literal["ReportResumed"] = "ReportResumed"
     reason: str = "resume"
+    overrides: dict[str, Any] = Field(default_factory=dict)  # LLM settings changed from here on
 
 
 class InterviewRequested(ReportEvent):
@@ -359,6 +397,7 @@ AnyEvent = Annotated[
         SimulationCompleted,
         EnvironmentStatusChanged,
         IngestRejected,
+        IngestFailed,
         ReportRequested,
         PlanningStarted,
         ContextGathered,
@@ -368,6 +407,7 @@ AnyEvent = Annotated[
         LLMResponded,
         LLMFailed,
         ToolProtocolChosen,
+        ContextCompacted,
         ThoughtRecorded,
         ToolCalled,
         ToolObserved,

@@ -39,12 +39,13 @@ def turning_points(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rounds whose volume is at least 2x the mean of the WINDOW rounds before them (seed round 0 excluded)."""
     points = []
     for i, row in enumerate(rows):
-        window = [r["total"] for r in rows[max(0, i - WINDOW):i] if r["round"] > 0]
+        window = [r for r in rows[max(0, i - WINDOW):i] if r["round"] > 0]
         if row["round"] <= 0 or not window:
             continue
-        mean = sum(window) / len(window)
+        mean = sum(r["total"] for r in window) / len(window)
         if mean > 0 and row["total"] >= 2 * mean:
             points.append({"round": row["round"], "volume": row["total"], "rolling_mean": round(mean, 2),
+                           "baseline_rounds": [window[0]["round"], window[-1]["round"]],
                            "ratio": round(row["total"] / mean, 2)})
     return points
 
@@ -53,7 +54,9 @@ def activity_svg(rows: list[dict[str, Any]], title: str = "") -> str:
     """An SVG line chart of `per_round_rows` output."""
     if not rows:
         return _frame(title, '<text x="50%" y="50%" text-anchor="middle" fill="#666">no actions yet</text>')
-    top = max(max(r["twitter"], r["reddit"]) for r in rows) or 1
+    peak = max(max(r["twitter"], r["reddit"]) for r in rows)
+    step_y = tick_step(peak)
+    top = step_y * max(1, -(-peak // step_y))  # rounded up to a gridline
     last = max(rows[-1]["round"], 1)
     x = lambda r: PAD_L + (WIDTH - PAD_L - PAD_R) * r / last  # noqa: E731
     y = lambda v: HEIGHT - PAD_B - (HEIGHT - PAD_T - PAD_B) * v / top  # noqa: E731
@@ -61,7 +64,7 @@ def activity_svg(rows: list[dict[str, Any]], title: str = "") -> str:
     parts = [f'<rect x="{x(r["round"]) - step / 2:.1f}" y="{PAD_T}" width="{step:.1f}" '
              f'height="{HEIGHT - PAD_T - PAD_B}" fill="#8a2be2" fill-opacity="{r["divergence"] * 0.25:.3f}">'
              f'<title>round {r["round"]}: divergence {r["divergence"]}</title></rect>' for r in rows]
-    parts += _axes(top, last, x, y)
+    parts += _axes(top, step_y, last, x, y)
     for platform, color in COLORS.items():
         points = " ".join(f"{x(r['round']):.1f},{y(r[platform]):.1f}" for r in rows)
         parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"/>')
@@ -81,13 +84,22 @@ def activity_svg(rows: list[dict[str, Any]], title: str = "") -> str:
     return _frame(title, "".join(parts) + legend)
 
 
-def _axes(top: int, last: int, x: Any, y: Any) -> list[str]:
+def tick_step(peak: int) -> int:
+    """A round step (1, 2 or 5 times a power of ten) that puts at most six gridlines up to `peak`."""
+    step = 1
+    while peak / step > 6:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2  # 1, 2, 5, 10, 20, 50, ...
+    return step
+
+
+def _axes(top: int, step: int, last: int, x: Any, y: Any) -> list[str]:
     base = HEIGHT - PAD_B
-    out = [f'<line x1="{PAD_L}" y1="{base}" x2="{WIDTH - PAD_R}" y2="{base}" stroke="#999"/>',
-           f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{base}" stroke="#999"/>',
-           f'<text x="{PAD_L - 6}" y="{y(top) + 4:.1f}" text-anchor="end" font-size="11">{top}</text>',
-           f'<text x="{PAD_L - 6}" y="{base + 4}" text-anchor="end" font-size="11">0</text>',
+    out = [f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{base}" stroke="#999"/>',
            f'<text x="{(WIDTH + PAD_L) / 2:.0f}" y="{HEIGHT - 6}" text-anchor="middle" font-size="11">round</text>']
+    for value in range(0, top + 1, step):
+        out.append(f'<line x1="{PAD_L}" y1="{y(value):.1f}" x2="{WIDTH - PAD_R}" y2="{y(value):.1f}" '
+                   f'stroke="{"#999" if value == 0 else "#e3e6ea"}"/>'
+                   f'<text x="{PAD_L - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11">{value}</text>')
     for r in range(0, last + 1, max(1, last // 8)):
         out.append(f'<text x="{x(r):.1f}" y="{base + 14}" text-anchor="middle" font-size="10">{r}</text>')
     return out

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from .chart import activity_rows, activity_svg
+from .report import mirofish_status
 from .runner import rows_as_dicts
 
 
@@ -34,7 +35,9 @@ def section_markdown(section: dict[str, Any]) -> str:
 
 def full_markdown(report: dict[str, Any]) -> str:
     """`# title`, `> summary`, `---`, then the completed sections in order."""
-    parts = [f"# {report['title'] or report['report_id']}\n", f"> {report['summary']}\n" if report["summary"] else "",
+    parts = [f"# {report['title'] or report['report_id']}\n",
+             f"> **{report['partial']}**\n" if report.get("partial") else "",
+             f"> {report['summary']}\n" if report["summary"] else "",
              "![Actions per round on each platform, turning points circled, divergence shaded](activity.svg)\n",
              "---\n"]
     parts += [section_markdown(s) for s in report["sections"] if s["status"] == "completed"]
@@ -47,9 +50,11 @@ def render(report: dict[str, Any]) -> dict[str, bytes]:
     outline = {"title": report["title"], "summary": report["summary"],
                "sections": [{"title": s["title"], "content": s["content"] or ""} for s in report["sections"]]}
     meta = {"report_id": report["report_id"], "simulation_id": report["simulation_id"], "status": report["status"],
-            "outline": outline, "created_at": report["created_at"], "completed_at": report["completed_at"],
-            "error": report["error"]}
-    progress = {"status": report["status"], "progress": -1 if report["status"] == "failed" else report["progress"],
+            "problems": json.loads(report.get("problems") or "[]"), "outline": outline, "created_at": report["created_at"],
+            "completed_at": report["completed_at"], "error": report["error"],
+            **({"partial": report["partial"]} if report.get("partial") else {})}
+    progress = {"status": mirofish_status(report["status"]),
+                "progress": -1 if report["status"] == "failed" else report["progress"],
                 "message": report["message"], "current_section": report["current_section"],
                 "completed_sections": [s["title"] for s in completed], "updated_at": report["updated_at"]}
     files = {

@@ -22,11 +22,12 @@ CREATE TABLE IF NOT EXISTS reports (
     trigger TEXT, forked_from TEXT, protocol TEXT, llm_calls INTEGER, llm_failures INTEGER, tool_calls INTEGER,
     rejections INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, tokens_estimated INTEGER,
     error TEXT, failed_stage TEXT, resumable INTEGER, created_at TEXT, completed_at TEXT, updated_at TEXT,
-    last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0);
+    last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0, partial TEXT, problems TEXT DEFAULT '[]');
 CREATE TABLE IF NOT EXISTS report_sections (
     report_id TEXT, section_index INTEGER, title TEXT, description TEXT, status TEXT, content TEXT,
     tool_calls INTEGER, iterations INTEGER, forced INTEGER, completed_at TEXT, position INTEGER,
-    PRIMARY KEY (report_id, section_index));
+    problems TEXT DEFAULT '[]', rejections TEXT DEFAULT '{}', grounded_quotes INTEGER DEFAULT 0,
+    ungrounded_quotes INTEGER DEFAULT 0, PRIMARY KEY (report_id, section_index));
 CREATE TABLE IF NOT EXISTS agent_log (
     report_id TEXT, line_no INTEGER, position INTEGER, line TEXT, PRIMARY KEY (report_id, line_no));
 """
@@ -37,6 +38,21 @@ LOG_ACTIONS = {"ReportRequested": "report_start", "PlanningStarted": "planning_s
                "OutlinePlanned": "planning_complete", "SectionStarted": "section_start",
                "LLMResponded": "llm_response", "ToolCalled": "tool_call", "ToolObserved": "tool_result",
                "ReportCompleted": "report_complete", "ReportFailed": "error", "LLMFailed": "error"}
+
+
+def mirofish_status(status: str) -> str:
+    """The status MiroFish's own files and API show: it knows no `completed_degraded` (its message says it)."""
+    return "completed" if status == "completed_degraded" else status
+
+
+def partial_label(run: dict[str, Any] | None) -> str | None:
+    """What a report on an unfinished run says about itself, from its ReportRequested (None: the run had ended)."""
+    if run is None:
+        return None
+    rounds = " and ".join(f"round {n} on {platform}" for platform, n in sorted(run["rounds"].items()))
+    return (f"Partial report: written while the simulation was still running, from the {run['actions']} actions "
+            f"recorded {'up to ' + rounds if rounds else 'before its first round ended'}. Later rounds are not "
+            "included.")
 
 
 def progress_for(completed: int, total: int) -> int:
@@ -68,9 +84,9 @@ class ReportView:
 
     def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO reports VALUES (?, ?, ?, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
-               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0, 0)",
+               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0, 0, ?, '[]')",
                (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
-                d.get("trigger", ""), d.get("forked_from"), at, at))
+                d.get("trigger", ""), d.get("forked_from"), at, at, partial_label(d.get("partial"))))
 
     def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = 'planning', progress = 5, message = 'Planning the outline'"
@@ -85,7 +101,8 @@ class ReportView:
                " summary = ?, outline = ?, sections_total = ? WHERE report_id = ?",
                (d["title"], d["summary"], json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
         for i, section in enumerate(sections, 1):
-            yield ("INSERT OR REPLACE INTO report_sections VALUES (?, ?, ?, ?, 'pending', NULL, 0, 0, 0, NULL, NULL)",
+            yield ("INSERT OR REPLACE INTO report_sections VALUES (?, ?, ?, ?, 'pending', NULL, 0, 0, 0, NULL, NULL,"
+                   " '[]', '{}', 0, 0)",
                    (d["report_id"], i, section["title"], section.get("description", "")))
 
     def _SectionStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
@@ -104,16 +121,23 @@ class ReportView:
     def _SectionCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         rid, i = d["report_id"], d["section_index"]
         yield ("UPDATE report_sections SET status = 'completed', content = ?, tool_calls = ?, iterations = ?,"
-               " forced = ?, completed_at = ? WHERE report_id = ? AND section_index = ?",
-               (d["content"], d.get("tool_calls", 0), d.get("iterations", 0), int(d.get("forced", False)), at, rid, i))
+               " forced = ?, completed_at = ?, problems = ?, rejections = ?, grounded_quotes = ?, ungrounded_quotes = ?"
+               " WHERE report_id = ? AND section_index = ?",
+               (d["content"], d.get("tool_calls", 0), d.get("iterations", 0), int(d.get("forced", False)), at,
+                json.dumps(d.get("problems", []), ensure_ascii=False), json.dumps(d.get("rejections", {})),
+                d.get("grounded_quotes", 0), d.get("ungrounded_quotes", 0), rid, i))
         yield ("UPDATE reports SET completed_sections = completed_sections + 1, message = ?,"
                " progress = 10 + (85 * (completed_sections + 1)) / max(sections_total, 1),"
                " ungrounded_quotes = ungrounded_quotes + ? WHERE report_id = ?",
                (f"Section {i} completed: {d['title']}", d.get("ungrounded_quotes", 0), rid))
 
     def _ReportCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET status = 'completed', progress = 100, message = 'Report completed',"
-               " current_section = NULL, completed_at = ? WHERE report_id = ?", (at, d["report_id"]))
+        problems = d.get("problems", [])
+        message = f"Report completed with {len(problems)} problem(s): {'; '.join(problems)}" if problems \
+            else "Report completed"
+        yield ("UPDATE reports SET status = ?, progress = 100, message = ?, problems = ?,"
+               " current_section = NULL, completed_at = ? WHERE report_id = ?",
+               (d.get("status", "completed"), message, json.dumps(problems, ensure_ascii=False), at, d["report_id"]))
 
     def _InterviewUnlocked(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET interview_unlocked = 1, live_environment = ? WHERE report_id = ?",

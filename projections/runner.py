@@ -35,6 +35,8 @@ T = TypeVar("T")
 META_SCHEMA = """
 CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, position INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS projection_schema (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS projection_failures (projection TEXT NOT NULL, position INTEGER NOT NULL,
+    type TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (projection, position));
 """
 
 
@@ -175,6 +177,16 @@ class ProjectionRunner:
         return digests
 
     def _apply_batch(self, batch: list[Recorded]) -> None:
+        try:
+            done = self._fold_batch(batch, guarded=False)
+        except sqlite3.OperationalError:
+            raise  # locked, disk full, read-only: the store's trouble, not one event's
+        except Exception:  # noqa: BLE001 (a poison event: fold the batch again, each event on its own)
+            done = self._fold_batch(batch, guarded=True)
+        self._position = max(done, batch[-1].position)
+
+    def _fold_batch(self, batch: list[Recorded], guarded: bool) -> int:
+        """Fold the events past the checkpoint in one transaction; return the checkpoint found."""
         conn = self._require()
         with transaction(conn):  # rows and checkpoint together
             done = self._read_checkpoint()  # another process may have folded some: never twice
@@ -183,14 +195,34 @@ class ProjectionRunner:
                     continue
                 for projection in self.projections:
                     if recorded.type in projection.types:
-                        for sql, params in projection.apply(recorded):
-                            conn.execute(sql, params)
+                        (self._fold_guarded if guarded else self._fold)(conn, projection, recorded)
             conn.execute(
                 "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
                 (self.NAME, batch[-1].position),
             )
-        self._position = max(done, batch[-1].position)
+        return done
+
+    @staticmethod
+    def _fold(conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
+        for sql, params in projection.apply(recorded):
+            conn.execute(sql, params)
+
+    def _fold_guarded(self, conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
+        """Fold one event in a savepoint: if it fails, undo only it and leave a failure marker (issue 12)."""
+        conn.execute("SAVEPOINT fold")
+        try:
+            self._fold(conn, projection, recorded)
+        except sqlite3.OperationalError:
+            raise
+        except Exception as exc:  # noqa: BLE001 (skipping the event's effect keeps every later start alive)
+            conn.execute("ROLLBACK TO fold")
+            log.error("projection %s skipped event %d (%s): %s", projection.name, recorded.position,
+                      recorded.type, exc, exc_info=True)
+            conn.execute("INSERT OR REPLACE INTO projection_failures (projection, position, type, error)"
+                         " VALUES (?, ?, ?, ?)", (projection.name, recorded.position, recorded.type,
+                                                  f"{type(exc).__name__}: {exc}"[:500]))
+        conn.execute("RELEASE fold")
 
     def _reset(self) -> None:
         conn = self._require()
@@ -200,6 +232,7 @@ class ProjectionRunner:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 (names are ours)
             conn.execute("DELETE FROM projection_checkpoint")
             conn.execute("DELETE FROM projection_schema")
+            conn.execute("DELETE FROM projection_failures")
         for projection in self.projections:
             conn.executescript(projection.schema)
         with transaction(conn):

@@ -8,6 +8,8 @@ subqueries, so the fold itself reads nothing.
 
 from __future__ import annotations
 
+import re
+
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -84,7 +86,8 @@ UNDO = {"UNFOLLOW": "follow", "UNLIKE_POST": "like", "UNDO_LIKE_POST": "like", "
         "UNMUTE": "mute", "UNDO_REPOST": "repost"}
 
 KEY = "simulation_id = ? AND generation = ?"
-AUTHOR_OF_POST = f"(SELECT agent_id FROM sim_posts WHERE {KEY} AND platform = ? AND post_id = ? LIMIT 1)"
+AUTHOR_OF_POST = (f"(SELECT agent_id FROM sim_posts WHERE {KEY} AND platform = ? AND post_id = ?"
+                  " AND kind IN ('post', 'quote') LIMIT 1)")  # comments number their own ids: not a post's author
 AGENT_NAMED = f"(SELECT agent_id FROM sim_agents WHERE {KEY} AND name = ? LIMIT 1)"
 
 
@@ -195,7 +198,15 @@ def _post_row(key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, p
            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
            (*key, p, ref, kind, post_id if isinstance(post_id, int) else None,
             parent if isinstance(parent, int) else None, agent, r, text, quoted, quoted_author, pos))
-    yield ("INSERT INTO sim_posts_fts (rowid, content) VALUES (last_insert_rowid(), ?)", (text,))
+    yield ("INSERT INTO sim_posts_fts (rowid, content) VALUES (last_insert_rowid(), ?)", (han_spaced(text),))
+
+
+HAN = re.compile(r"([\u3400-\u9fff\uf900-\ufaff])")
+
+
+def han_spaced(text: str) -> str:
+    """Han characters as single tokens (Chinese has no spaces, so unicode61 would index whole clauses)."""
+    return HAN.sub(r" \1 ", text)
 
 
 def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any],

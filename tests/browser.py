@@ -69,8 +69,9 @@ class Chromium:
     async def goto(self, url: str) -> None:
         await self.call("Page.navigate", url=url)
 
-    async def evaluate(self, expression: str) -> Any:
-        result = await self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+    async def evaluate(self, expression: str, wait: bool = False) -> Any:
+        """The value of a JavaScript expression; with `wait`, of the promise it returns."""
+        result = await self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=wait)
         return result["result"].get("value")
 
     async def screenshot(self, path: Path) -> None:

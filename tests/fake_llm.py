@@ -3,7 +3,9 @@
 By default it is a faithful model: it answers like simreportd's offline writer (which
 only writes what the tools returned), through whichever protocol the request uses.
 Faults queued in `faults` are served first, one per request: HTTP errors, Retry-After,
-hangs past the client's timeout, invalid JSON, empty choices, a refusal of tools.
+hangs past the client's timeout, invalid JSON, empty choices, a refusal of tools, a context-length
+400, a reply cut by the length limit, any raw body. `ignore_tools` plays a server that accepts
+`tools` and answers as if there were none (llama.cpp's default chat formats do).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.script, self.latency_s = script, latency_s
         self.refuse_tools = False  # a server without function calling: 400 for any request with tools
+        self.ignore_tools = False  # a server that takes `tools` and never calls them
         self.lock = threading.Lock()
         owner = self
 
@@ -76,13 +79,21 @@ class FakeLLM:
         return 200, {}, json.dumps(self.completion(body)).encode()
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.ignore_tools:
+            body = {k: v for k, v in body.items() if k not in ("tools", "tool_choice")}
         message = faithful(body)
-        if self is not None and self.script is not None and (override := self.script(body, message)) is not None:
+        if self.script is not None and (override := self.script(body, message)) is not None:
             message = override
-        return {"id": "cmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", **message},
-                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+        return completion_body(body, message)
+
+
+def completion_body(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    """A chat.completion answering `body` with `message` (a `finish_reason` key in it is moved out)."""
+    message = dict(message)
+    finish = message.pop("finish_reason", "tool_calls" if message.get("tool_calls") else "stop")
+    return {"id": "cmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
 
 
 def serve_fault(fault: tuple[Any, ...], body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
@@ -98,9 +109,18 @@ def serve_fault(fault: tuple[Any, ...], body: dict[str, Any]) -> tuple[int, dict
     if kind == "empty_choices":
         return 200, {}, json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                     "choices": []}).encode()
+    if kind == "overflow":
+        return 400, {}, json.dumps({"error": {"message": f"This model's maximum context length is {fault[1]} tokens. "
+                                              "However, you requested more tokens."}}).encode()
+    if kind == "length":
+        message = faithful(body)
+        return 200, {}, json.dumps(completion_body(body, {"content": (message.get("content") or "")[:fault[1]],
+                                                          "finish_reason": "length"})).encode()
+    if kind == "raw":
+        return 200, {}, json.dumps(fault[1]).encode()
     if kind == "refuse_tools" and "tools" in body:
         return 400, {}, json.dumps({"error": {"message": "this model does not support tools"}}).encode()
-    return 200, {}, json.dumps(FakeLLM.completion(None, body)).encode()  # type: ignore[arg-type]
+    return 200, {}, json.dumps(completion_body(body, faithful(body))).encode()
 
 
 def faithful(body: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,13 @@ def postgres_cluster() -> Iterator[str]:
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL is not installed; .ci/run installs Debian's postgresql")
         pytest.skip("PostgreSQL server binaries not found (apt-get install postgresql); CI runs these tests")
+    with running_cluster(binaries) as sockets:
+        yield sockets
+
+
+@contextmanager
+def running_cluster(binaries: Path, fsync: bool = False) -> Iterator[str]:
+    """initdb and start a cluster in a temp folder; yield its socket folder; stop and remove it."""
     folder = Path(tempfile.mkdtemp(prefix="simreportd-pg-"))
     os.chmod(folder, 0o777)
     data, sockets = folder / "data", folder / "sockets"
@@ -47,7 +55,7 @@ def postgres_cluster() -> Iterator[str]:
     run = _as_postgres_user()
     subprocess.run([*run, str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "simreportd",
                     "--no-sync"], check=True, capture_output=True)
-    options = f"-k {sockets} -c listen_addresses='' -c fsync=off -c max_connections=200"
+    options = f"-k {sockets} -c listen_addresses='' -c fsync={'on' if fsync else 'off'} -c max_connections=200"
     subprocess.run([*run, str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-l",
                     str(folder / "server.log"), "start"], check=True, capture_output=True)
     try:

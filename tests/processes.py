@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -27,6 +28,11 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     log.close()
     STARTED.append(process)
     return process
+
+
+def serving(status: str) -> str:
+    """The URL a daemon's systemd STATUS line says it serves."""
+    return re.search(r"serving (http://[^ /]+/)", status).group(1)
 
 
 def reap() -> None:
@@ -94,3 +100,17 @@ class NotifySocket:
             seen.append(message)
             if field in message.split("\n"):
                 return seen
+
+
+def takes_sigterm(process: subprocess.Popen) -> bool:
+    """Whether the process has installed its SIGTERM handler (simreportd's entry does it first thing).
+
+    Before that, SIGTERM meets the default action and ends the interpreter, whatever its
+    code would do: no program in any language can act on a signal before it has started.
+    """
+    try:
+        fields = dict(line.split(":\t", 1) for line in Path(f"/proc/{process.pid}/status").read_text().splitlines()
+                      if ":\t" in line)
+    except OSError:
+        return False
+    return bool(int(fields.get("SigCgt", "0"), 16) & (1 << (signal.SIGTERM - 1)))

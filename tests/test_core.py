@@ -50,14 +50,15 @@ def drive(s: ReportState) -> core.Effect:
     return effect
 
 
-def reply(s: ReportState, content: str = "", calls: list[tuple[str, dict]] = ()) -> list[DomainEvent]:
+def reply(s: ReportState, content: str = "", calls: list[tuple[str, dict]] = (),
+          finish_reason: str | None = None) -> list[DomainEvent]:
     """Answer the outstanding LLM call and return the events the core decided from the answer."""
     effect = drive(s)
     assert isinstance(effect, core.CallLLM), effect
     tool_calls = [ToolCallRequest(id=f"c{s.version}-{n}", name=name, arguments=args)
                   for n, (name, args) in enumerate(calls)]
     s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=effect.attempt,
-                         content=content, tool_calls=tool_calls))
+                         content=content, tool_calls=tool_calls, finish_reason=finish_reason))
     decided = core.decide(s)
     assert isinstance(decided, core.Emit)
     for event in decided.events:
@@ -117,7 +118,7 @@ def test_unknown_tool_is_rejected_and_answered_so_the_conversation_stays_valid()
     events = reply(s, calls=[("delete_everything", {})])
     assert reasons(events) == ["unknown_tool"]
     [message] = s.conversation.pending
-    assert message["role"] == "tool" and "Available tools" in message["content"]
+    assert message["role"] == "tool" and "no tool named 'delete_everything'. The tools are: insight_forge" in message["content"]
 
 
 def test_tool_calls_beyond_the_budget_are_refused() -> None:
@@ -133,13 +134,17 @@ def test_spent_budget_forces_one_final_answer_without_tools() -> None:
     effect = drive(s)
     assert isinstance(effect, core.CallLLM) and effect.request.tools == []
     assert "Write the final section text now" in effect.messages[-1]["content"]
+    assert reasons(reply(s, calls=[("quick_search", {"query": "more"})])) == ["empty_section"]  # sent back once
+    effect = drive(s)
+    assert effect.request.tools == [] and "Write the final section text now" in effect.messages[-1]["content"]
     events = reply(s, calls=[("quick_search", {"query": "more"})])
     assert isinstance(events[-1], SectionCompleted) and events[-1].forced
     assert "evidence it gathered" in events[-1].content
+    assert events[-1].problems == ["no usable text from the model: the gathered evidence stands in"]
 
 
-def test_iteration_limit_forces_a_final_answer() -> None:
-    s = started(max_iterations=2)
+def test_iteration_limit_forces_a_final_answer_when_every_reply_counts_as_in_mirofish() -> None:
+    s = started(max_iterations=2, mirofish_budget=True)
     reply(s, "thinking")
     reply(s, "still thinking")
     effect = drive(s)
@@ -160,8 +165,9 @@ def test_self_written_observation_is_stripped_and_recorded() -> None:
 def test_raw_tool_call_json_is_refused_as_section_content() -> None:
     s = started()
     use_tools(s, 3)
-    events = reply(s, '{"name": "quick_search", "arguments": {"query": "x"}}')
+    events = reply(s, '{"tool_calls": [{"function": "quick_search"}]}')
     assert reasons(events) == ["raw_tool_call_as_content"]
+    assert "wrong format" in s.conversation.pending[-1]["content"]
     assert not s.completed
 
 

@@ -30,7 +30,15 @@ STATE = """(() => ({
   live: document.getElementById('conn').className === 'live',
   blockquotes: document.querySelectorAll('article blockquote').length,
   navigations: performance.getEntriesByType('navigation').length,
+  hash: location.hash,
+  selected: document.querySelector('#reports .item.selected')?.dataset.report,
+  listMeta: document.querySelector('#reports .item .meta')?.textContent,
+  reportMeta: [...document.querySelectorAll('article .meta')].map(e => e.textContent).join(' | '),
+  observationTables: document.querySelectorAll('#trace .observed table').length,
+  fullJson: [...document.querySelectorAll('#trace .observed details pre')].filter(p => JSON.parse(p.textContent)).length,
 }))()"""
+CHART_TICKS = """fetch(document.querySelector('#simulations img.chart').src).then(r => r.text()).then(svg =>
+  (svg.match(/text-anchor="end" font-size="11">\\d+</g) || []).length)"""
 
 
 async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tmp_path: Path) -> None:
@@ -60,12 +68,27 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
                         await asyncio.sleep(0.1)
                     await asyncio.sleep(0.5)  # let the last trace fetch land before the picture
                     await browser.screenshot(ARTIFACTS / "dashboard.png")
+                    seen.append(await browser.evaluate(STATE))
+                    ticks = await browser.evaluate(CHART_TICKS, wait=True)
+                    report_id = seen[-1]["selected"]
+                    await browser.goto("about:blank")
+                    await browser.goto(f"http://127.0.0.1:{daemon.server.port}/#/reports/{report_id}")  # a bookmark
+                    bookmarked = None
+                    while not (bookmarked and bookmarked["selected"] == report_id and bookmarked["sections"] >= 3):
+                        assert time.monotonic() < deadline, f"the bookmarked report never showed: {bookmarked}"
+                        await asyncio.sleep(0.1)
+                        bookmarked = await browser.evaluate(STATE)
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
     finally:
         simulator.terminate()
         simulator.wait(timeout=TIMEOUT)
     final = seen[-1]
+    assert final["hash"] == f"#/reports/{report_id}" and bookmarked["hash"] == final["hash"]
+    assert "sim_live (generation 1)" in final["listMeta"] and "scripted" in final["listMeta"]
+    assert "sim_live" in final["reportMeta"] and "tokens" in final["reportMeta"]
+    assert final["observationTables"] >= 3 and final["fullJson"] >= 3
+    assert ticks >= 3, "the activity chart's y-axis has fewer than three labelled gridlines"
     assert any(s["simulationRunning"] and s["chartDrawn"] for s in seen), "no chart while the run was ingested"
     assert any(0 < s["sections"] < final["sections"] for s in seen), "sections did not arrive one by one"
     assert final["navigations"] == 1 and final["live"] and final["blockquotes"] >= 3

@@ -60,7 +60,8 @@ async def test_an_invented_quote_is_sent_back_once_then_marked_and_counted(tmp_p
     assert "Everyone agreed the policy was perfect" in rejected[0]["feedback"] and "post:twitter:9999" in rejected[0]["feedback"]
     assert all("[not found in the evidence]" in s["content"] for s in sections)
     assert all(s["ungrounded_quotes"] == 2 for s in sections)  # the quote and its unknown id
-    assert view == {"ungrounded": 2 * len(sections), "status": "completed"}
+    assert view == {"ungrounded": 2 * len(sections), "status": "completed_degraded"}  # marked, and said so
+    assert all(s["problems"] == ["2 quote(s) or id(s) not found in the evidence"] for s in sections)
 
 
 def test_quotes_are_matched_inside_json_results_whatever_their_quote_marks() -> None:

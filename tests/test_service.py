@@ -21,16 +21,12 @@ from websockets.exceptions import ConnectionClosed
 from simreportd.daemon.simulate import simulate
 
 from .conftest import TIMEOUT, write_config
-from .processes import NotifySocket, cli, count, wait_until
+from .processes import NotifySocket, cli, count, serving, wait_until
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "systemd" / "simreportd.service"
 SECURITY_THRESHOLD = 2.0  # the README states it too
-
-
-def serving(status: str) -> str:
-    return re.search(r"serving (http://[^ /]+/)", status).group(1)
 
 
 def test_ready_status_watchdog_and_stopping_reach_systemd_and_sigterm_exits_0(tmp_path: Path) -> None:

@@ -1,0 +1,129 @@
+"""The facts of a simulated story, written as `ground_truth.json` beside the simulation.
+
+`simreportd simulate` tells its story on purpose, so it knows what a good report must
+find: the trigger and the spike it caused, the platform that kept arguing, the camps,
+the most engaged agents, the agents who changed sides and each camp's top argument.
+`reference` holds the figures a report may quote (per round, per agent) and every post,
+so a report's numbers and quotes can be checked. Ingest ignores this file; no tool reads it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from .scenario import STANCES, Story
+
+FILE = "ground_truth.json"
+PLACEHOLDER = re.compile(r"\{(?:n|pct|p)\}")
+TARGET_NAME = {"LIKE_POST": "post_author_name", "DISLIKE_POST": "post_author_name", "REPOST": "original_author_name",
+               "QUOTE_POST": "original_author_name", "FOLLOW": "target_user_name",
+               "LIKE_COMMENT": "comment_author_name"}
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A regex matching every text a line template can produce (its placeholders filled with anything)."""
+    return re.compile("^" + ".+?".join(re.escape(part) for part in PLACEHOLDER.split(template)) + "$")
+
+
+def ground_truth(story: Story) -> dict[str, Any]:
+    """Everything a report on this story should find, with the figures to check it against."""
+    actions = [(p, line) for p in ("twitter", "reddit") for rnd in story.lines[p] for line in rnd]
+    reference = _reference(story, actions)
+    rounds = reference["rounds"]
+    return {
+        "simulation_id": story.simulation_id, "topic": story.scenario.topic,
+        "language": "en" if story.scenario.requirement.isascii() else "zh",
+        "requirement": story.scenario.requirement, "questions": story.scenario.questions,
+        "trigger": {"round": story.spike_round, "description": story.scenario.trigger,
+                    "words": story.scenario.trigger_words},
+        "spike": _spike(rounds, story.spike_round),
+        "divergence": _divergence(rounds, story.spike_round, story.loud_platform),
+        "camps": [{"stance": s, "size": len(m), "members": [{"id": a.agent_id, "name": a.name} for a in m]}
+                  for s in STANCES if (m := [a for a in story.agents if a.stance == s])],
+        "most_engaged": sorted(({"id": int(i), **{k: a[k] for k in ("name", "stance", "reactions")}}
+                                for i, a in reference["agents"].items() if a["reactions"]),
+                               key=lambda a: (-a["reactions"], a["id"]))[:3],
+        "shifts": [{"id": i, "name": story.agents[i].name, "from": story.agents[i].stance, "to": to,
+                    "round": story.spike_round} for i, to in sorted(story.shifts.items())],
+        "top_arguments": _top_arguments(story, actions),
+        "reference": reference,
+    }
+
+
+def _spike(rounds: list[list[int]], spike: int) -> dict[str, Any]:
+    row = next((r for r in rounds if r[0] == spike), [spike, 0, 0])
+    before = [r[1] + r[2] for r in rounds if 0 < r[0] < spike]
+    mean = sum(before) / len(before) if before else 0.0
+    return {"round": spike, "actions": row[1] + row[2], "twitter": row[1], "reddit": row[2],
+            "baseline_rounds": [1, spike - 1], "baseline_mean": round(mean, 2),
+            "ratio": round((row[1] + row[2]) / mean, 2) if mean else None}
+
+
+def _divergence(rounds: list[list[int]], spike: int, loud: str) -> dict[str, Any]:
+    """After the trigger one platform keeps arguing: per-round means after it, on each platform."""
+    after = [r for r in rounds if r[0] > spike]
+    means = {p: round(sum(r[i] for r in after) / len(after), 2) if after else 0.0
+             for i, p in ((1, "twitter"), (2, "reddit"))}
+    quiet = "twitter" if loud == "reddit" else "reddit"
+    return {"platform": loud, "quiet": quiet, "after_round": spike, "means_after": means,
+            "totals_after": {p: sum(r[i] for r in after) for i, p in ((1, "twitter"), (2, "reddit"))},
+            "ratio": round(means[loud] / means[quiet], 2) if means[quiet] else None}
+
+
+def _reference(story: Story, actions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Per-round counts, per-agent figures and every post's text, as the read models should hold them."""
+    per_round: dict[int, list[int]] = {}
+    agents = {a.agent_id: {"name": a.name, "stance": a.stance, "actions": 0, "posts": 0, "reactions": 0}
+              for a in story.agents}
+    by_name = {a.name: a.agent_id for a in story.agents}
+    authors: dict[tuple[str, int], int] = {}
+    posts: dict[str, str] = {}
+    for platform, line in actions:
+        kind, args, who = line["action_type"], line["action_args"], line["agent_id"]
+        per_round.setdefault(line["round"], [line["round"], 0, 0])[1 if platform == "twitter" else 2] += 1
+        agents[who]["actions"] += 1
+        if kind in ("CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"):
+            agents[who]["posts"] += 1
+        ref, text = _post_of(platform, kind, args)
+        if ref:
+            posts[ref] = text
+        if kind in ("CREATE_POST", "QUOTE_POST"):
+            authors[(platform, int(ref.split(":")[2]))] = who
+        target = (authors.get((platform, args["post_id"])) if kind == "CREATE_COMMENT"
+                  else by_name.get(args.get(TARGET_NAME.get(kind, ""), "")))
+        if target is not None and target != who:
+            agents[target]["reactions"] += 1
+    return {"rounds": [per_round[r] for r in sorted(per_round)], "agents": {str(k): v for k, v in agents.items()},
+            "posts": posts}
+
+
+def _post_of(platform: str, kind: str, args: dict[str, Any]) -> tuple[str, str]:
+    if kind == "CREATE_POST":
+        return f"post:{platform}:{args['post_id']}", args["content"]
+    if kind == "QUOTE_POST":
+        return f"post:{platform}:{args['new_post_id']}", args["quote_content"]
+    if kind == "CREATE_COMMENT":
+        return f"comment:{platform}:{args['comment_id']}", args["content"]
+    return "", ""
+
+
+def _top_arguments(story: Story, actions: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per camp, the line template its posts used most (all templates tied for first), with the count."""
+    sc = story.scenario
+    templates = [(stance, t, template_pattern(t)) for pool in (sc.lines, sc.spike_lines)
+                 for stance, ts in pool.items() for t in ts]
+    counts: Counter[tuple[str, str]] = Counter()
+    for _, line in actions:
+        ref, text = _post_of("", line["action_type"], line["action_args"])
+        match = next(((s, t) for s, t, rx in templates if ref.startswith("post") and rx.match(text)), None)
+        if match:
+            counts[match] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for stance in STANCES:
+        mine = {t: n for (s, t), n in counts.items() if s == stance}
+        if mine:
+            top = max(mine.values())
+            out[stance] = {"count": top, "templates": sorted(t for t, n in mine.items() if n == top)}
+    return out

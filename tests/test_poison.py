@@ -1,0 +1,138 @@
+"""Poison in the log or in a folder stops nothing (issue 12): fold isolation, folder isolation, rewrites."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from simreportd.daemon.ingest import SimulationIngestor
+from simreportd.daemon.service import projections
+from simreportd.daemon.simulate import simulate
+from simreportd.daemon.watcher import Watcher
+from simreportd.events.models import AgentActed, SimulationDiscovered
+from simreportd.events.store import EventStore
+from simreportd.projections.failures import fold_failures
+from simreportd.projections.runner import ProjectionRunner, reading
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def store(store_path: Path):
+    async with EventStore(store_path) as store:
+        yield store
+
+
+def acted(agent_id: int, round_no: int = 1) -> AgentActed:
+    return AgentActed(simulation_id="p", generation=1, platform="twitter", round=round_no, agent_id=agent_id,
+                      action_type="CREATE_POST", action_args={"content": "hi", "post_id": agent_id})
+
+
+async def test_an_event_a_fold_cannot_store_is_skipped_marked_and_never_refolded(store: EventStore,
+                                                                                   tmp_path: Path) -> None:
+    # Written by an older daemon, before validation at the door: the log keeps it for ever.
+    await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"),
+                                        acted(1), acted(2**63), acted(3)])
+    views = tmp_path / "views.sqlite3"
+    for start in (1, 2):  # the second start must neither loop nor mark it again
+        async with ProjectionRunner(store, views, projections()) as runner:
+            assert await runner.catch_up() == 4
+    with reading(views) as conn:
+        [failure] = fold_failures(conn)
+        agents = [r[0] for r in conn.execute("SELECT DISTINCT agent_id FROM sim_activity ORDER BY 1")]
+    assert (failure["projection"], failure["position"], failure["type"]) == ("simulation", 3, "AgentActed")
+    assert "OverflowError" in failure["error"]
+    assert agents == [1, 3]  # the events on either side are folded; only the poison's effect is skipped
+
+
+async def test_rebuild_reaches_the_same_rows_and_the_same_markers(store: EventStore, tmp_path: Path) -> None:
+    await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"),
+                                        acted(2**64), acted(5)])
+    async with ProjectionRunner(store, tmp_path / "views.sqlite3", projections()) as runner:
+        await runner.catch_up()
+        first = await runner.digest()
+        await runner.rebuild()
+        assert await runner.digest() == first
+    with reading(tmp_path / "views.sqlite3") as conn:
+        assert [f["position"] for f in fold_failures(conn)] == [2]
+
+
+class Exploding(SimulationIngestor):
+    """A folder whose check fails in a way nobody foresaw."""
+
+    async def check(self) -> None:
+        raise KeyError("something nobody foresaw")
+
+
+async def test_a_folder_that_fails_is_recorded_backed_off_and_does_not_stop_the_others(
+        store: EventStore, tmp_path: Path) -> None:
+    root = tmp_path / "sims"
+    simulate(root / "a_bad", agents=4, rounds=2, seed=1)
+    simulate(root / "b_good", agents=4, rounds=2, seed=2)
+    watcher = Watcher(store, [root])
+    watcher.ingestors[root / "a_bad"] = Exploding(store, root / "a_bad")
+    await watcher.rescan()
+    await watcher.rescan()  # within the backoff: the bad folder is not tried again
+    failed = [r.data for r in await store.read_stream("simulation-a_bad")]
+    good = [r.type for r in await store.read_stream("simulation-b_good")]
+    assert [f["failures"] for f in failed] == [1] and "KeyError" in failed[0]["error"]
+    assert failed[0]["retry_in_s"] > 0 and watcher.errors == 1
+    assert "SimulationCompleted" in good
+
+
+def rewrite(path: Path, how: str, data: bytes) -> None:
+    """Replace a file's content the three ways a restarted run was seen to do it."""
+    if how == "truncate":
+        with path.open("r+b") as f:
+            f.truncate(0)
+            f.write(data)
+    elif how == "recreate":
+        os.remove(path)
+        path.write_bytes(data)
+    else:  # "overwrite": no truncation, the new run is longer than the old one
+        with path.open("r+b") as f:
+            f.write(data)
+
+
+@pytest.mark.parametrize("how", ["truncate", "recreate", "overwrite"])
+async def test_a_rewritten_file_with_the_same_first_line_starts_a_generation_and_loses_nothing(
+        store: EventStore, tmp_path: Path, how: str) -> None:
+    folder, other = tmp_path / "sim_r", tmp_path / "other"
+    simulate(folder, agents=6, rounds=3, seed=1)
+    simulate(other, agents=6, rounds=3, seed=2)
+    path = folder / "twitter" / "actions.jsonl"
+    old, new_run = path.read_bytes().splitlines(keepends=True), (other / "twitter" / "actions.jsonl").read_bytes()
+    new_lines = new_run.splitlines(keepends=True)
+    assert new_lines[0] == old[0]  # the same simulation_start line: only the bytes further on differ
+    await SimulationIngestor(store, folder).check()
+    new = [old[0], *new_lines[1:] * 3]  # longer than the old file, so neither shrink nor size gives it away
+    rewrite(path, how, b"".join(new))
+    await SimulationIngestor(store, folder).check()  # a fresh ingestor: the daemon was down meanwhile
+    events = [r.data | {"type": r.type} for r in await store.read_stream("simulation-sim_r")]
+    assert [e["type"] for e in events].count("SimulationGenerationStarted") == 1
+
+    def actions(generation: int) -> int:
+        return sum(1 for e in events if e["type"] == "AgentActed" and e["generation"] == generation
+                   and e["platform"] == "twitter")
+
+    def action_lines(lines: list[bytes]) -> int:
+        return sum(1 for raw in lines if "event_type" not in json.loads(raw))
+
+    assert actions(1) == action_lines(old) and actions(2) == action_lines(new)
+
+
+async def test_appending_to_the_same_file_is_not_mistaken_for_a_rewrite(store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_g"
+    simulate(folder, agents=6, rounds=3, seed=1)
+    path = folder / "twitter" / "actions.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:10]))
+    await SimulationIngestor(store, folder).check()
+    with path.open("ab") as f:
+        f.write(b"".join(lines[10:]))
+    await SimulationIngestor(store, folder).check()
+    types = [r.type for r in await store.read_stream("simulation-sim_g")]
+    assert "SimulationGenerationStarted" not in types and "SimulationCompleted" in types

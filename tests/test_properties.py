@@ -1,0 +1,126 @@
+"""Property tests (issue 12): whatever a line, a profile or a config file holds, ingest never raises and
+every event it makes can be stored and folded."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simreportd.daemon.config import load_config
+from simreportd.daemon.folder import read_setup
+from simreportd.daemon.ingest_state import IngestState, events_for_lines
+from simreportd.daemon.tail import FileIdentity, Line
+from simreportd.events.codec import Recorded, encode
+from simreportd.events.errors import ConfigError
+from simreportd.events.models import DomainEvent, SimulationDiscovered
+from simreportd.projections.simulation import SimulationModel
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+text = st.text(st.characters(codec=None, categories=None), max_size=20) | st.sampled_from(["s\ud800", "\udfff", ""])
+scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | text)
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
+                      max_leaves=30)
+deep = st.integers(1, 400).map(lambda n: '{"a":' * n + "1" + "}" * n)
+GOOD = {"round": 1, "timestamp": "t", "agent_id": 1, "agent_name": "A", "action_type": "CREATE_POST",
+        "action_args": {"content": "x"}, "result": None, "success": True}
+KEYS = st.sampled_from([*GOOD, "event_type", "platform", "simulated_hour", "total_rounds", "post_id"])
+EVENT_TYPES = st.sampled_from(["simulation_start", "round_start", "round_end", "simulation_end"])
+
+
+def dumps(value: Any) -> bytes:
+    """JSON as a hostile writer could produce it: NaN, huge ints and escaped lone surrogates included."""
+    return json.dumps(value, allow_nan=True).encode()
+
+
+hostile_lines = st.one_of(
+    st.binary(max_size=200),
+    st.builds(lambda changes: dumps({**GOOD, **changes}), st.dictionaries(KEYS, values, max_size=4)),
+    st.builds(lambda kind, changes: dumps({"event_type": kind, **changes}), EVENT_TYPES,
+              st.dictionaries(KEYS, values, max_size=4)),
+    deep.map(lambda nested: dumps(GOOD).replace(b'{"content": "x"}', nested.encode())),
+    st.integers(1, 6000).map(lambda n: dumps(GOOD).replace(b'"round": 1', b'"round": ' + b"9" * n)),
+)
+
+
+def fold(events: list[DomainEvent]) -> None:
+    """Encode and fold events into a fresh simulation model, as the store and the runner would."""
+    model, conn = SimulationModel(), sqlite3.connect(":memory:")
+    conn.executescript(model.schema)
+    for position, event in enumerate(events, 1):
+        if event.type_name not in model.types:
+            continue
+        recorded = Recorded(position, "simulation-p", position, event.type_name, event.SCHEMA_VERSION, str(position),
+                            "2026-01-01T00:00:00Z", encode(event))
+        for sql, params in model.apply(recorded):
+            conn.execute(sql, params)
+    conn.close()
+
+
+@PROPERTY
+@given(st.lists(hostile_lines, min_size=1, max_size=5))
+def test_any_line_becomes_an_event_that_is_stored_and_folded(raws: list[bytes]) -> None:
+    state = IngestState("p")
+    discovered = SimulationDiscovered(simulation_id="p", generation=1, folder="/p")
+    state.apply(discovered)
+    lines, offset = [], 0
+    for raw in raws:
+        raw = raw.replace(b"\n", b" ")
+        lines.append(Line(offset, offset + len(raw) + 1, raw))
+        offset += len(raw) + 1
+    events = events_for_lines(state, "twitter/actions.jsonl", "twitter", FileIdentity(1, offset, "h"), lines)
+    assert len(events) == len(raws)
+    fold([discovered, *events])
+
+
+def write_folder(folder: Path, config: bytes, reddit: bytes, twitter_csv: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "simulation_config.json").write_bytes(config)
+    (folder / "reddit_profiles.json").write_bytes(reddit)
+    (folder / "twitter_profiles.csv").write_text(twitter_csv, encoding="utf-8", errors="surrogatepass")
+
+
+agent_entries = st.lists(st.dictionaries(st.sampled_from(["agent_id", "user_id", "entity_name", "name", "bio",
+                                                           "influence_weight", "karma", "persona"]), values),
+                         max_size=4)
+csv_rows = st.lists(st.tuples(st.integers() | text, text), max_size=4).map(
+    lambda rows: "user_id,name,username,user_char,description\n" + "".join(f"{a},{b},u,,d\n" for a, b in rows))
+
+
+@PROPERTY
+@given(config=st.one_of(values.map(dumps), agent_entries.map(lambda a: dumps({"agent_configs": a,
+                                                                              "simulation_requirement": "q"})),
+                        deep.map(str.encode)),
+       reddit=agent_entries.map(dumps) | st.binary(max_size=50), twitter_csv=csv_rows)
+def test_any_setup_files_give_a_discovery_that_is_stored_and_folded(tmp_path: Path, config: bytes, reddit: bytes,
+                                                                    twitter_csv: str) -> None:
+    folder = tmp_path / "sim"
+    write_folder(folder, config, reddit, twitter_csv)
+    setup = read_setup(folder)
+    fold([SimulationDiscovered(simulation_id="p", generation=1, folder=str(folder), requirement=setup.requirement,
+                               config=setup.config, agents=setup.agents)])
+
+
+toml_values = st.one_of(st.integers().map(str), st.floats().map(repr), text.map(json.dumps),
+                        st.integers(1, 3000).map(lambda n: "[" * n), st.sampled_from(["inf", "nan", "true", '"\\ud800"']))
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.sampled_from(["store", "watch", "server", "llm", "nope"]),
+                          st.sampled_from(["path", "roots", "port", "host", "allowed_hosts", "max_line_bytes", "x"]),
+                          toml_values), max_size=4) | st.binary(max_size=100).map(lambda b: [("raw", "", b)]))
+def test_any_config_file_loads_or_gives_a_config_error(tmp_path: Path, entries: list) -> None:
+    path = tmp_path / "config.toml"
+    if entries and entries[0][0] == "raw":
+        path.write_bytes(entries[0][2])
+    else:
+        path.write_text("".join(f"[{s}]\n{k} = {v}\n" for s, k, v in entries), encoding="utf-8", errors="surrogatepass")
+    try:
+        load_config(path, {})
+    except ConfigError:
+        pass

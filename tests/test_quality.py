@@ -1,0 +1,99 @@
+"""The report scorer's verdicts on hand-made reports, and the ground truth the simulator writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simreportd.daemon.quality import score_report
+from simreportd.daemon.simulate import simulate
+from simreportd.daemon.truth import FILE
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("sims") / "sim_truth"
+    simulate(folder, agents=24, rounds=10, seed=4)
+    return json.loads((folder / FILE).read_text(encoding="utf-8"))
+
+
+def perfect(t: dict[str, Any]) -> str:
+    """A report stating every fact of the story, with figures and quotes taken from the ground truth."""
+    spike, div, ref = t["spike"], t["divergence"], t["reference"]
+    agents = ref["agents"]
+    loud, quiet = div["platform"], div["quiet"]
+    camps = ", ".join(f"{c['size']} {c['stance']}" for c in t["camps"])
+    lines = ["# Report", "", "## What happened", "",
+             f"The scheduled event landed in round {t['trigger']['round']}. Round {spike['round']} had "
+             f"{spike['actions']} actions.", "",
+             f"After round {div['after_round']}, {loud.capitalize()} averaged {div['means_after'][loud]} actions per "
+             f"round and {quiet.capitalize()} averaged {div['means_after'][quiet]}.", "",
+             f"The agents split into {camps}.", ""]
+    for e in t["most_engaged"]:
+        lines += [f"{e['name']} (agent:{e['id']}) drew {e['reactions']} reactions.", ""]
+    for s in t["shifts"]:
+        lines += [f"{s['name']} (agent:{s['id']}) moved to the {s['to']} camp.", ""]
+    posts = ref["posts"]
+    from simreportd.daemon.truth import template_pattern
+    for top in t["top_arguments"].values():
+        rx = template_pattern(top["templates"][0])
+        post_ref = next(r for r, text in sorted(posts.items()) if rx.match(text))
+        lines += [f"> \"{posts[post_ref]}\" ({post_ref})", ""]
+    first = min(agents, key=int)
+    lines += [f"{agents[first]['name']} (agent:{first}) made {agents[first]['actions']} actions.", ""]
+    return "\n".join(lines)
+
+
+def test_a_perfect_report_recovers_every_fact_with_no_error(truth: dict[str, Any]) -> None:
+    score = score_report(perfect(truth), truth)
+    assert [c for c, ok in score.facts if not ok] == []
+    assert score.wrong_numbers == [] and score.numbers_checked >= 5
+    assert score.hallucinated == [] and score.quotes_ungrounded == []
+    assert score.quotes_grounded == len(truth["top_arguments"])
+
+
+def test_one_wrong_number_is_found(truth: dict[str, Any]) -> None:
+    first = min(truth["reference"]["agents"], key=int)
+    actions = truth["reference"]["agents"][first]["actions"]
+    report = perfect(truth).replace(f"made {actions} actions", f"made {actions + 3} actions")
+    score = score_report(report, truth)
+    assert score.wrong_numbers == [f"agent:{first} actions: said {actions + 3}, is {actions}"]
+
+
+def test_an_invented_agent_is_found(truth: dict[str, Any]) -> None:
+    report = perfect(truth) + "\nJohn Smith (agent:999) led the debate. Mei Zhou also posted.\n"
+    names = {a["name"] for a in truth["reference"]["agents"].values()}
+    score = score_report(report, truth)
+    assert "agent:999 does not exist" in score.hallucinated
+    assert ("Mei Zhou is no agent of this simulation" in score.hallucinated) == ("Mei Zhou" not in names)
+
+
+def test_a_name_on_the_wrong_id_and_a_misquote_are_found(truth: dict[str, Any]) -> None:
+    agents = truth["reference"]["agents"]
+    a, b = sorted(agents, key=int)[:2]
+    ref, text = sorted(truth["reference"]["posts"].items())[0]
+    report = perfect(truth) + f"\n{agents[a]['name']} (agent:{b}) agreed.\n\n> \"{text} Really.\" ({ref})\n"
+    score = score_report(report, truth)
+    assert f"{agents[a]['name']} is not agent:{b} ({agents[b]['name']})" in score.hallucinated
+    assert len(score.quotes_ungrounded) == 1
+
+
+def test_a_missing_fact_is_not_recovered(truth: dict[str, Any]) -> None:
+    spike = truth["spike"]
+    report = perfect(truth).replace(f"had {spike['actions']} actions", "was busy")
+    missed = [c for c, ok in score_report(report, truth).facts if not ok]
+    assert missed == [f"round {spike['round']} spiked to {spike['actions']} actions"]
+
+
+def test_ground_truth_varies_with_the_seed_and_holds_a_chinese_story(tmp_path: Path) -> None:
+    truths = []
+    for seed in range(1, 7):
+        simulate(tmp_path / f"s{seed}", agents=24, rounds=12, seed=seed)
+        truths.append(json.loads((tmp_path / f"s{seed}" / FILE).read_text(encoding="utf-8")))
+    assert len({t["trigger"]["round"] for t in truths}) > 1
+    assert {t["divergence"]["platform"] for t in truths} == {"twitter", "reddit"}
+    assert "zh" in {t["language"] for t in truths}
+    assert all(t["shifts"] for t in truths)
