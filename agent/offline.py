@@ -179,7 +179,7 @@ class Facts:
         self.camps = self.analytics.get("camps") or {}
         events = background.get("scheduled_events") or []
         points = self.analytics.get("turning_points") or []
-        busiest = max(self.rounds, key=lambda r: (r["total"], -r["round"]), default=None)
+        busiest = self.analytics.get("busiest_round")
         self.event = events[0] if events else None
         self.pivot: int | None = (self.event["round"] if self.event else points[0]["round"] if points
                                   else busiest["round"] if busiest else None)
@@ -202,9 +202,10 @@ class Facts:
 
     def means(self, platform: str, after: bool) -> tuple[float, int]:
         """Mean actions per round on a platform after the pivot (or before it, round 0 left out), and the rounds."""
-        rows = [r[platform] for r in self.rounds if self.pivot is not None and
+        rows = [r for r in self.rounds if self.pivot is not None and
                 (r["round"] > self.pivot if after else 0 < r["round"] < self.pivot)]
-        return (round(sum(rows) / len(rows), 2) if rows else 0.0), len(rows)
+        spanned = sum(r.get("last_round", r["round"]) - r["round"] + 1 for r in rows)  # rows may sum spans
+        return (round(sum(r[platform] for r in rows) / spanned, 2) if rows else 0.0), spanned
 
     def loud(self) -> tuple[str, str]:
         """(the platform busier after the pivot, the other one)."""
@@ -245,7 +246,7 @@ def _timeline(f: Facts) -> str:
         return "The analytics tool returned nothing, so the round-by-round picture cannot be drawn."
     totals = a.get("actions_by_platform", {})
     out = [f"The simulation recorded {a.get('total_actions', 0)} actions in total: {totals.get('twitter', 0)} on "
-           f"Twitter and {totals.get('reddit', 0)} on Reddit, over {max(0, len(f.rounds) - 1)} rounds after the "
+           f"Twitter and {totals.get('reddit', 0)} on Reddit, over {a.get('rounds', 0)} rounds after the "
            f"seed posts."]
     points = a.get("turning_points", [])
     for i, p in enumerate(points[:3]):

@@ -11,6 +11,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import anyio
@@ -24,6 +25,11 @@ from .camps import camps_from_statements
 from .toolspec import REPORT_TOOLS
 
 KEY = "simulation_id = ? AND generation = ?"
+MAX_RESULT = 16 * 1024  # bytes of JSON a tool result may take, whatever the simulation's size
+MAX_SERIES = 60  # per-round rows in an analytics result; longer runs are summed into spans of rounds
+MAX_POINTS = 10
+MAX_RANKED, WINDOWS = 4000, 8  # full-text matches a search ranks at most, and in how many stretches of the run
+MAX_TIMELINE = 24  # entries in a panorama timeline; longer ones are grouped by spans of rounds  # turning points in an analytics result, the sharpest first
 STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
                       "their them they this to was were what when where which who why will with".split())
 
@@ -66,8 +72,9 @@ class SimulationTools:
         if self.interviews is None:
             raise ToolError("interviews are not available here")
         max_agents = arguments.get("max_agents", 5)
-        return await self.interviews.report_interview(simulation_id, generation, topic,
-                                                      max_agents if isinstance(max_agents, int) else 5)
+        result = await self.interviews.report_interview(simulation_id, generation, topic,
+                                                        max_agents if isinstance(max_agents, int) else 5)
+        return result if len(result.encode()) <= MAX_RESULT else bounded_json(json.loads(result), MAX_RESULT)
 
     async def context(self, simulation_id: str, generation: int) -> dict[str, Any]:
         """What planning needs: statistics, requirement, agent types, stances, sample posts."""
@@ -75,7 +82,7 @@ class SimulationTools:
                                               limiter=self.limiter)
 
     def _call(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> str:
-        return json.dumps(self._call_raw(method, arguments, key), sort_keys=True, ensure_ascii=False)
+        return bounded_json(self._call_raw(method, arguments, key), MAX_RESULT)
 
     def _call_raw(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> Any:
         with reading(self.views_path) as conn:
@@ -90,13 +97,15 @@ class SimulationTools:
         per_round = _per_round(conn, key)
         totals = {p: sum(r[p] for r in per_round) for p in ("twitter", "reddit")}
         total = sum(totals.values())
+        series = compress_rounds(per_round, MAX_SERIES)
         return {
             "simulation_id": key[0], "generation": key[1], "total_actions": total,
-            "actions_by_platform": totals,
-            "per_round": per_round,
-            "turning_points": turning_points(per_round),
+            "actions_by_platform": totals, "rounds": max(0, len(per_round) - 1),
+            "busiest_round": max(per_round, key=lambda r: (r["total"], -r["round"]), default=None),
+            "per_round": series,
+            "turning_points": _sharpest(turning_points(per_round), MAX_POINTS),
             "divergence": {"overall": round(abs(totals["twitter"] - totals["reddit"]) / total, 3) if total else 0.0,
-                           "by_round": [{"round": r["round"], "value": r["divergence"]} for r in per_round]},
+                           "by_round": [{"round": r["round"], "value": r["divergence"]} for r in series]},
             "most_active_agents": _most_active(conn, key, 5),
             "most_engaged_agents": _most_engaged_agents(conn, key, 5),
             "action_mix": _action_mix(conn, key),
@@ -117,13 +126,8 @@ class SimulationTools:
             latest[hit["agent"]["id"]] = hit
         current = sorted(latest.values(), key=lambda h: (h["round"], h["ref"]))
         superseded = [h for h in hits if latest[h["agent"]["id"]] is not h]
-        by_round: dict[tuple[int, str], list[dict[str, Any]]] = {}
-        for hit in hits:
-            by_round.setdefault((hit["round"], hit["platform"]), []).append(hit)
         result = {
-            "query": query, "matches": len(hits),
-            "timeline": [{"round": r, "platform": p, "statements": len(items), "first": items[0]}
-                         for (r, p), items in sorted(by_round.items())],
+            "query": query, "matches": len(hits), "timeline": _timeline(hits, MAX_TIMELINE),
             "current_statements": current[-12:],
             "undone_actions": _undone(conn, key),
         }
@@ -173,6 +177,69 @@ def sub_questions(query: str) -> list[str]:
     return unique[:4]
 
 
+def bounded_json(result: dict[str, Any], limit: int) -> str:
+    """`result` as canonical JSON of at most `limit` bytes: its largest lists lose their last items until it fits."""
+    text = _dumps(result)
+    while len(text.encode()) > limit:
+        largest = max(_lists(result), key=lambda items: len(_dumps(items)), default=None)
+        if not largest:
+            break
+        size = len(_dumps(largest).encode())
+        cut = max(1, -(-len(largest) * (len(text.encode()) - limit) // size))
+        del largest[max(0, len(largest) - cut):]
+        result["truncated"] = f"shortened to fit {limit // 1024} KB: lists keep their first items"
+        text = _dumps(result)
+    return text
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _lists(value: Any) -> Iterator[list[Any]]:
+    """Every non-empty list inside a JSON value."""
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    if isinstance(value, list) and value:
+        yield value
+    for child in children:
+        yield from _lists(child)
+
+
+def compress_rounds(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Per-round rows as they are, or, past `limit` rows, summed over spans of rounds (`round`..`last_round`)."""
+    if len(rows) <= limit:
+        return rows
+    span = -(-len(rows) // limit)
+    out = []
+    for i in range(0, len(rows), span):
+        part = rows[i:i + span]
+        t, d = sum(r["twitter"] for r in part), sum(r["reddit"] for r in part)
+        out.append({"round": part[0]["round"], "last_round": part[-1]["round"], "twitter": t, "reddit": d,
+                    "total": t + d, "divergence": round(abs(t - d) / (t + d), 3) if t + d else 0.0})
+    return out
+
+
+def _timeline(hits: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Statements per round and platform with the first of each; past `limit` entries, per span of rounds."""
+    index = {r: i for i, r in enumerate(sorted({h["round"] for h in hits}))}
+    span = max(1, -(-len(index) * 2 // limit))  # two platforms per span
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for hit in hits:  # sorted by round already
+        groups.setdefault((index[hit["round"]] // span, hit["platform"]), []).append(hit)
+    entries = []
+    for (_, platform), items in sorted(groups.items()):
+        entry = {"round": items[0]["round"], "platform": platform, "statements": len(items), "first": items[0]}
+        if span > 1:
+            entry["last_round"] = items[-1]["round"]
+        entries.append(entry)
+    return entries
+
+
+def _sharpest(points: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The `limit` turning points with the highest ratio, in round order."""
+    return sorted(sorted(points, key=lambda p: (-p["ratio"], p["round"]))[:limit], key=lambda p: p["round"])
+
+
 def fts_query(text: str) -> str:
     """An FTS5 expression matching any meaningful word of `text`; user text never becomes syntax.
 
@@ -204,15 +271,12 @@ def _most_active(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> 
 
 
 def _most_engaged_agents(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
-    """Agents others reacted to most (likes, reposts, quotes, comments, follows received)."""
+    """Agents others reacted to most (likes, reposts, quotes, comments, follows received), from the counters."""
     rows = conn.execute(
-        "SELECT e.dst_agent, coalesce(g.name, ''), coalesce(g.stance, ''), count(*),"
-        " sum(e.kind IN ('repost', 'quote')), sum(e.kind = 'comment'), sum(e.kind IN ('like', 'like_comment'))"
-        " FROM sim_edges e LEFT JOIN sim_agents g ON g.simulation_id = e.simulation_id"
-        " AND g.generation = e.generation AND g.agent_id = e.dst_agent"
-        " WHERE e.simulation_id = ? AND e.generation = ? AND e.dst_agent IS NOT NULL AND e.undone = 0"
-        " AND e.dst_agent != e.src_agent GROUP BY e.dst_agent ORDER BY count(*) DESC, e.dst_agent LIMIT ?",
-        (*key, limit)).fetchall()
+        "SELECT n.agent_id, coalesce(g.name, ''), coalesce(g.stance, ''), n.reactions, n.shares, n.comments, n.likes"
+        " FROM sim_engagement n LEFT JOIN sim_agents g USING (simulation_id, generation, agent_id)"
+        " WHERE n.simulation_id = ? AND n.generation = ? AND n.reactions > 0"
+        " ORDER BY n.reactions DESC, n.agent_id LIMIT ?", (*key, limit)).fetchall()
     return [{"ref": f"agent:{a}", "name": n, "stance": s, "reactions": c, "shares": sh, "comments": cm, "likes": lk}
             for a, n, s, c, sh, cm, lk in rows]
 
@@ -249,21 +313,61 @@ def _search(conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: i
     if not expression:
         return []
     kinds_json = json.dumps(list(kinds)) if kinds else None
+    within, bounds = in_windows(match_windows(conn, expression, key))
     rows = conn.execute(
-        f"SELECT {POST_COLUMNS} FROM sim_posts_fts JOIN sim_posts p ON p.id = sim_posts_fts.rowid {AGENT_JOIN}"
-        " WHERE sim_posts_fts MATCH ? AND p.simulation_id = ? AND p.generation = ?"
+        f"SELECT {POST_COLUMNS} FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid {AGENT_JOIN}"
+        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ?"
         " AND (? IS NULL OR p.kind IN (SELECT value FROM json_each(?)))"
         " ORDER BY bm25(sim_posts_fts), p.id LIMIT ?",
-        (expression, *key, kinds_json, kinds_json, limit)).fetchall()
+        (expression, *bounds, *key, kinds_json, kinds_json, limit)).fetchall()
     return [_post(r) for r in rows]
 
 
+def in_windows(windows: list[tuple[int, int]]) -> tuple[str, list[int]]:
+    """A WHERE term keeping `sim_posts_fts` rows inside `windows`, and its parameters.
+
+    The outer range is handed to FTS5 (it skips what lies outside); the windows are
+    tested by SQLite before anything is ranked, so only their rows are scored.
+    """
+    if not windows:
+        return "0", []
+    ranges = " OR ".join(["sim_posts_fts.rowid BETWEEN ? AND ?"] * len(windows))
+    return (f"sim_posts_fts.rowid BETWEEN ? AND ? AND ({ranges})",
+            [windows[0][0], windows[-1][1], *(b for w in windows for b in w)])
+
+
+def match_windows(conn: sqlite3.Connection, expression: str, key: tuple[str, int]) -> list[tuple[int, int]]:
+    """Row-id ranges of `sim_posts` to rank `expression`'s matches in, holding MAX_RANKED matches at most.
+
+    Ranking costs a few microseconds per match, so a common word in a million-action run
+    would take a second: past MAX_RANKED matches, the ranges are WINDOWS evenly spaced
+    stretches of the run, each holding its share of matches (a sample over all rounds).
+    """
+    first = conn.execute(f"SELECT id FROM sim_posts WHERE {KEY} ORDER BY id LIMIT 1", key).fetchone()
+    last = conn.execute(f"SELECT id FROM sim_posts WHERE {KEY} ORDER BY id DESC LIMIT 1", key).fetchone()
+    if first is None:
+        return []
+    whole = (first[0], last[0])
+    matches = conn.execute("SELECT count(*) FROM (SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ?"
+                           " AND rowid BETWEEN ? AND ? LIMIT ?)", (expression, *whole, MAX_RANKED + 1)).fetchone()[0]
+    if matches <= MAX_RANKED:
+        return [whole]
+    step = (whole[1] - whole[0] + 1) / WINDOWS
+    starts = [whole[0] + int(i * step) for i in range(WINDOWS)] + [whole[1] + 1]
+    windows = []
+    for start, end in zip(starts, starts[1:]):
+        cap = conn.execute("SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ? AND rowid BETWEEN ? AND ?"
+                           " ORDER BY rowid LIMIT 1 OFFSET ?", (expression, start, end - 1,
+                                                                MAX_RANKED // WINDOWS - 1)).fetchone()
+        windows.append((start, cap[0] if cap else end - 1))
+    return windows
+
+
 def _most_engaged(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
+    """The posts and quotes others reacted to most, read from the engagement counter's index."""
     rows = conn.execute(
-        f"SELECT {POST_COLUMNS}, (SELECT count(*) FROM sim_edges e WHERE e.simulation_id = p.simulation_id"
-        " AND e.generation = p.generation AND e.target_ref = p.ref) AS engagement"
-        f" FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ? AND p.kind IN ('post', 'quote')"
-        " ORDER BY engagement DESC, p.id LIMIT ?", (*key, limit)).fetchall()
+        f"SELECT {POST_COLUMNS}, p.engagement FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ?"
+        " AND p.kind IN ('post', 'quote') ORDER BY p.engagement DESC, p.id LIMIT ?", (*key, limit)).fetchall()
     return [{**_post(r[:-1]), "engagement": r[-1]} for r in rows]
 
 
@@ -281,17 +385,16 @@ def _profiles(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[in
 
 def _chains(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[int]) -> list[dict[str, Any]]:
     """Who reposted, quoted, commented on, liked or followed whom, among and around these agents."""
+    ids = json.dumps(agent_ids)
     rows = conn.execute(
-        "SELECT e.src_agent, coalesce(s.name, ''), e.kind, e.dst_agent, coalesce(d.name, e.dst_name, ''),"
-        " count(*), sum(e.undone) FROM sim_edges e"
-        " LEFT JOIN sim_agents s ON s.simulation_id = e.simulation_id AND s.generation = e.generation"
-        "  AND s.agent_id = e.src_agent"
-        " LEFT JOIN sim_agents d ON d.simulation_id = e.simulation_id AND d.generation = e.generation"
-        "  AND d.agent_id = e.dst_agent"
-        " WHERE e.simulation_id = ? AND e.generation = ? AND e.dst_agent IS NOT NULL"
-        " AND (e.src_agent IN (SELECT value FROM json_each(?)) OR e.dst_agent IN (SELECT value FROM json_each(?)))"
-        " GROUP BY e.src_agent, e.kind, e.dst_agent ORDER BY count(*) DESC, e.src_agent, e.kind, e.dst_agent"
-        " LIMIT 15", (*key, json.dumps(agent_ids), json.dumps(agent_ids))).fetchall()
+        "SELECT l.src_agent, coalesce(s.name, ''), l.kind, l.dst_agent, coalesce(d.name, ''), l.count, l.undone"
+        " FROM (SELECT * FROM sim_links WHERE simulation_id = ?1 AND generation = ?2"
+        "  AND src_agent IN (SELECT value FROM json_each(?3))"
+        "  UNION SELECT * FROM sim_links WHERE simulation_id = ?1 AND generation = ?2"
+        "  AND dst_agent IN (SELECT value FROM json_each(?3))) l"
+        " LEFT JOIN sim_agents s ON s.simulation_id = ?1 AND s.generation = ?2 AND s.agent_id = l.src_agent"
+        " LEFT JOIN sim_agents d ON d.simulation_id = ?1 AND d.generation = ?2 AND d.agent_id = l.dst_agent"
+        " ORDER BY l.count DESC, l.src_agent, l.kind, l.dst_agent LIMIT 15", (*key, ids)).fetchall()
     return [{"from": f"agent:{s}", "from_name": sn, "kind": k, "to": f"agent:{d}", "to_name": dn, "count": c,
              "undone": u} for s, sn, k, d, dn, c, u in rows]
 
@@ -306,4 +409,5 @@ def _statements(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str
 
 
 def _undone(conn: sqlite3.Connection, key: tuple[str, int]) -> int:
-    return conn.execute(f"SELECT count(*) FROM sim_edges WHERE {KEY} AND undone = 1", key).fetchone()[0]
+    """Undone actions (unlikes, unfollows...) that took back an earlier one, from the per-platform counters."""
+    return conn.execute(f"SELECT coalesce(sum(undone), 0) FROM sim_platforms WHERE {KEY}", key).fetchone()[0]

@@ -1,9 +1,16 @@
 """Websocket fan-out: 100 clients subscribed while events are appended at 1,000 per second.
 
-Run by hand: `python bench/notify.py [CLIENTS] [RATE] [SECONDS]`. A child process runs the
-daemon (store, projections, server) and appends small events at RATE per second; this
-process holds the clients and measures, for every delivered event, the time from its
-commit (`recorded_at`, set at commit time) to its receipt.
+Run by hand: `python bench/notify.py [CLIENTS] [RATE] [SECONDS] [PROCESSES]`. Two servers,
+one after the other, for the same clients in the same run:
+
+- simreportd: a child process runs the daemon (store, projections, server) and appends
+  small events at RATE per second; clients subscribe to the `events` topic;
+- bare: a child process runs a plain `websockets` server that, at the same rate, puts one
+  pre-encoded frame of the same shape on each client's queue, and a task per client sends
+  it (no compression, no store): the least work a fan-out can do with this library.
+
+The clients run in PROCESSES processes, so the server is what is measured. For every
+delivered frame the time from its commit (`recorded_at`) to its receipt is recorded.
 """
 
 from __future__ import annotations
@@ -15,13 +22,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from websockets.asyncio.client import connect
+from websockets.asyncio.server import serve
+
+GOALS = "goals: 100% delivered, p99 < 50 ms, deliveries/s >= 0.8x bare"
 
 
-async def serve_and_append(folder: Path, rate: int, seconds: float) -> None:
+async def send_at_rate(rate: int, seconds: float, send) -> None:  # noqa: ANN001
+    interval, started = 1 / rate, time.perf_counter()
+    for n in range(int(rate * seconds)):
+        await asyncio.sleep(max(0.0, started + n * interval - time.perf_counter()))
+        await send(n)
+
+
+async def serve_simreportd(folder: Path, rate: int, seconds: float) -> None:
     from simreportd.daemon.config import Config
     from simreportd.daemon.service import Daemon
     from simreportd.events.models import PlanningStarted
@@ -34,58 +51,120 @@ async def serve_and_append(folder: Path, rate: int, seconds: float) -> None:
             await asyncio.sleep(0.01)
         print(daemon.server.port, flush=True)
         await asyncio.to_thread(sys.stdin.readline)  # the clients are connected
-        interval, started = 1 / rate, time.perf_counter()
-        for n in range(int(rate * seconds)):
-            await asyncio.sleep(max(0.0, started + n * interval - time.perf_counter()))
-            await daemon.store.append("report-bench", [PlanningStarted(report_id="bench")])
+        await send_at_rate(rate, seconds, lambda n: daemon.store.append(
+            "report-bench", [PlanningStarted(report_id="bench")]))
         await asyncio.sleep(2)
         task.cancel()
 
 
-async def client(url: str, latencies: list[float], ready: asyncio.Event, total: list[int]) -> None:
-    async with connect(url, max_queue=None) as ws:
-        await ws.send(json.dumps({"op": "subscribe", "topics": ["events"]}))
-        async for message in ws:
-            received = time.time()
-            if '"caught_up"' in message:
-                ready.set()
-                continue
-            recorded = json.loads(message)["recorded_at"]
-            latencies.append(received - datetime.fromisoformat(recorded).timestamp())
-            total[0] += 1
+async def serve_bare(rate: int, seconds: float) -> None:
+    queues: set[asyncio.Queue[str | None]] = set()
+
+    async def handler(ws) -> None:  # noqa: ANN001
+        await ws.recv()  # the subscribe frame
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        queues.add(queue)
+        await ws.send(json.dumps({"type": "caught_up", "position": 0}))
+        while (frame := await queue.get()) is not None:
+            await ws.send(frame)
+
+    async def fan_out(n: int) -> None:
+        frame = json.dumps({"type": "event", "position": n + 1, "stream": "report-bench", "version": n + 1,
+                            "event_type": "PlanningStarted", "data": {"report_id": "bench"},
+                            "recorded_at": datetime.now(timezone.utc).isoformat(), "event_id": f"{n:032x}"})
+        for queue in queues:
+            queue.put_nowait(frame)
+
+    async with serve(handler, "127.0.0.1", 0, compression=None) as server:
+        print(server.sockets[0].getsockname()[1], flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        await send_at_rate(rate, seconds, fan_out)
+        await asyncio.sleep(2)
+        for queue in queues:
+            queue.put_nowait(None)  # the handlers end, so the server can close
 
 
-async def main(clients: int, rate: int, seconds: float) -> None:
+async def clients(url: str, count: int, expected: int, seconds: float) -> None:
+    """`count` clients in this process; prints how many frames arrived and their latencies (ms)."""
+    latencies: list[float] = []
+    ready = [asyncio.Event() for _ in range(count)]
+    got = [0] * count
+
+    async def one(i: int) -> None:
+        async with connect(url, max_queue=None) as ws:
+            await ws.send(json.dumps({"op": "subscribe", "topics": ["events"]}))
+            async for message in ws:
+                received = time.time()
+                if '"caught_up"' in message:
+                    ready[i].set()
+                    continue
+                start = message.index('"recorded_at": "') + 16
+                recorded = message[start:message.index('"', start)]
+                latencies.append((received - datetime.fromisoformat(recorded).timestamp()) * 1000)
+                got[i] += 1
+                if got[i] == expected:
+                    return
+
+    tasks = [asyncio.create_task(one(i)) for i in range(count)]
+    for r in ready:
+        await r.wait()
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    await asyncio.wait(tasks, timeout=seconds + 10)
+    for t in tasks:
+        t.cancel()
+    print(json.dumps({"delivered": sum(got), "latencies": [round(x, 2) for x in latencies]}), flush=True)
+
+
+def child(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, __file__, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def go(process: subprocess.Popen) -> None:
+    process.stdin.write("go\n")
+    process.stdin.flush()
+
+
+def run(server_args: list[str], count: int, rate: int, seconds: float, processes: int) -> dict[str, float]:
+    server = child(*server_args)
+    url = f"ws://127.0.0.1:{int(server.stdout.readline())}/ws"
+    expected = int(rate * seconds)
+    shares = [count // processes + (i < count % processes) for i in range(processes)]
+    groups = [child("--clients", url, str(n), str(expected), str(seconds)) for n in shares if n]
+    for g in groups:
+        assert g.stdout.readline().strip() == "ready"
+    started = time.perf_counter()
+    for p in (*groups, server):
+        go(p)
+    results = [json.loads(g.stdout.readline()) for g in groups]
+    elapsed = time.perf_counter() - started
+    server.wait(timeout=60)
+    latencies = sorted(x for r in results for x in r["latencies"])
+    delivered = sum(r["delivered"] for r in results)
+    return {"delivered": delivered, "expected": expected * count, "p50": statistics.median(latencies),
+            "p99": latencies[int(len(latencies) * 0.99)], "per_second": delivered / min(elapsed, seconds + 10)}
+
+
+def main(count: int, rate: int, seconds: float, processes: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        server = subprocess.Popen([sys.executable, __file__, "--serve", tmp, str(rate), str(seconds)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        port = int(server.stdout.readline())
-        latencies: list[float] = []
-        total = [0]
-        readies = [asyncio.Event() for _ in range(clients)]
-        tasks = [asyncio.create_task(client(f"ws://127.0.0.1:{port}/ws", latencies, r, total)) for r in readies]
-        for r in readies:
-            await r.wait()
-        started = time.perf_counter()
-        server.stdin.write("go\n")
-        server.stdin.flush()
-        expected = clients * int(rate * seconds)
-        while total[0] < expected and time.perf_counter() - started < seconds + 30:
-            await asyncio.sleep(0.2)
-        elapsed = time.perf_counter() - started
-        for t in tasks:
-            t.cancel()
-        server.wait(timeout=60)
-    latencies.sort()
-    print(f"clients {clients}, {rate} events/s for {seconds:g} s: {total[0]:,} of {expected:,} deliveries")
-    print(f"commit to receipt: p50 {statistics.median(latencies) * 1000:.1f} ms, "
-          f"p99 {latencies[int(len(latencies) * 0.99)] * 1000:.1f} ms (goal: p99 under 50 ms)")
-    print(f"deliveries per second: {total[0] / elapsed:,.0f}")
+        ours = run(["--serve", tmp, str(rate), str(seconds)], count, rate, seconds, processes)
+    bare = run(["--bare", str(rate), str(seconds)], count, rate, seconds, processes)
+    print(f"{count} clients in {processes} processes, {rate} events/s for {seconds:g} s ({GOALS})")
+    print(f"{'server':<12}{'delivered':>22}{'p50 ms':>9}{'p99 ms':>9}{'deliveries/s':>14}")
+    for name, r in (("simreportd", ours), ("bare", bare)):
+        print(f"{name:<12}{r['delivered']:>10,} of {r['expected']:>7,} ({r['delivered'] / r['expected']:>4.0%})"
+              f"{r['p50']:>9.1f}{r['p99']:>9.1f}{r['per_second']:>14,.0f}")
+    print(f"simreportd / bare deliveries per second: {ours['per_second'] / bare['per_second']:.2f}x")
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--serve"]:
-        asyncio.run(serve_and_append(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
+    mode = sys.argv[1:2]
+    if mode == ["--serve"]:
+        asyncio.run(serve_simreportd(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
+    elif mode == ["--bare"]:
+        asyncio.run(serve_bare(int(sys.argv[2]), float(sys.argv[3])))
+    elif mode == ["--clients"]:
+        asyncio.run(clients(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])))
     else:
-        args = [int(a) for a in sys.argv[1:3]] + [float(a) for a in sys.argv[3:4]]
-        asyncio.run(main(*(args + [100, 1000, 10.0][len(args):])))  # type: ignore[arg-type]
+        args = [int(a) for a in sys.argv[1:3]] + [float(a) for a in sys.argv[3:4]] + [int(a) for a in sys.argv[4:5]]
+        main(*(args + [100, 1000, 10.0, 4][len(args):]))  # type: ignore[arg-type]

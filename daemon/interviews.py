@@ -18,7 +18,7 @@ import anyio
 from simreportd.agent.providers import LLMError, LLMProvider
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.runner import report_stream
-from simreportd.agent.tools import fts_query
+from simreportd.agent.tools import fts_query, in_windows, match_windows
 from simreportd.events.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.store import EventStore
@@ -92,11 +92,7 @@ class Interviewer:
         """Agents who wrote about the topic, taken in turn from each stance so camps are all heard."""
         with reading(self.views_path) as conn:
             key = (simulation_id, generation)
-            expression = fts_query(topic)
-            ranked = [r[0] for r in conn.execute(
-                "SELECT p.agent_id FROM sim_posts_fts JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
-                " WHERE sim_posts_fts MATCH ? AND p.simulation_id = ? AND p.generation = ? AND p.kind != 'profile'"
-                " GROUP BY p.agent_id ORDER BY count(*) DESC, p.agent_id", (expression, *key))] if expression else []
+            ranked = _topic_writers(conn, key, fts_query(topic))
             active = [r[0] for r in conn.execute(
                 "SELECT agent_id FROM sim_activity WHERE simulation_id = ? AND generation = ? GROUP BY agent_id"
                 " ORDER BY sum(actions) DESC, agent_id", key)]
@@ -149,12 +145,7 @@ class Interviewer:
                                          " AND generation = ?", (simulation_id, generation)).fetchone()
                 raise NotFound(f"agent {agent_id} is not in simulation {simulation_id} (its agents are {low} to {high})")
             key = (simulation_id, generation, agent_id)
-            expression = fts_query(question)
-            relevant = [dict(r) for r in conn.execute(
-                "SELECT p.ref, p.content, p.round FROM sim_posts_fts JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
-                " WHERE sim_posts_fts MATCH ? AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
-                " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
-                (expression, *key))] if expression else []
+            relevant = _relevant_posts(conn, key, fts_query(question))
             latest = [dict(r) for r in conn.execute(
                 "SELECT ref, content, round FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?"
                 " AND kind IN ('post', 'quote', 'comment') ORDER BY round DESC, id DESC LIMIT 3", key)]
@@ -213,6 +204,29 @@ class Interviewer:
         if row is None:
             raise NotFound(f"no report or simulation named {simulation_id!r}; `simreportd status` lists them")
         return str(row[0])
+
+
+def _topic_writers(conn: sqlite3.Connection, key: tuple[str, int], expression: str) -> list[int]:
+    """Agents by how many of their statements match the topic (in the sample `match_windows` keeps)."""
+    if not expression:
+        return []
+    within, bounds = in_windows(match_windows(conn, expression, key))
+    return [r[0] for r in conn.execute(
+        "SELECT p.agent_id FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"  # the match drives
+        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ?"
+        " AND p.kind != 'profile' GROUP BY p.agent_id ORDER BY count(*) DESC, p.agent_id", (expression, *bounds, *key))]
+
+
+def _relevant_posts(conn: sqlite3.Connection, key: tuple[str, int, int], expression: str) -> list[dict[str, Any]]:
+    """The agent's three statements that match best (in the sample `match_windows` keeps)."""
+    if not expression:
+        return []
+    within, bounds = in_windows(match_windows(conn, expression, key[:2]))
+    return [dict(r) for r in conn.execute(
+        "SELECT p.ref, p.content, p.round FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
+        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
+        " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
+        (expression, *bounds, *key))]
 
 
 def _live_answers(result: Any, agents: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from simreportd.events.codec import Recorded
@@ -150,16 +151,31 @@ def matches(sub: Subscribe, recorded: Recorded, info: ReportInfo | None) -> bool
     return True
 
 
-def frames_for(sub: Subscribe, recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
-    """Every frame this subscription gets for one event."""
-    if recorded.position <= sub.after or not matches(sub, recorded, info):
-        return []
-    frames = []
-    if "events" in sub.topics:
-        frames.append(event_frame(recorded))
-    if "notifications" in sub.topics:
-        frames.extend(notifications(recorded, info))
-    return frames
+def encode(frame: dict[str, Any]) -> bytes:
+    """A frame as the UTF-8 JSON text sent on the socket."""
+    return json.dumps(frame, ensure_ascii=False).encode()
+
+
+class EventFrames:
+    """One event's frames, each encoded once however many subscribers receive it."""
+
+    def __init__(self, recorded: Recorded, info: ReportInfo | None) -> None:
+        self.recorded, self.info = recorded, info
+
+    @cached_property
+    def event(self) -> bytes:
+        return encode(event_frame(self.recorded))
+
+    @cached_property
+    def notifications(self) -> list[bytes]:
+        return [encode(frame) for frame in notifications(self.recorded, self.info)]
+
+    def for_subscription(self, sub: Subscribe) -> list[bytes]:
+        """Every frame this subscription gets for the event."""
+        if self.recorded.position <= sub.after or not matches(sub, self.recorded, self.info):
+            return []
+        return ([self.event] if "events" in sub.topics else []) + \
+            (self.notifications if "notifications" in sub.topics else [])
 
 
 def event_frame(recorded: Recorded) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import ipaddress
-import json
 import logging
 from http import HTTPStatus
 from pathlib import Path
@@ -35,8 +34,9 @@ from simreportd.projections.runner import reading
 
 from . import actions, http_api
 from .config import ServerConfig
-from .notifications import (GenerateReport, HandedOver, Interview, ProtocolError, ReportInfo, Subscribe, frames_for,
-                            parse_message)
+from .deflate import SmallFramesPlainFactory
+from .notifications import (EventFrames, GenerateReport, HandedOver, Interview, ProtocolError, ReportInfo, Subscribe,
+                            encode, parse_message)
 
 log = logging.getLogger("simreportd.daemon.server")
 
@@ -85,18 +85,18 @@ class Session:
 
     def __init__(self, ws: ServerConnection, queue_frames: int) -> None:
         self.ws = ws
-        self.queue, self.outbox = anyio.create_memory_object_stream[dict[str, Any]](queue_frames)
+        self.queue, self.outbox = anyio.create_memory_object_stream[bytes](queue_frames)  # encoded frames
         self.too_slow = anyio.Event()
         self.sub: Subscribe | None = None
         self.live = False
         self.last = 0
-        self.buffer: list[tuple[Recorded, ReportInfo | None]] = []
+        self.buffer: list[EventFrames] = []
         self.overflowed = False
 
     def start(self, sub: Subscribe) -> None:
         self.sub, self.live, self.last, self.buffer, self.overflowed = sub, False, sub.after, [], False
 
-    def offer(self, recorded: Recorded, info: ReportInfo | None) -> None:
+    def offer(self, frames: EventFrames) -> None:
         """Called by the broadcaster for every new event; never blocks."""
         if self.sub is None:
             return
@@ -104,29 +104,33 @@ class Session:
             if len(self.buffer) >= BUFFER_EVENTS:
                 self.buffer, self.overflowed = [], True  # the history reader will read these again
             else:
-                self.buffer.append((recorded, info))
+                self.buffer.append(frames)
             return
-        self._deliver(recorded, info)
+        self._deliver(frames)
 
     def go_live(self) -> None:
         """After the history: deliver what was buffered beyond it, then take events as they come."""
         buffered, self.buffer = self.buffer, []
         self.live = True
-        for recorded, info in buffered:
-            self._deliver(recorded, info)
+        for frames in buffered:
+            self._deliver(frames)
 
-    def _deliver(self, recorded: Recorded, info: ReportInfo | None) -> None:
-        if recorded.position <= self.last or self.sub is None:
+    def _deliver(self, frames: EventFrames) -> None:
+        if frames.recorded.position <= self.last or self.sub is None:
             return
-        self.last = recorded.position
-        for frame in frames_for(self.sub, recorded, info):
-            self.push(frame)
+        self.last = frames.recorded.position
+        for data in frames.for_subscription(self.sub):
+            self._enqueue(data)
 
     def push(self, frame: dict[str, Any]) -> None:
+        """Queue a reply to this client alone."""
+        self._enqueue(encode(frame))
+
+    def _enqueue(self, data: bytes) -> None:
         if self.too_slow.is_set():
             return
         try:
-            self.queue.send_nowait(frame)
+            self.queue.send_nowait(data)
         except anyio.WouldBlock:
             self.sub = None
             log.warning("disconnecting a websocket client that fell %d frames behind",
@@ -150,7 +154,8 @@ class Server:
         start = await self.daemon.store.last_position()
         try:
             self._ws = await serve(self._handler, self.config.host, self.config.port, max_size=MAX_MESSAGE,
-                                   process_request=self._process_request, server_header="simreportd")
+                                   process_request=self._process_request, server_header="simreportd",
+                                   extensions=[SmallFramesPlainFactory()])
         except OSError as exc:
             raise ConfigError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
                                   "stop the other process or set [server] port") from exc
@@ -274,8 +279,8 @@ class Server:
 
     async def _send(self, session: Session) -> None:
         with contextlib.suppress(ConnectionClosed):
-            async for frame in session.outbox:
-                await session.ws.send(json.dumps(frame, ensure_ascii=False))
+            async for data in session.outbox:
+                await session.ws.send(data, text=True)
 
     async def _close_when_too_slow(self, session: Session) -> None:
         await session.too_slow.wait()
@@ -290,13 +295,13 @@ class Server:
             while True:
                 batch = await self.daemon.store.read_all(position, 500)
                 for recorded in batch:
-                    for frame in frames_for(sub, recorded, await self.report_info(recorded)):
-                        await session.queue.send(frame)  # history may wait for the client; live never does
+                    for data in EventFrames(recorded, await self.report_info(recorded)).for_subscription(sub):
+                        await session.queue.send(data)  # history may wait for the client; live never does
                     position = session.last = recorded.position
                 if len(batch) < 500 and not session.overflowed:
                     break
                 session.overflowed = False
-            await session.queue.send({"type": "caught_up", "position": position})
+            await session.queue.send(encode({"type": "caught_up", "position": position}))
             session.go_live()
 
     async def _command(self, session: Session, command: GenerateReport | Interview | HandedOver | ProtocolError) -> None:
@@ -357,9 +362,9 @@ class Server:
             async for item in self.daemon.store.subscribe(after=after):
                 if isinstance(item, CaughtUp):
                     continue
-                info = await self.report_info(item)
+                frames = EventFrames(item, await self.report_info(item))  # encoded once for every client
                 for session in list(self.sessions):
-                    session.offer(item, info)
+                    session.offer(frames)
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""

@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS sim_agents (
 CREATE TABLE IF NOT EXISTS sim_platforms (
     simulation_id TEXT, generation INTEGER, platform TEXT, status TEXT, agents_count INTEGER,
     total_rounds INTEGER, total_actions INTEGER, all_rounds_ran INTEGER, actions INTEGER DEFAULT 0,
-    PRIMARY KEY (simulation_id, generation, platform));
+    undone INTEGER DEFAULT 0, PRIMARY KEY (simulation_id, generation, platform));
 CREATE TABLE IF NOT EXISTS sim_rounds (
     simulation_id TEXT, generation INTEGER, platform TEXT, round INTEGER, simulated_hour INTEGER,
     actions INTEGER DEFAULT 0, PRIMARY KEY (simulation_id, generation, platform, round));
@@ -43,15 +43,25 @@ CREATE TABLE IF NOT EXISTS sim_action_mix (
 CREATE TABLE IF NOT EXISTS sim_posts (
     id INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, ref TEXT, kind TEXT,
     post_id INTEGER, parent_post_id INTEGER, agent_id INTEGER, round INTEGER, content TEXT,
-    quoted_content TEXT, quoted_author TEXT, position INTEGER);
+    quoted_content TEXT, quoted_author TEXT, position INTEGER, engagement INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS sim_posts_by_id ON sim_posts (simulation_id, generation, platform, post_id);
 CREATE INDEX IF NOT EXISTS sim_posts_by_agent ON sim_posts (simulation_id, generation, agent_id);
+CREATE INDEX IF NOT EXISTS sim_posts_by_row ON sim_posts (simulation_id, generation, id);
+CREATE INDEX IF NOT EXISTS sim_posts_by_engagement ON sim_posts (simulation_id, generation, engagement DESC, id)
+    WHERE kind IN ('post', 'quote');
 CREATE VIRTUAL TABLE IF NOT EXISTS sim_posts_fts USING fts5(
     content, content='sim_posts', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE TABLE IF NOT EXISTS sim_edges (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, round INTEGER,
     kind TEXT, src_agent INTEGER, dst_agent INTEGER, dst_name TEXT, target_ref TEXT, undone INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS sim_edges_by_src ON sim_edges (simulation_id, generation, src_agent, kind);
+CREATE TABLE IF NOT EXISTS sim_links (
+    simulation_id TEXT, generation INTEGER, src_agent INTEGER, kind TEXT, dst_agent INTEGER, count INTEGER,
+    undone INTEGER DEFAULT 0, PRIMARY KEY (simulation_id, generation, src_agent, kind, dst_agent));
+CREATE INDEX IF NOT EXISTS sim_links_by_dst ON sim_links (simulation_id, generation, dst_agent);
+CREATE TABLE IF NOT EXISTS sim_engagement (
+    simulation_id TEXT, generation INTEGER, agent_id INTEGER, reactions INTEGER, shares INTEGER, comments INTEGER,
+    likes INTEGER, PRIMARY KEY (simulation_id, generation, agent_id));
 CREATE TABLE IF NOT EXISTS sim_env (
     simulation_id TEXT PRIMARY KEY, generation INTEGER, status TEXT, twitter_available INTEGER,
     reddit_available INTEGER, pid INTEGER, position INTEGER);
@@ -87,7 +97,7 @@ class SimulationModel:
     name = "simulation"
     schema = SCHEMA
     tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
-              "sim_posts", "sim_edges", "sim_env", "sim_rejections")
+              "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections")
     extra_tables = ("sim_posts_fts",)
     types = frozenset({
         "SimulationDiscovered", "SimulationGenerationStarted", "PlatformStarted", "RoundStarted", "AgentActed",
@@ -137,13 +147,10 @@ class SimulationModel:
                                  args.get("comment_id"), args.get("post_id"), agent, r, args.get("content"),
                                  None, None, pos)
         if kind in EDGES:
-            yield _edge(key, p, r, agent, kind, args, pos)
+            yield from _edge(key, p, r, agent, kind, args, pos)
         elif kind in UNDO:
             target = args.get("target_user_name") or args.get("post_author_name") or ""
-            yield (f"UPDATE sim_edges SET undone = 1 WHERE position = (SELECT max(position) FROM sim_edges"
-                   f" WHERE {KEY} AND platform = ? AND kind = ? AND src_agent = ? AND undone = 0"
-                   " AND (dst_name = ? OR target_ref = ?))",
-                   (*key, p, UNDO[kind], agent, target, _ref("post", p, args.get("post_id"), 0)))
+            yield from _undo(key, p, agent, UNDO[kind], (target, _ref("post", p, args.get("post_id"), 0)))
 
     def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, total_rounds, total_actions,"
@@ -202,10 +209,41 @@ def han_spaced(text: str) -> str:
     return HAN.sub(r" \1 ", text)
 
 
-def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any], pos: int) -> Write:
+def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any],
+          pos: int) -> Iterable[Write]:
+    """The edge, and the counters it adds to: its link, its target agent's engagement, its target post's."""
     edge, id_key, name_key = EDGES[kind]
     target_id = args.get(id_key) if id_key else None
     name = str(args.get(name_key) or "") if name_key else ""
     target_ref = _ref("post", p, target_id, 0) if isinstance(target_id, int) else None
-    return (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}), ?, ?, 0)",
-            (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, name, target_ref))
+    yield (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}), ?, ?, 0)",
+           (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, name, target_ref))
+    yield ("INSERT INTO sim_links SELECT simulation_id, generation, src_agent, kind, dst_agent, 1, 0 FROM sim_edges"
+           " WHERE position = ? AND dst_agent IS NOT NULL ON CONFLICT DO UPDATE SET count = count + 1", (pos,))
+    yield ("INSERT INTO sim_engagement SELECT simulation_id, generation, dst_agent, 1, ?, ?, ? FROM sim_edges"
+           " WHERE position = ? AND dst_agent != src_agent ON CONFLICT DO UPDATE SET reactions = reactions + 1,"
+           " shares = shares + excluded.shares, comments = comments + excluded.comments,"
+           " likes = likes + excluded.likes", (*_reaction(edge), pos))
+    if target_ref is not None:
+        yield (f"UPDATE sim_posts SET engagement = engagement + 1 WHERE {KEY} AND platform = ? AND post_id = ?"
+               " AND ref = ?", (*key, p, target_id, target_ref))
+
+
+def _undo(key: tuple[str, int], p: str, agent: int, edge: str, target: tuple[str, str]) -> Iterable[Write]:
+    """Mark the agent's latest live `edge` to `target` (a name or a post ref) undone, and take it off the counters."""
+    undone = (f"(SELECT max(position) FROM sim_edges WHERE {KEY} AND platform = ? AND kind = ? AND src_agent = ?"
+              " AND undone = 0 AND (dst_name = ? OR target_ref = ?))")
+    args = (*key, p, edge, agent, *target)
+    yield (f"UPDATE sim_links SET undone = undone + 1 WHERE {KEY} AND src_agent = ? AND kind = ? AND dst_agent ="
+           f" (SELECT dst_agent FROM sim_edges WHERE position = {undone})", (*key, agent, edge, *args))
+    yield (f"UPDATE sim_engagement SET reactions = reactions - 1, shares = shares - ?, comments = comments - ?,"
+           f" likes = likes - ? WHERE {KEY} AND agent_id = (SELECT dst_agent FROM sim_edges WHERE position = {undone}"
+           " AND dst_agent != src_agent)", (*_reaction(edge), *key, *args))
+    yield (f"UPDATE sim_platforms SET undone = undone + 1 WHERE {KEY} AND platform = ?"
+           f" AND EXISTS (SELECT 1 FROM sim_edges WHERE position = {undone})", (*key, p, *args))
+    yield f"UPDATE sim_edges SET undone = 1 WHERE position = {undone}", args
+
+
+def _reaction(edge: str) -> tuple[int, int, int]:
+    """How an edge counts in its target's engagement: (shares, comments, likes)."""
+    return int(edge in ("repost", "quote")), int(edge == "comment"), int(edge in ("like", "like_comment"))

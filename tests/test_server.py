@@ -252,3 +252,31 @@ async def test_the_interview_op_is_refused_before_unlock_and_answered_after(runn
         answer = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
     assert refused["type"] == "error" and refused["code"] == "locked"
     assert answer["type"] == "interview_answer" and answer["mode"] == "persona" and answer["agent_id"] == 1
+
+
+async def test_every_client_gets_the_same_frames_small_ones_sent_plain_big_ones_compressed(running: Running) -> None:
+    from simreportd.daemon.deflate import MIN_COMPRESSED, SmallFramesPlain
+
+    async with connect(f"ws://{running.base}/ws") as one, connect(f"ws://{running.base}/ws") as two:
+        for ws in (one, two):
+            await ws.send(json.dumps({"op": "subscribe", "topics": ["events"]}))
+            await frames_until(ws, "caught_up", limit=5000)
+        small, big = {"n": 1}, {"blob": "the same words again " * 500}
+        await running.daemon.store.append("report-sizes", [ContextGathered(report_id="sizes", context=c)
+                                                           for c in (small, big)])
+        received = [[await asyncio.wait_for(ws.recv(), TIMEOUT) for _ in range(2)] for ws in (one, two)]
+        sent = [c.protocol.extensions for c in running.daemon.server._ws.connections]
+    assert received[0] == received[1] and [json.loads(f)["data"]["context"] for f in received[0]] == [small, big]
+    assert len(received[0][0].encode()) < MIN_COMPRESSED < len(received[0][1].encode())
+    assert all(isinstance(e, SmallFramesPlain) for extensions in sent for e in extensions) and len(sent) == 2
+
+
+def test_only_frames_of_a_kilobyte_or_more_are_compressed() -> None:
+    from websockets.frames import Frame, Opcode
+
+    from simreportd.daemon.deflate import SmallFramesPlain
+
+    deflate = SmallFramesPlain(False, False, 12, 12)
+    small, big = (deflate.encode(Frame(Opcode.TEXT, b"x" * n)) for n in (100, 5000))
+    assert not small.rsv1 and small.data == b"x" * 100
+    assert big.rsv1 and len(big.data) < 100
