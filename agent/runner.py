@@ -24,7 +24,10 @@ from simreportd.events.models import (
     InterviewUnlocked,
     LLMFailed,
     LLMResponded,
+    OutlinePlanned,
+    ReportCompleted,
     ReportFailed,
+    SectionCompleted,
     ToolFailed,
     ToolObserved,
 )
@@ -60,10 +63,14 @@ class ReportRunner:
         """Run the report until the core says stop; return its final state."""
         stream = report_stream(report_id)
         state = core.fold([r.event for r in await self.store.read_stream(stream)], report_id)
+        first = True
         while True:
             effect = core.decide(state)
             if isinstance(effect, core.Stop):
                 return state
+            if first:
+                log_start(state)
+                first = False
             try:
                 events = await self._perform(state, effect)
             except Exception as exc:  # unexpected: logged once here, and a resumable terminal event
@@ -74,6 +81,7 @@ class ReportRunner:
                 await self.store.append(stream, events, expected_version=state.version)
             for event in events:
                 state.apply(event)
+                log_step(state, event)
 
     async def _perform(self, s: ReportState, effect: core.Effect) -> list[DomainEvent]:
         if isinstance(effect, core.Emit):
@@ -122,6 +130,29 @@ class ReportRunner:
                                 latency_ms=round((time.perf_counter() - started) * 1000, 3))
         return [*interview_events(s, call.call_id, result), observed] if call.tool == "interview_agents" \
             else [observed]
+
+
+def log_start(state: ReportState) -> None:
+    """A report starts, or continues after a stop: said once, when there is work to do."""
+    request = state.request
+    if request is None:
+        return
+    how = "continues" if state.version > 1 else "started"
+    log.info("report %s %s: simulation %s generation %d, %s%s", state.report_id, how, request.simulation_id,
+             request.generation, request.provider, f" ({request.model})" if request.model else "")
+
+
+def log_step(state: ReportState, event: DomainEvent) -> None:
+    """The milestones of a report as they happen: outline, each section, the end."""
+    total = len(state.outline.sections) if state.outline else 0
+    if isinstance(event, OutlinePlanned):
+        log.info("report %s: outline planned: %s (%d sections)", state.report_id, event.title, total)
+    elif isinstance(event, SectionCompleted):
+        log.info("report %s: section %d/%d written: %s", state.report_id, event.section_index, total, event.title)
+    elif isinstance(event, ReportCompleted):
+        log.info("report %s completed", state.report_id)
+    elif isinstance(event, ReportFailed):
+        log.warning("report %s failed during %s: %s", state.report_id, event.stage, event.error)
 
 
 def interview_events(s: ReportState, call_id: str, result: str) -> list[DomainEvent]:

@@ -144,7 +144,9 @@ class SimulationTools:
         platforms = {row["platform"]: {"actions": row["actions"], "rounds": row["total_rounds"],
                                        "all_rounds_ran": bool(row["all_rounds_ran"])}
                      for row in rows_as_dicts(conn.execute(
-                         f"SELECT platform, actions, total_rounds, all_rounds_ran FROM sim_platforms WHERE {KEY}"
+                         "SELECT platform, actions, all_rounds_ran, coalesce(total_rounds, (SELECT max(r.round) FROM"
+                         " sim_rounds r WHERE r.simulation_id = p.simulation_id AND r.generation = p.generation AND"
+                         f" r.platform = p.platform)) AS total_rounds FROM sim_platforms p WHERE {KEY}"
                          " ORDER BY platform", key))}
         stances = dict(conn.execute(f"SELECT stance, count(*) FROM sim_agents WHERE {KEY} GROUP BY stance"
                                     " ORDER BY stance", key).fetchall())

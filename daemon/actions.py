@@ -11,19 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from simreportd.events.errors import SimreportdError
+from simreportd.events.errors import UsageError
 from simreportd.projections.runner import reading
 
+from .folder import MARKERS, is_simulation_folder
 from .replay import fork_report
 
 if TYPE_CHECKING:
     from .service import Daemon
-
-
-class UsageError(SimreportdError, ValueError):
-    """The command was asked for something that cannot be done as asked; exit code 2."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -37,13 +32,21 @@ class Rebuilt:
 
 async def request_report(daemon: Daemon, folder: Path) -> str:
     """Ingest one simulation folder (inside [watch] roots or not) and ask for its report; return its id."""
+    return await daemon.reports.request(await ingest_folder(daemon, folder), trigger="cli")
+
+
+async def ingest_folder(daemon: Daemon, folder: Path) -> str:
+    """Ingest what one simulation folder holds now, and watch it from then on; return the simulation id."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder; pass the simulation folder (the one holding "
                          "simulation_config.json or twitter/actions.jsonl)")
+    if not is_simulation_folder(folder):
+        raise UsageError(f"{folder} holds no simulation: none of {', '.join(MARKERS)} is in it. Pass the folder a "
+                         "simulator writes its run into (`simreportd simulate DIR` writes an example)")
     if folder not in daemon.watcher.folders:
         daemon.watcher.folders.append(folder)
     await daemon.watcher.check(folder)
-    return await daemon.reports.request(folder.name, trigger="cli")
+    return folder.name
 
 
 async def resume_report(daemon: Daemon, report_id: str) -> str:

@@ -48,11 +48,19 @@ def main(argv: list[str] | None = None) -> int:
             _restore_default_signals()
             return 0 if entry.stop_requested() else args.handler(args, config)
         return anyio.run(_until_signalled, args.handler, args, config, backend="asyncio")
+    except BrokenPipeError:
+        return _reader_gone()
     except SimreportdError as exc:
         print(f"simreportd: {'' if exc.exit_code == 2 else 'error: '}{exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+
+
+def _reader_gone() -> int:
+    """`simreportd events | head`: the reader closed the pipe, so stop quietly, as `cat` does."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush must not fail again
+    return 0
 
 
 def config_path(args: argparse.Namespace) -> Path | None:
@@ -67,14 +75,15 @@ def _restore_default_signals() -> None:
 
 async def _until_signalled(handler: Callable[..., Awaitable[int]], args: argparse.Namespace, config: Config) -> int:
     """Run the command under a root scope that SIGTERM or SIGINT cancel (exit 0 for a command asked to stop)."""
-    result, error = 0, None
+    result: int = 0
+    error: Exception | None = None
     async with anyio.create_task_group() as tasks:
 
         async def work() -> None:
             nonlocal result, error
             try:
                 result = await handler(args, config)
-            except SimreportdError as exc:  # raised again below, not wrapped in an ExceptionGroup
+            except (SimreportdError, BrokenPipeError) as exc:  # raised again below, not wrapped in an ExceptionGroup
                 error = exc
             finally:
                 tasks.cancel_scope.cancel()
@@ -136,17 +145,24 @@ def build_parser() -> argparse.ArgumentParser:
                 "(no API key, no network needed).")
     p.add_argument("dir", nargs="?", default="simreportd-demo", metavar="DIR")
     p = command("simulate", commands.simulate, "Write a realistic MiroFish simulation folder into DIR.")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--agents", type=int, default=24)
-    p.add_argument("--rounds", type=int, default=12)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--live", action="store_true", help="write rounds over time, then answer interviews")
-    p.add_argument("--round-seconds", type=float, default=0.5)
+    p.add_argument("dir", metavar="DIR", help="the simulation folder to write (its name is the simulation id)")
+    p.add_argument("--agents", type=int, default=24, metavar="N", help="simulated agents (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=12, metavar="R", help="rounds per platform (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=7, metavar="S", help="random seed: the same seed writes the same "
+                   "run (default: %(default)s)")
+    p.add_argument("--live", action="store_true", help="write one round every --round-seconds like a running "
+                   "simulator, then keep running to answer interviews until Ctrl-C or SIGTERM")
+    p.add_argument("--round-seconds", type=float, default=0.5, metavar="X", help="with --live, seconds per round "
+                   "(default: %(default)s)")
     p.add_argument("--restart", action="store_true", help="delete and rewrite the run files (force restart)")
     p.add_argument("--oasis-db", action="store_true", help="also write the OASIS SQLite databases")
-    p = command("report", commands.report, "Ingest SIM_DIR and generate its report.")
-    p.add_argument("sim_dir", metavar="SIM_DIR")
-    p.add_argument("--wait", action="store_true", help="return when the report ends; print its id last")
+    p = command("report", commands.report, "Ingest SIM_DIR and generate its report, once the run has completed.")
+    p.add_argument("sim_dir", metavar="SIM_DIR", help="the simulation folder (holding simulation_config.json or "
+                   "twitter/actions.jsonl)")
+    p.add_argument("--wait", action="store_true", help="write the report here and return when it ends; print its "
+                   "id last")
+    p.add_argument("--now", action="store_true", help="do not wait for a running simulation to complete: report on "
+                   "what it has written so far (the report says it is partial)")
     p = command("resume", commands.resume, "Continue a failed report from its last recorded step.")
     p.add_argument("report_id", metavar="REPORT_ID")
     p = command("replay", commands.replay, "Re-run a completed report with LLM answers served from the log "

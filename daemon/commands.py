@@ -19,7 +19,8 @@ import anyio
 from simreportd.agent import core
 from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
-from simreportd.events.errors import ConfigError, NotFound, SimreportdError
+from simreportd.events.errors import ConfigError, NotFound, SimreportdError, UsageError
+from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
@@ -32,7 +33,7 @@ from .leases import leases_for
 from .lock import read_holder
 from .logs import setup_logging
 from .ingest import simulation_stream
-from .progress import follow_report
+from .progress import follow_report, follow_run
 from .replay import ReplayResult, replay_report
 from .reports import auto_report_id
 from .service import Daemon
@@ -99,8 +100,13 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config, command="demo") as daemon:
         await daemon.watcher.rescan()
         generation = await completed_generation(daemon.store, folder.name)
-        report_id = await daemon.reports.request(folder.name, generation, trigger="auto",
-                                                 report_id=auto_report_id(folder.name, generation))
+        report_id = auto_report_id(folder.name, generation)
+        earlier = core.fold([r.event for r in await daemon.store.read_stream(report_stream(report_id))], report_id)
+        if earlier.report_completed:
+            say(f"The demo report was already written here by an earlier `simreportd demo`; nothing was redone.\n"
+                f"To start over: rm -rf {root} && simreportd demo {args.dir}")
+            return finish(config, report_id, earlier, root / "config.toml")
+        await daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id)
         state = await generate(daemon, report_id)
     return finish(config, report_id, state, root / "config.toml")
 
@@ -115,12 +121,23 @@ async def report(args: argparse.Namespace, config: Config) -> int:
         return await follow_handed_over(config, frame["report_id"])
     config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
     async with Daemon(config, folders=[folder], command="report") as daemon:
-        report_id = await actions.request_report(daemon, folder)
+        simulation_id = await actions.ingest_folder(daemon, folder)
+        if not args.now:
+            await wait_for_run(daemon, simulation_id)
+        report_id = await daemon.reports.request(simulation_id, trigger="cli")
         if not args.wait:
             print(report_id)
             return 0
         state = await generate(daemon, report_id)
     return finish(config, report_id, state)
+
+
+async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
+    """Keep ingesting the folder, printing its rounds, until the simulation completes."""
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(daemon.watcher.run)
+        await follow_run(daemon.store, simulation_id, sys.stderr)
+        tasks.cancel_scope.cancel()
 
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
@@ -192,14 +209,15 @@ async def completed_generation(store: EventStore, simulation_id: str) -> int:
     for recorded in reversed(await store.read_stream(simulation_stream(simulation_id))):
         if recorded.type == "SimulationCompleted":
             return int(recorded.data["generation"])
-    raise SimreportdError(f"simulation {simulation_id} has not completed; is its folder complete?")
+    raise UsageError(f"simulation {simulation_id} has not completed; is its folder complete?")
 
 
 def simulate(args: argparse.Namespace, config: Config) -> int:
     """Synchronous on purpose: `--live` owns the main thread to receive SIGTERM like a real simulator."""
     story = write_simulation(Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
-                             round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db)
-    say(f"Wrote simulation {story.simulation_id} ({len(story.agents)} agents, {story.rounds} rounds) to {args.dir}")
+                             round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db, say=say)
+    if not args.live:
+        say(f"Wrote simulation {story.simulation_id} ({len(story.agents)} agents, {story.rounds} rounds) to {args.dir}")
     return 0
 
 
@@ -231,10 +249,13 @@ async def export(args: argparse.Namespace, config: Config) -> int:
 
 
 async def replay(args: argparse.Namespace, config: Config) -> int:
+    if bool(args.all) == bool(args.report_id):
+        raise UsageError("pass either REPORT_ID or --all (`simreportd status` lists the reports)")
+    existing_store(config)
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
-            raise NotFound("no report given; pass REPORT_ID or --all")
+            raise NotFound(f"no completed report in {config.store.path} to replay")
         results = [await replay_one(store, report_id, args.into) for report_id in ids]
     if args.all:
         print(f"{'report':<22}{'steps':>7}  result")
@@ -298,7 +319,14 @@ async def interview(args: argparse.Namespace, config: Config) -> int:
 
 async def events(args: argparse.Namespace, config: Config) -> int:
     streams = [args.stream] if args.stream else None
+    unknown = sorted(set(args.types or ()) - set(EVENT_TYPES))
+    if unknown:
+        raise UsageError(f"unknown event type {', '.join(unknown)}; the types are: {', '.join(EVENT_TYPES)}")
+    existing_store(config)
     async with config.store.open() as store:
+        if args.stream and not args.follow and not await store.read_stream(args.stream):
+            raise NotFound(f"no stream {args.stream!r} in {config.store.path}; streams are named like "
+                           "simulation-SIM_ID and report-REPORT_ID (`simreportd status` lists the ids)")
         if args.follow:
             async for item in store.subscribe(args.after, args.types, streams):
                 if not isinstance(item, CaughtUp):
@@ -322,9 +350,15 @@ async def migrate(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-async def status(args: argparse.Namespace, config: Config) -> int:
+def existing_store(config: Config) -> None:
+    """Commands that only read refuse to create an empty store where none was meant to be."""
     if not config.store.url and not config.store.path.exists():
-        raise NotFound(f"no event store at {config.store.path}; start `simreportd run` or set [store] path")
+        raise NotFound(f"no event store at {config.store.path}; run `simreportd demo`, `report` or `run` first, "
+                       "or point -c / [store] path at an existing store")
+
+
+async def status(args: argparse.Namespace, config: Config) -> int:
+    existing_store(config)
     async with config.store.open() as store, leases_for(config.store) as leases:
         head = await store.last_position()
         streams = await store.stream_summaries()

@@ -10,9 +10,9 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simreportd.events.log import GroupCommitLog
 from simreportd.events.store import EventStore
@@ -23,6 +23,22 @@ ENV_PREFIX = "SIMREPORTD_"
 
 class Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _any_case(cls, raw: Any) -> Any:
+        """A choice matches in any case (`level = "warning"`), as most tools accept."""
+        if not isinstance(raw, dict):
+            return raw
+        return {key: _choice(cls.model_fields[key].annotation, value) if key in cls.model_fields else value
+                for key, value in raw.items()}
+
+
+def _choice(annotation: Any, value: Any) -> Any:
+    """The allowed spelling of `value` when the field is a Literal of strings, else `value` unchanged."""
+    if get_origin(annotation) is not Literal or not isinstance(value, str):
+        return value
+    return next((c for c in get_args(annotation) if isinstance(c, str) and c.lower() == value.lower()), value)
 
 
 class StoreConfig(Section):

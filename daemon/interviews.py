@@ -19,20 +19,23 @@ from simreportd.agent.providers import LLMError, LLMProvider
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.runner import report_stream
 from simreportd.agent.tools import fts_query
-from simreportd.events.errors import NotFound, SimreportdError
+from simreportd.events.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.store import EventStore
 from simreportd.projections.runner import in_thread, reading
 
 from . import interview_rpc
 from .environment import FolderEnvironment
+from .progress import how_far
 
 MAX_AGENTS = 10
 T = TypeVar("T")
 STANCE_ORDER = ("opposing", "supportive", "neutral", "observer", "")
 
 
-class InterviewLocked(SimreportdError):
+class InterviewLocked(UsageError):
+    """Interviews wait for the report to complete (a usage error: exit code 2, as when handed over)."""
+
     code = "locked"
 
 
@@ -142,7 +145,9 @@ class Interviewer:
             row = conn.execute("SELECT name, stance, entity_type, bio, persona FROM sim_agents WHERE simulation_id = ?"
                                " AND generation = ? AND agent_id = ?", (simulation_id, generation, agent_id)).fetchone()
             if row is None:
-                raise NotFound(f"agent {agent_id} is not in simulation {simulation_id}")
+                low, high = conn.execute("SELECT min(agent_id), max(agent_id) FROM sim_agents WHERE simulation_id = ?"
+                                         " AND generation = ?", (simulation_id, generation)).fetchone()
+                raise NotFound(f"agent {agent_id} is not in simulation {simulation_id} (its agents are {low} to {high})")
             key = (simulation_id, generation, agent_id)
             expression = fts_query(question)
             relevant = [dict(r) for r in conn.execute(
@@ -192,16 +197,21 @@ class Interviewer:
             events = await self.store.read_stream(report_stream(report_id))
         requested = events[0].data
         if not any(r.type == "InterviewUnlocked" for r in events):
-            raise InterviewLocked(f"interviews for report {requested['report_id']} unlock when it completes "
-                                  f"(it is at: {events[-1].type}); try again then")
+            raise InterviewLocked(f"report {requested['report_id']} {how_far(events)}; interviews unlock when it "
+                                  "completes: try again then")
         return requested
 
     def _latest_report(self, simulation_id: str) -> str:
         with reading(self.views_path) as conn:
             row = conn.execute("SELECT report_id FROM reports WHERE simulation_id = ? ORDER BY created_at DESC,"
                                " report_id DESC LIMIT 1", (simulation_id,)).fetchone()
+            known = row is not None or conn.execute(
+                "SELECT 1 FROM sim_generations WHERE simulation_id = ?", (simulation_id,)).fetchone() is not None
+        if row is None and known:
+            raise InterviewLocked(f"simulation {simulation_id} has no report yet; interviews unlock when its report "
+                                  "completes (`simreportd report SIM_DIR --wait` writes one)")
         if row is None:
-            raise NotFound(f"no report or simulation with a report named {simulation_id!r}")
+            raise NotFound(f"no report or simulation named {simulation_id!r}; `simreportd status` lists them")
         return str(row[0])
 
 

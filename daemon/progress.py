@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TextIO
 
 from simreportd.agent.runner import report_stream
 from simreportd.events.codec import Recorded
 from simreportd.events.store import CaughtUp, EventStore
+
+from .ingest import simulation_stream
 
 DONE = ("InterviewUnlocked", "ReportFailed")
 
@@ -25,6 +28,47 @@ async def follow_report(store: EventStore, report_id: str, out: TextIO) -> None:
             print(line, file=out, flush=True)
         if item.type in DONE:
             return
+
+
+async def follow_run(store: EventStore, simulation_id: str, out: TextIO) -> None:
+    """Print a running simulation's rounds as they are ingested; return once its newest generation completes."""
+    generation, last_round, actions, completed, live = 0, 0, 0, False, False
+    async for item in store.subscribe(streams=[simulation_stream(simulation_id)]):
+        if isinstance(item, CaughtUp):
+            if completed:
+                return
+            live = True
+            print(f"Simulation {simulation_id} is still running ({last_round} rounds, {actions} actions so far); "
+                  "waiting for it to complete. Ctrl-C stops waiting; `--now` reports on what is there.",
+                  file=out, flush=True)
+            continue
+        d = item.data
+        if item.type in ("SimulationDiscovered", "SimulationGenerationStarted"):
+            generation, last_round, actions, completed = d["generation"], 0, 0, False
+        elif item.type == "AgentActed":
+            actions += 1
+        elif item.type == "RoundEnded" and d["round"] > last_round:
+            last_round = d["round"]
+            if live:
+                print(f"  round {last_round} ingested ({actions} actions so far)", file=out, flush=True)
+        elif item.type == "SimulationCompleted" and d["generation"] == generation:
+            completed = True
+            if live:
+                print(f"Simulation {simulation_id} completed: {last_round} rounds, {actions} actions.",
+                      file=out, flush=True)
+                return
+
+
+def how_far(events: Sequence[Recorded]) -> str:
+    """Where an unfinished report stands, from its events: `is still being written (2 of 4 sections done)`."""
+    last = events[-1]
+    if last.type == "ReportFailed":
+        return f"failed during {last.data['stage']} (`simreportd resume {last.data['report_id']}` continues it)"
+    outline = next((r for r in reversed(events) if r.type == "OutlinePlanned"), None)
+    if outline is None:
+        return "is still being written (planning the outline)"
+    done = sum(1 for r in events if r.type == "SectionCompleted")
+    return f"is still being written ({done} of {len(outline.data['sections'])} sections done)"
 
 
 def describe(recorded: Recorded, total: int) -> str | None:

@@ -21,7 +21,7 @@ from simreportd.agent.replay import RecordedEnvironment, RecordedInterviews, Rep
 from simreportd.agent.runner import ReportRunner, report_stream
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import NotFound, SimreportdError
+from simreportd.events.errors import NotFound, UsageError
 from simreportd.events.models import EVENT_TYPES, ReportRequested, ReportResumed
 from simreportd.events.store import EventStore, NewEvent
 from simreportd.projections.catalogue import projections
@@ -66,7 +66,7 @@ async def replay_report(store: EventStore, report_id: str, scratch: Path,
     if not original:
         raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
     if not any(r.type == "ReportCompleted" for r in original):
-        raise SimreportdError(f"report {report_id} has not completed (last event {original[-1].type}); "
+        raise UsageError(f"report {report_id} has not completed (last event {original[-1].type}); "
                               "replay reproduces completed reports")
     request = original[0].event
     assert isinstance(request, ReportRequested)
@@ -113,7 +113,7 @@ async def fork_report(store: EventStore, report_id: str, at: int, provider: str,
         raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
     prefix = [r for r in original if r.position <= at]
     if not prefix:
-        raise SimreportdError(f"position {at} is before report {report_id} began (at {original[0].position})")
+        raise UsageError(f"position {at} is before report {report_id} began (at {original[0].position})")
     while prefix[-1].type in ("LLMRequested", "ReportCompleted", "InterviewUnlocked"):
         prefix.pop()  # an unanswered request is asked again, by the new model; completion is redone
     new_id = "report_" + uuid.uuid4().hex[:12]

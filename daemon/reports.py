@@ -18,8 +18,10 @@ import anyio
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
-from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError
-from simreportd.events.models import ReportCompleted, ReportFailed, ReportRequested, ReportResumed, SimulationCompleted
+from simreportd.events.codec import Recorded
+from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError, UsageError
+from simreportd.events.models import (ReportCompleted, ReportFailed, ReportRequested, ReportResumed, RunSoFar,
+                                      SimulationCompleted)
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import ProjectionRunner
 
@@ -104,14 +106,19 @@ class ReportScheduler:
     async def request(self, simulation_id: str, generation: int | None = None, trigger: str = "cli",
                       report_id: str | None = None) -> str:
         """Append a ReportRequested for the simulation's latest (or given) generation; return the id."""
+        history = await self.store.read_stream(simulation_stream(simulation_id))
+        if not history:
+            raise NotFound(f"no simulation {simulation_id!r} has been ingested; its folder is not under [watch] "
+                           "roots or holds nothing readable yet (`simreportd report SIM_DIR` ingests one folder)")
         if generation is None:
-            generation = await self._latest_generation(simulation_id)
+            generation = int(history[-1].data["generation"])  # the newest (the read models may lag behind)
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
                                 model=llm.model if self.provider_name == "openai" else "offline-writer",
-                                settings=settings_for(self.config.agent, llm, REPORT_TOOLS))
+                                settings=settings_for(self.config.agent, llm, REPORT_TOOLS),
+                                partial=run_so_far(history, generation))
         try:
             await self.store.append(report_stream(report_id), [event], expected_version=0)
         except ConcurrencyConflict:
@@ -124,7 +131,7 @@ class ReportScheduler:
         if not events:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         if events[-1].type != "ReportFailed":
-            raise SimreportdError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
+            raise UsageError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
         await self.store.append(report_stream(report_id), [ReportResumed(report_id=report_id)],
                                 expected_version=events[-1].version)
 
@@ -162,7 +169,7 @@ class ReportScheduler:
                 run.elsewhere = True
                 return
             await self.views.wait_for(position, timeout=3600)  # the tools need the simulation model this far
-            run.state = state = await self.runner.run(run.report_id)
+            run.state = await self.runner.run(run.report_id)
         except Exception as exc:
             log.exception("report %s stopped by an unexpected error", run.report_id)
             run.error = exc
@@ -172,14 +179,20 @@ class ReportScheduler:
             if not run.elsewhere:
                 with anyio.CancelScope(shield=True):
                     await self.leases.release(lease)
-        if state.failed:
-            log.warning("report %s failed at %s: %s", run.report_id, state.failed.stage, state.failed.error)
-        elif state.report_completed:
-            log.info("report %s completed", run.report_id)
 
-    async def _latest_generation(self, simulation_id: str) -> int:
-        """The simulation's newest generation, from its stream (the read models may lag behind)."""
-        events = await self.store.read_stream(simulation_stream(simulation_id))
-        if not events:
-            raise NotFound(f"no simulation {simulation_id!r} has been ingested; check [watch] roots")
-        return int(events[-1].data["generation"])
+
+def run_so_far(history: list[Recorded], generation: int) -> RunSoFar | None:
+    """None when the generation has completed; else how far it had got (a report on it is partial)."""
+    rounds: dict[str, int] = {}
+    actions = 0
+    for recorded in history:
+        d = recorded.data
+        if d["generation"] != generation:
+            continue
+        if recorded.type == "SimulationCompleted":
+            return None
+        if recorded.type == "RoundEnded":
+            rounds[d["platform"]] = max(rounds.get(d["platform"], 0), d["round"])
+        elif recorded.type == "AgentActed":
+            actions += 1
+    return RunSoFar(rounds=rounds, actions=actions)

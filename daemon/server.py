@@ -152,7 +152,7 @@ class Server:
             self._ws = await serve(self._handler, self.config.host, self.config.port, max_size=MAX_MESSAGE,
                                    process_request=self._process_request, server_header="simreportd")
         except OSError as exc:
-            raise SimreportdError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
+            raise ConfigError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
                                   "stop the other process or set [server] port") from exc
         self._stack.push_async_callback(self._close)
         tasks = await self._stack.enter_async_context(anyio.create_task_group())

@@ -15,6 +15,7 @@ import signal
 import time
 from datetime import datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from .scenario import Agent, Story, make_story
@@ -24,15 +25,16 @@ PLATFORMS = ("twitter", "reddit")
 
 
 def simulate(folder: Path, agents: int = 24, rounds: int = 12, seed: int = 7, live: bool = False,
-             round_seconds: float = 0.5, restart: bool = False, oasis_db: bool = False) -> Story:
-    """Write a whole simulation into `folder`; with `live`, pace it and then serve interviews."""
+             round_seconds: float = 0.5, restart: bool = False, oasis_db: bool = False,
+             say: Callable[[str], None] = lambda _: None) -> Story:
+    """Write a whole simulation into `folder`; with `live`, pace it (telling `say`) and then serve interviews."""
     story = make_story(seed, agents, rounds)
     folder.mkdir(parents=True, exist_ok=True)
     if restart:
         force_restart(folder)
     write_setup(folder, story)
     if live:
-        run_live(folder, story, round_seconds)
+        run_live(folder, story, round_seconds, say)
     else:
         for platform in PLATFORMS:
             path = folder / platform / "actions.jsonl"
@@ -114,27 +116,36 @@ def reddit_profile(agent: Agent, story: Story) -> dict[str, Any]:
             "interested_topics": story.scenario.hot_topics[:2]}
 
 
-def run_live(folder: Path, story: Story, round_seconds: float) -> None:
+def run_live(folder: Path, story: Story, round_seconds: float, say: Callable[[str], None]) -> None:
     """Write rounds over time, then stay alive for interviews until close_env or SIGTERM."""
     stopping = {"stop": False}
-    signal.signal(signal.SIGTERM, lambda *_: stopping.update(stop=True))
+    for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C stops as cleanly as SIGTERM
+        signal.signal(signum, lambda *_: stopping.update(stop=True))
     streams = {p: _live_rounds(platform_lines(story, p)) for p in PLATFORMS}
     for platform in PLATFORMS:
         (folder / platform).mkdir(exist_ok=True)
     write_run_state(folder, story, "running", pid=os.getpid())
+    say(f"Running live in {folder} (pid {os.getpid()}): {story.rounds} rounds, one every {round_seconds:g} s; "
+        "Ctrl-C or SIGTERM stops it")
     for round_no in range(story.rounds + 2):
         if stopping["stop"]:
             break
         for platform in PLATFORMS:
             chunk = streams[platform][round_no] if round_no < len(streams[platform]) else []
             _append_slowly(folder / platform / "actions.jsonl", chunk, round_no)
+        if 1 <= round_no <= story.rounds:
+            say(f"  round {round_no}/{story.rounds} written")
         time.sleep(round_seconds)
     write_run_state(folder, story, "completed", pid=os.getpid())
     from .simulate_rpc import serve_interviews  # the RPC half only matters in live mode
 
     _write_json(folder / "env_status.json", _env_status("alive"))
+    if not stopping["stop"]:
+        say("Run completed. The environment stays alive and answers interviews (ipc_commands/) "
+            "until close_env, Ctrl-C or SIGTERM")
     serve_interviews(folder, story, stopping)
     _write_json(folder / "env_status.json", _env_status("stopped"))
+    say("Environment stopped.")
 
 
 def _live_rounds(lines: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -152,6 +152,14 @@ class OutlineSection(BaseModel):
     description: str = ""
 
 
+class RunSoFar(BaseModel):
+    """How much of a still-running simulation a partial report saw: last round per platform, actions."""
+
+    model_config = ConfigDict(frozen=True)
+    rounds: dict[str, int]
+    actions: int
+
+
 class ReportRequested(ReportEvent):
     type: Literal["ReportRequested"] = "ReportRequested"
     simulation_id: str
@@ -161,6 +169,7 @@ class ReportRequested(ReportEvent):
     model: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
     forked_from: str | None = None
+    partial: RunSoFar | None = None  # set when the run had not completed: the report says it is partial
 
 
 class PlanningStarted(ReportEvent):

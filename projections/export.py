@@ -34,7 +34,9 @@ def section_markdown(section: dict[str, Any]) -> str:
 
 def full_markdown(report: dict[str, Any]) -> str:
     """`# title`, `> summary`, `---`, then the completed sections in order."""
-    parts = [f"# {report['title'] or report['report_id']}\n", f"> {report['summary']}\n" if report["summary"] else "",
+    parts = [f"# {report['title'] or report['report_id']}\n",
+             f"> **{report['partial']}**\n" if report.get("partial") else "",
+             f"> {report['summary']}\n" if report["summary"] else "",
              "![Actions per round on each platform, turning points circled, divergence shaded](activity.svg)\n",
              "---\n"]
     parts += [section_markdown(s) for s in report["sections"] if s["status"] == "completed"]
@@ -48,7 +50,7 @@ def render(report: dict[str, Any]) -> dict[str, bytes]:
                "sections": [{"title": s["title"], "content": s["content"] or ""} for s in report["sections"]]}
     meta = {"report_id": report["report_id"], "simulation_id": report["simulation_id"], "status": report["status"],
             "outline": outline, "created_at": report["created_at"], "completed_at": report["completed_at"],
-            "error": report["error"]}
+            "error": report["error"], **({"partial": report["partial"]} if report.get("partial") else {})}
     progress = {"status": report["status"], "progress": -1 if report["status"] == "failed" else report["progress"],
                 "message": report["message"], "current_section": report["current_section"],
                 "completed_sections": [s["title"] for s in completed], "updated_at": report["updated_at"]}

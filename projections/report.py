@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS reports (
     trigger TEXT, forked_from TEXT, protocol TEXT, llm_calls INTEGER, llm_failures INTEGER, tool_calls INTEGER,
     rejections INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, tokens_estimated INTEGER,
     error TEXT, failed_stage TEXT, resumable INTEGER, created_at TEXT, completed_at TEXT, updated_at TEXT,
-    last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0);
+    last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0, partial TEXT);
 CREATE TABLE IF NOT EXISTS report_sections (
     report_id TEXT, section_index INTEGER, title TEXT, description TEXT, status TEXT, content TEXT,
     tool_calls INTEGER, iterations INTEGER, forced INTEGER, completed_at TEXT, position INTEGER,
@@ -37,6 +37,16 @@ LOG_ACTIONS = {"ReportRequested": "report_start", "PlanningStarted": "planning_s
                "OutlinePlanned": "planning_complete", "SectionStarted": "section_start",
                "LLMResponded": "llm_response", "ToolCalled": "tool_call", "ToolObserved": "tool_result",
                "ReportCompleted": "report_complete", "ReportFailed": "error", "LLMFailed": "error"}
+
+
+def partial_label(run: dict[str, Any] | None) -> str | None:
+    """What a report on an unfinished run says about itself, from its ReportRequested (None: the run had ended)."""
+    if run is None:
+        return None
+    rounds = " and ".join(f"round {n} on {platform}" for platform, n in sorted(run["rounds"].items()))
+    return (f"Partial report: written while the simulation was still running, from the {run['actions']} actions "
+            f"recorded {'up to ' + rounds if rounds else 'before its first round ended'}. Later rounds are not "
+            "included.")
 
 
 def progress_for(completed: int, total: int) -> int:
@@ -68,9 +78,9 @@ class ReportView:
 
     def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO reports VALUES (?, ?, ?, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
-               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0, 0)",
+               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0, 0, ?)",
                (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
-                d.get("trigger", ""), d.get("forked_from"), at, at))
+                d.get("trigger", ""), d.get("forked_from"), at, at, partial_label(d.get("partial"))))
 
     def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = 'planning', progress = 5, message = 'Planning the outline'"

@@ -98,7 +98,7 @@ async def test_user_interviews_are_refused_before_unlock_and_answered_after(tmp_
     assert answer["answer"] in {e.data["answer"] for e in events if e.type == "InterviewAnswered"}
 
 
-async def test_the_cli_refuses_a_locked_interview_with_exit_1(tmp_path: Path, small_sim: Path) -> None:
+async def test_the_cli_refuses_a_locked_interview_with_exit_2(tmp_path: Path, small_sim: Path) -> None:
     from .conftest import write_config
     from .test_cli import simreportd
 
@@ -108,7 +108,8 @@ async def test_the_cli_refuses_a_locked_interview_with_exit_1(tmp_path: Path, sm
         report_id = await daemon.reports.request(small_sim.name)
     result = await asyncio.to_thread(simreportd, "-c", str(write_config(tmp_path, auto=False)), "interview",
                                      report_id, "--agent", "1", "hello?")
-    assert result.returncode == 1 and "unlock when it completes" in result.stderr
+    assert result.returncode == 2 and "is still being written (planning the outline)" in result.stderr
+    assert "interviews unlock when it completes" in result.stderr
 
 
 async def test_rpc_waits_through_a_half_written_response_and_reports_a_failed_one(tmp_path: Path) -> None:
