@@ -19,6 +19,9 @@ import watchfiles
 
 from simreportd.events.errors import SimreportdError
 
+from . import values
+from .inputs import Confinement, read_bytes
+
 POLL_MS = 250
 
 
@@ -39,10 +42,10 @@ def write_command(folder: Path, command_type: str, args: dict[str, Any]) -> str:
 
 
 def read_response(path: Path) -> dict[str, Any] | None:
-    """The response, or None while it is missing or still half-written."""
-    try:
-        response = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    """The response, or None while it is missing, half-written, or not something we could record."""
+    try:  # a regular file inside the simulation folder, bounded, every value storable (issue 12)
+        response = values.loads(read_bytes(path, Confinement(path.parent.parent)))
+    except (OSError, values.BadValue):
         return None
     return response if isinstance(response, dict) else None
 

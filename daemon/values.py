@@ -14,8 +14,8 @@ from typing import Any
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 MAX_DEPTH = 32  # containers inside containers; real files nest 4 deep at most
-MAX_INT_DIGITS = 20
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # the only way JSON text decodes to a surrogate
 
 
 class BadValue(ValueError):
@@ -27,15 +27,16 @@ class BadValue(ValueError):
 
 
 def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise BadValue(f"integer of {len(text)} digits is out of the 64-bit range")
-    return int(text)
+    value = int(text) if len(text) <= 20 else INT_MAX + 1  # 20 characters hold every 64-bit integer
+    if not INT_MIN <= value <= INT_MAX:
+        raise BadValue(f"integer {text[:24]}{'...' if len(text) > 24 else ''} is out of the 64-bit range")
+    return value
 
 
 def _parse_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise BadValue(f"number {text[:40]} is not finite")
+        raise BadValue(f"number {text[:24]} is not finite")
     return value
 
 
@@ -43,30 +44,37 @@ def _parse_constant(name: str) -> float:
     raise BadValue(f"{name} is not a number JSON allows")
 
 
+# Numbers are checked as they are decoded (a Python call per number costs less than a walk).
+_STRICT = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+_LENIENT = json.JSONDecoder(parse_constant=_parse_constant)
+
+
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH, check_values: bool = True) -> Any:
     """`json.loads` that raises `BadValue` (with a reason) for anything a fold could not store.
 
-    With `check_values=False` only the decoding is bounded (depth, digits, finite numbers): the
+    With `check_values=False` only the decoding is bounded (depth, NaN): the
     caller checks the parts it keeps with `fits`, so one bad entry need not cost the whole file.
     """
     if too_deep(text, max_depth):
         raise BadValue(f"nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+        text = text if isinstance(text, str) else text.decode("utf-8")
+        value = (_STRICT if check_values else _LENIENT).decode(text)
     except BadValue:
         raise
     except (ValueError, RecursionError) as exc:
         raise BadValue(f"not JSON: {getattr(exc, 'msg', None) or exc}"[:200]) from None
-    if check_values:
-        check(value, max_depth)
+    if check_values and "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        check(value, max_depth)  # numbers and depth are checked already: this finds the surrogate
     return value
 
 
 def too_deep(text: str | bytes, max_depth: int = MAX_DEPTH) -> bool:
     """Whether `[`/`{` nest deeper than `max_depth` (brackets inside strings ignored); no recursion."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if data.count(b"[") + data.count(b"{") <= max_depth:
+    square, curly = ("[", "{") if isinstance(text, str) else (b"[", b"{")
+    if text.count(square) + text.count(curly) <= max_depth:  # type: ignore[arg-type]
         return False  # cannot nest deeper than it has brackets: the common case costs two counts
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     depth = 0
     for token in _TOKENS.findall(data):
         if token in (b"[", b"{"):
@@ -83,32 +91,50 @@ _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 def check(value: Any, max_depth: int = MAX_DEPTH) -> None:
     """Raise `BadValue` unless every int is 64-bit, every float finite, every string valid Unicode."""
+    if not _fits(value, max_depth):
+        raise BadValue(_problem(value, max_depth))
+
+
+def _fits(value: Any, depth_left: int) -> bool:
+    """The fast walk (no paths built); `_problem` walks again to say where, only for a bad value."""
+    kind = type(value)
+    if kind is str:
+        return _SURROGATE.search(value) is None
+    if kind is int:
+        return INT_MIN <= value <= INT_MAX
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return depth_left > 0 and all(_SURROGATE.search(k) is None if type(k) is str else _fits(k, 0)
+                                      for k in value) and all(_fits(v, depth_left - 1) for v in value.values())
+    if kind is list or kind is tuple:
+        return depth_left > 0 and all(_fits(v, depth_left - 1) for v in value)
+    return value is None or kind is bool or not isinstance(value, int | float | str | dict | list | tuple)
+
+
+def _problem(value: Any, max_depth: int) -> str:
+    """What is wrong with a value `_fits` refused, and where."""
     stack: list[tuple[Any, int, str]] = [(value, 0, "$")]
     while stack:
         item, depth, where = stack.pop()
-        if depth > max_depth:
-            raise BadValue(f"nested deeper than {max_depth} levels at {where}")
+        if isinstance(item, dict | list | tuple) and depth >= max_depth:
+            return f"nested deeper than {max_depth} levels at {where}"
         if isinstance(item, bool) or item is None:
             continue
-        if isinstance(item, int):
-            if not INT_MIN <= item <= INT_MAX:
-                raise BadValue(f"integer at {where} is out of the 64-bit range")
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise BadValue(f"number at {where} is not finite")
-        elif isinstance(item, str):
-            _check_text(item, where)
-        elif isinstance(item, dict):
+        if isinstance(item, int) and not INT_MIN <= item <= INT_MAX:
+            return f"integer at {where} is out of the 64-bit range"
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"number at {where} is not finite"
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return f"text at {where} holds a lone surrogate (not valid UTF-8)"
+        if isinstance(item, dict):
             for key, sub in item.items():
-                _check_text(str(key), where)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"text at {where} holds a lone surrogate (not valid UTF-8)"
                 stack.append((sub, depth + 1, f"{where}.{str(key)[:40]}"))
         elif isinstance(item, list | tuple):
             stack.extend((sub, depth + 1, f"{where}[{i}]") for i, sub in enumerate(item))
-
-
-def _check_text(text: str, where: str) -> None:
-    if _SURROGATE.search(text):
-        raise BadValue(f"text at {where} holds a lone surrogate (not valid UTF-8)")
+    return "a value that cannot be stored"
 
 
 def clean_text(text: str) -> str:
@@ -125,8 +151,4 @@ def int64(value: Any) -> int | None:
 
 def fits(value: Any, max_depth: int = MAX_DEPTH) -> bool:
     """Whether `check` accepts the value."""
-    try:
-        check(value, max_depth)
-    except BadValue:
-        return False
-    return True
+    return _fits(value, max_depth)
