@@ -184,7 +184,9 @@ class ReportScheduler:
         if run.elsewhere:
             raise SimreportdError(f"report {report_id} is being written by another daemon on this store; "
                                   "`simreportd status` shows which")
-        assert run.state is not None
+        if run.state is None:
+            raise SimreportdError(f"report {report_id} stopped before it ended (its daemon is stopping); "
+                                  f"`simreportd resume {report_id}` continues it")
         return run.state
 
     async def _run(self, run: ReportRun, position: int) -> None:

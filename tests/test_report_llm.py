@@ -6,10 +6,12 @@ import json
 import socket
 from pathlib import Path
 
+import anyio
 import pytest
 
 from simreportd.agent.runner import report_stream
-from simreportd.daemon.commands import generate
+from simreportd.agent.state import ReportState
+from simreportd.daemon.commands import generate, running
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon
 from simreportd.projections.export import load_report, render
@@ -127,8 +129,6 @@ async def test_connection_refused_fails_resumably_then_resumes_once_the_server_i
 
 
 async def test_two_reports_at_once_keep_their_events_and_files_apart(tmp_path: Path, small_sim: Path) -> None:
-    import asyncio
-
     from simreportd.daemon.simulate import simulate
 
     other = simulate(tmp_path / "sims" / "sim_other", agents=10, rounds=5, seed=4)
@@ -137,9 +137,21 @@ async def test_two_reports_at_once_keep_their_events_and_files_apart(tmp_path: P
         async with Daemon(config, folders=[small_sim, tmp_path / "sims" / "sim_other"]) as daemon:
             await daemon.watcher.rescan()
             ids = [await daemon.reports.request(name) for name in ("sim_small", "sim_other")]
-            states = await asyncio.gather(*(generate(daemon, i) for i in ids))
+            states: dict[str, ReportState] = {}
+
+            async def wait(report_id: str) -> None:
+                states[report_id] = await daemon.reports.wait(report_id)
+
+            async with running(daemon):
+                async with anyio.create_task_group() as tasks:
+                    for report_id in ids:
+                        tasks.start_soon(wait, report_id)
+                await daemon.views.wait_for(await daemon.store.last_position(), timeout=60)
+                for report_id in ids:
+                    await daemon.exporter.export(report_id)
+            states_in_order = [states[i] for i in ids]
             streams = [await daemon.store.read_stream(report_stream(i)) for i in ids]
-    assert all(s.report_completed for s in states)
+    assert all(s.report_completed for s in states_in_order)
     for report_id, events in zip(ids, streams):
         assert {e.data["report_id"] for e in events} == {report_id}
         log_lines = (config.reports.output_dir / report_id / "agent_log.jsonl").read_text().splitlines()
