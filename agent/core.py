@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from simreportd.agent import budget, grounding, prompts
 from simreportd.events.models import (
     ContextCompacted,
     DomainEvent,
@@ -33,8 +34,14 @@ from simreportd.events.models import (
     ToolProtocolChosen,
 )
 
-from . import budget, grounding, prompts
-from .interpret import Reply, clean_body, is_raw_tool_call, parse_outline, read_reply, strip_echoes
+from .interpret import (
+    Reply,
+    clean_body,
+    is_raw_tool_call,
+    parse_outline,
+    read_reply,
+    strip_echoes,
+)
 from .outline import fallback_outline
 from .state import ReportState, SectionState, message_bytes
 from .toolspec import openai_tools

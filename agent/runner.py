@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from simreportd.agent import core
 from simreportd.events.models import (
     ContextGathered,
     DomainEvent,
@@ -33,7 +34,6 @@ from simreportd.events.models import (
 )
 from simreportd.events.store import EventStore
 
-from . import core
 from .providers import LLMError, LLMProvider
 from .state import ReportState
 from .tools import SimulationTools, ToolError

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from simreportd.agent import budget, grounding, prompts
 from simreportd.events.models import (
     ContextCompacted,
     ContextGathered,
@@ -24,8 +25,8 @@ from simreportd.events.models import (
     PlanningStarted,
     ReportCompleted,
     ReportFailed,
-    ReportRequested,
     ReportForked,
+    ReportRequested,
     ReportResumed,
     ResponseRejected,
     SectionCompleted,
@@ -37,8 +38,6 @@ from simreportd.events.models import (
     ToolProtocolChosen,
     WriterChanged,
 )
-
-from . import budget, grounding, prompts
 
 
 def message_bytes(message: dict[str, Any]) -> bytes:

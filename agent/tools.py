@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -27,9 +27,9 @@ from .toolspec import REPORT_TOOLS
 KEY = "simulation_id = ? AND generation = ?"
 MAX_RESULT = 16 * 1024  # bytes of JSON a tool result may take, whatever the simulation's size
 MAX_SERIES = 60  # per-round rows in an analytics result; longer runs are summed into spans of rounds
-MAX_POINTS = 10
+MAX_POINTS = 10  # turning points in an analytics result, the sharpest first
 MAX_RANKED, WINDOWS = 4000, 8  # full-text matches a search ranks at most, and in how many stretches of the run
-MAX_TIMELINE = 24  # entries in a panorama timeline; longer ones are grouped by spans of rounds  # turning points in an analytics result, the sharpest first
+MAX_TIMELINE = 24  # entries in a panorama timeline; longer ones are grouped by spans of rounds
 STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
                       "their them they this to was were what when where which who why will with".split())
 

@@ -19,12 +19,17 @@ from simreportd.agent.providers import Completion, estimate_tokens
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.daemon.config import Config
-from simreportd.events.models import LLMRequested, ReportRequested, TokenUsage, ToolCallRequest
+from simreportd.events.models import (
+    LLMRequested,
+    ReportRequested,
+    TokenUsage,
+    ToolCallRequest,
+)
 from simreportd.events.store import EventStore
 
 OUTLINE = ('{"title": "Bench", "summary": "s", "sections": [{"title": "A"}, {"title": "B"}, {"title": "C"},'
            ' {"title": "D"}, {"title": "E"}]}')
-RESULT = '{"results": [' + ",".join(['{"ref": "post:twitter:%d", "content": "%s"}' % (i, "x" * 200)
+RESULT = '{"results": [' + ",".join([f'{{"ref": "post:twitter:{i}", "content": "{"x" * 200}"}}'
                                       for i in range(10)]) + "]}"
 
 

@@ -17,13 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from simreportd.daemon.ingest import SimulationIngestor
-from simreportd.daemon.scenario import make_story
+from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.service import tune_gc
-from simreportd.daemon.simulate import write_setup
 from simreportd.events.store import EventStore
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel
+from simreportd.simulator.scenario import make_story
+from simreportd.simulator.simulate import write_setup
 
 
 def write_big_folder(folder: Path, actions: int) -> int:

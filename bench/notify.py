@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from websockets.asyncio.client import connect
@@ -71,7 +71,7 @@ async def serve_bare(rate: int, seconds: float) -> None:
     async def fan_out(n: int) -> None:
         frame = json.dumps({"type": "event", "position": n + 1, "stream": "report-bench", "version": n + 1,
                             "event_type": "PlanningStarted", "data": {"report_id": "bench"},
-                            "recorded_at": datetime.now(timezone.utc).isoformat(), "event_id": f"{n:032x}"})
+                            "recorded_at": datetime.now(UTC).isoformat(), "event_id": f"{n:032x}"})
         for queue in queues:
             queue.put_nowait(frame)
 

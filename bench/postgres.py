@@ -9,9 +9,7 @@ recorder is given pre-encoded bytes, ours encodes the models inside the timer.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
-import subprocess
 import sys
 import time
 import uuid

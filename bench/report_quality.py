@@ -5,7 +5,7 @@ OpenAI-compatible server: `python bench/report_quality.py --provider openai --ba
 http://127.0.0.1:8080/v1 --model qwen2.5-coder-0.5b --runs 10` (or `-c config.toml` for its
 `[llm]` table). Each run simulates a seeded story (`simreportd simulate`, which writes
 `ground_truth.json`), ingests it, writes one report and scores it with
-`simreportd.daemon.quality`: facts recovered, wrong numbers, hallucinated names, grounded
+`simreportd.simulator.quality`: facts recovered, wrong numbers, hallucinated names, grounded
 and ungrounded quotes, requirement questions answered. Prints one row per seed and a total.
 """
 
@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from simreportd.daemon.commands import completed_generation, running
+from simreportd.daemon.cli.commands import completed_generation, running
 from simreportd.daemon.config import Config, find_config, load_config
-from simreportd.daemon.quality import Score, score_report, table
 from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon
-from simreportd.daemon.simulate import simulate
-from simreportd.daemon.truth import FILE as GROUND_TRUTH
+from simreportd.simulator.quality import Score, score_report, table
+from simreportd.simulator.simulate import simulate
+from simreportd.simulator.truth import FILE as GROUND_TRUTH
 
 
 def bench_config(args: argparse.Namespace, root: Path) -> Config:

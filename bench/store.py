@@ -21,7 +21,11 @@ import uuid
 from pathlib import Path
 
 from eventsourcing.persistence import StoredEvent
-from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteConnectionPool, SQLiteDatastore
+from eventsourcing.sqlite import (
+    SQLiteApplicationRecorder,
+    SQLiteConnectionPool,
+    SQLiteDatastore,
+)
 
 from simreportd.events.models import AgentActed, Source
 from simreportd.events.store import EventStore

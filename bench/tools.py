@@ -21,12 +21,12 @@ from typing import Any
 
 from simreportd.agent.offline import OfflineProvider
 from simreportd.agent.tools import SimulationTools
-from simreportd.daemon.ingest import SimulationIngestor
-from simreportd.daemon.interviews import Interviewer
-from simreportd.daemon.simulate import simulate
+from simreportd.daemon.ingest.ingestor import SimulationIngestor
+from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.events.store import EventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
+from simreportd.simulator.simulate import simulate
 
 SIZES = {"10k": (200, 100), "100k": (400, 500), "1m": (1000, 2000)}  # (agents, rounds) -> about that many actions
 GOAL_MS, GOAL_INTERVIEW_MS, GOAL_KB = 200, 500, 16

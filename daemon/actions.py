@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simreportd.daemon.ingest.folder import MARKERS, is_simulation_folder
 from simreportd.events.errors import UsageError
 from simreportd.projections.runner import reading
 
-from .folder import MARKERS, is_simulation_folder
 from .replay import fork_report
 from .writers import check_writer, choose_writer
 

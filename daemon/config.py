@@ -14,9 +14,9 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simreportd.events.errors import ConfigError
 from simreportd.events.log import GroupCommitLog
 from simreportd.events.store import EventStore
-from simreportd.events.errors import ConfigError
 
 ENV_PREFIX = "SIMREPORTD_"
 
@@ -50,7 +50,9 @@ class StoreConfig(Section):
     def open(self) -> GroupCommitLog:
         """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path`."""
         if self.url:
-            from simreportd.events.postgres import PostgresEventStore  # only PostgreSQL users need asyncpg
+            from simreportd.events.postgres import (
+                PostgresEventStore,  # only PostgreSQL users need asyncpg
+            )
 
             return PostgresEventStore(self.url, os.environ.get(self.password_env) or None)
         return EventStore(self.path, self.synchronous)

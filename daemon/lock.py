@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from simreportd.events.errors import StoreLocked
@@ -56,7 +56,7 @@ class StoreLock:
             raise StoreLocked(f"the store {self.store_path} is in use by {who}; stop it first, or use "
                               "another [store] path") from None
         self._fd = fd
-        self._write(Holder(os.getpid(), datetime.now(timezone.utc).isoformat(timespec="seconds"), command))
+        self._write(Holder(os.getpid(), datetime.now(UTC).isoformat(timespec="seconds"), command))
 
     def advertise(self, url: str) -> None:
         """Record the URL the holder serves, for commands that hand their work over."""

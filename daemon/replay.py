@@ -25,17 +25,20 @@ from typing import Any
 
 import anyio
 
-from simreportd.agent.replay import RecordedEnvironment, RecordedInterviews, ReplayProvider
+from simreportd.agent.replay import (
+    RecordedEnvironment,
+    RecordedInterviews,
+    ReplayProvider,
+)
 from simreportd.agent.runner import ReportRunner, report_stream
 from simreportd.agent.tools import SimulationTools
+from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound, UsageError
 from simreportd.events.models import EVENT_TYPES, ReportForked
 from simreportd.events.store import EventStore, NewEvent
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
-
-from .ingest import simulation_stream
 
 VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
 INPUTS = ("ReportResumed", "WriterChanged")  # a user's decisions during the writing, not the runner's steps

@@ -21,15 +21,28 @@ from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
 from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import ConcurrencyConflict, NotFound, SimreportdError, UsageError
-from simreportd.events.models import (DomainEvent, ReportCompleted, ReportFailed, ReportRequested, ReportResumed,
-                                      RunSoFar, SimulationCompleted, WriterChanged)
+from simreportd.events.errors import (
+    ConcurrencyConflict,
+    NotFound,
+    SimreportdError,
+    UsageError,
+)
+from simreportd.events.models import (
+    DomainEvent,
+    ReportCompleted,
+    ReportFailed,
+    ReportRequested,
+    ReportResumed,
+    RunSoFar,
+    SimulationCompleted,
+    WriterChanged,
+)
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
-from .ingest import simulation_stream
 from .leases import Leases, SoleNode
 from .writers import check_writer, choose_writer, describe_writer, model_for
 

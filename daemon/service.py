@@ -12,21 +12,21 @@ import anyio
 
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
+from simreportd.daemon.ingest.watcher import Watcher
+from simreportd.daemon.interviews.environment import FolderEnvironment
+from simreportd.daemon.interviews.interviewer import Interviewer
+from simreportd.daemon.server.app import Server
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
 from .config import Config, LLMConfig
-from .environment import FolderEnvironment
 from .exporter import Exporter
-from .interviews import Interviewer
 from .leases import leases_for
 from .lock import StoreLock
 from .reports import ReportScheduler
-from .server import Server
 from .systemd import notify, watchdog_interval
-from .watcher import Watcher
 from .writers import Writers
 
 log = logging.getLogger("simreportd.daemon.service")

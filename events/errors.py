@@ -86,11 +86,5 @@ class WaitTimeout(SimreportdError, TimeoutError):
         super().__init__(f"timed out after {seconds:g}s waiting for {what}")
 
 
-class UsageError(SimreportdError, ValueError):
-    """The command was asked for something that cannot be done as asked; exit code 2."""
-
-    exit_code = 2
-
-
 class NotFound(UsageError, LookupError):
     """A report, simulation or agent the caller named does not exist (a usage error: exit code 2)."""

@@ -8,9 +8,8 @@ subqueries, so the fold itself reads nothing.
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 

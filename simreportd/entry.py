@@ -26,7 +26,7 @@ def stop_requested() -> bool:
 def main() -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _remember)
-    from simreportd.daemon.cli import main as cli_main
+    from simreportd.daemon.cli.main import main as cli_main
 
     return cli_main()
 

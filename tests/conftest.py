@@ -56,7 +56,7 @@ def write_config(tmp_path: Path, text: str = "", auto: bool = True) -> Path:
 @pytest.fixture
 def small_sim(tmp_path: Path) -> Path:
     """A finished 12-agent, 6-round simulation folder at tmp_path/sims/sim_small."""
-    from simreportd.daemon.simulate import simulate
+    from simreportd.simulator.simulate import simulate
 
     folder = tmp_path / "sims" / "sim_small"
     simulate(folder, agents=12, rounds=6, seed=3)

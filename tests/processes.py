@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .conftest import PYTHON, TIMEOUT
 
-
 STARTED: list[subprocess.Popen] = []  # killed after each test by conftest, whatever the test did
 
 
@@ -83,7 +82,7 @@ class NotifySocket:
         self.sock.bind(str(path))
         self.sock.settimeout(TIMEOUT)
 
-    def __enter__(self) -> "NotifySocket":
+    def __enter__(self) -> NotifySocket:
         os.environ["NOTIFY_SOCKET"] = str(self.path)
         return self
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.cli import main
+from simreportd.daemon.cli.main import main
 from simreportd.daemon.config import Config, load_config
 from simreportd.events.errors import ConfigError
 

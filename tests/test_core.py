@@ -19,8 +19,8 @@ from simreportd.events.models import (
     ReportRequested,
     ResponseRejected,
     SectionCompleted,
-    ToolCallRequest,
     ToolCalled,
+    ToolCallRequest,
     ToolObserved,
 )
 

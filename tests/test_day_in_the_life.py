@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.cli import main
-from simreportd.daemon.simulate import simulate
+from simreportd.daemon.cli.main import main
+from simreportd.simulator.simulate import simulate
 
 from .conftest import PYTHON, TIMEOUT
 from .fake_llm import FakeLLM
@@ -86,7 +86,7 @@ def test_a_day_in_the_life(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch)
     mid = positions(root, report_id, "SectionCompleted")[1]
     scripted_env.faults.extend([("status", 503)] * 2)  # the LLM is down for the fork's first call
     code, out, err = cli("-c", config, "fork", report_id, "--at", mid, "--model", "other")
-    assert code == 1 and "failed" in err and f"simreportd resume" in err, err
+    assert code == 1 and "failed" in err and "simreportd resume" in err, err
     fork_id = out.split()[-1]
     assert "continuing with openai model 'other'" in err
 

@@ -16,7 +16,7 @@ IO_MODULES = {"anyio", "aiosqlite", "openai", "websockets", "watchfiles", "sqlit
 PURE = ["agent/core.py", "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py",
         "agent/toolspec.py", "agent/offline.py", "events/models.py", "events/codec.py", "events/errors.py",
         "projections/base.py", "projections/simulation.py", "projections/report.py", "projections/trace.py",
-        "daemon/parse.py", "daemon/ingest_state.py"]
+        "daemon/ingest/parse.py", "daemon/ingest/state.py", "daemon/server/protocol.py"]
 
 
 def imports(path: Path) -> set[str]:

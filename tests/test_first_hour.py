@@ -148,7 +148,7 @@ def test_simulate_live_says_it_runs_and_stops_cleanly_on_sigterm(tmp_path: Path)
 
 def running_simulation(tmp_path: Path) -> tuple[Path, dict[str, list[str]]]:
     """A simulation folder caught mid-run: its first rounds written, the rest (returned) still to come."""
-    from simreportd.daemon.simulate import simulate
+    from simreportd.simulator.simulate import simulate
 
     whole, sim = tmp_path / "whole" / "sim_live", tmp_path / "sims" / "sim_live"
     simulate(whole, agents=12, rounds=6, seed=5)

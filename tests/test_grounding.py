@@ -9,7 +9,7 @@ import pytest
 
 from simreportd.agent.grounding import check, mark
 from simreportd.agent.runner import report_stream
-from simreportd.daemon.commands import generate
+from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.service import Daemon
 from simreportd.projections.runner import connect_views
 

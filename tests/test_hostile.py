@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.simulate import simulate
+from simreportd.simulator.simulate import simulate
 
 from .conftest import TIMEOUT, write_config
 from .processes import STARTED, NotifySocket, cli, serving, wait_until

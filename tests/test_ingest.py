@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.ingest import SimulationIngestor
-from simreportd.daemon.simulate import simulate
+from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.events.store import EventStore
+from simreportd.simulator.simulate import simulate
 
 pytestmark = pytest.mark.anyio
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from simreportd.agent.runner import report_stream
-from simreportd.daemon import interview_rpc
-from simreportd.daemon.commands import generate
-from simreportd.daemon.interviews import InterviewLocked
+from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.interviews import rpc as interview_rpc
+from simreportd.daemon.interviews.interviewer import InterviewLocked
 from simreportd.daemon.service import Daemon
-from simreportd.daemon.simulate import simulate
+from simreportd.simulator.simulate import simulate
 
 from .conftest import TIMEOUT, make_config
 from .processes import cli, wait_until

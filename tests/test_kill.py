@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.simulate import simulate
+from simreportd.simulator.simulate import simulate
 
 from .conftest import PYTHON, TIMEOUT, make_config, write_config
 from .fake_llm import FakeLLM

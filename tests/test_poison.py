@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.ingest import SimulationIngestor
+from simreportd.daemon.ingest.ingestor import SimulationIngestor
+from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.service import projections
-from simreportd.daemon.simulate import simulate
-from simreportd.daemon.watcher import Watcher
 from simreportd.events.models import AgentActed, SimulationDiscovered
 from simreportd.events.store import EventStore
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import ProjectionRunner, reading
+from simreportd.simulator.simulate import simulate
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,7 @@ async def test_an_event_a_fold_cannot_store_is_skipped_marked_and_never_refolded
     await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"),
                                         acted(1), acted(2**63), acted(3)])
     views = tmp_path / "views.sqlite3"
-    for start in (1, 2):  # the second start must neither loop nor mark it again
+    for _start in (1, 2):  # the second start must neither loop nor mark it again
         async with ProjectionRunner(store, views, projections()) as runner:
             assert await runner.catch_up() == 4
     with reading(views) as conn:

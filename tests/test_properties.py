@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simreportd.daemon.config import load_config
-from simreportd.daemon.folder import read_setup
-from simreportd.daemon.ingest_state import IngestState, events_for_lines
-from simreportd.daemon.tail import FileIdentity, Line
+from simreportd.daemon.ingest.folder import read_setup
+from simreportd.daemon.ingest.state import IngestState, events_for_lines
+from simreportd.daemon.ingest.tail import FileIdentity, Line
 from simreportd.events.codec import Recorded, encode
 from simreportd.events.errors import ConfigError
 from simreportd.events.models import DomainEvent, SimulationDiscovered

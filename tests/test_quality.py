@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from simreportd.daemon.quality import score_report
-from simreportd.daemon.simulate import simulate
-from simreportd.daemon.truth import FILE
+from simreportd.simulator.quality import score_report
+from simreportd.simulator.simulate import simulate
+from simreportd.simulator.truth import FILE
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def perfect(t: dict[str, Any]) -> str:
     for s in t["shifts"]:
         lines += [f"{s['name']} (agent:{s['id']}) moved to the {s['to']} camp.", ""]
     posts = ref["posts"]
-    from simreportd.daemon.truth import template_pattern
+    from simreportd.simulator.truth import template_pattern
     for top in t["top_arguments"].values():
         rx = template_pattern(top["templates"][0])
         post_ref = next(r for r, text in sorted(posts.items()) if rx.match(text))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simreportd.agent.runner import report_stream
-from simreportd.daemon.commands import generate
+from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.replay import fork_report, replay_report
 from simreportd.daemon.service import Daemon
 from simreportd.events.errors import NotFound, SimreportdError

@@ -11,7 +11,7 @@ import pytest
 
 from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
-from simreportd.daemon.commands import generate, running
+from simreportd.daemon.cli.commands import generate, running
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon
 from simreportd.projections.export import load_report, render
@@ -129,7 +129,7 @@ async def test_connection_refused_fails_resumably_then_resumes_once_the_server_i
 
 
 async def test_two_reports_at_once_keep_their_events_and_files_apart(tmp_path: Path, small_sim: Path) -> None:
-    from simreportd.daemon.simulate import simulate
+    from simreportd.simulator.simulate import simulate
 
     other = simulate(tmp_path / "sims" / "sim_other", agents=10, rounds=5, seed=4)
     with FakeLLM() as llm:

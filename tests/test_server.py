@@ -14,10 +14,10 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from simreportd.daemon import server as server_module
-from simreportd.daemon.commands import generate
+from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.config import Config, ServerConfig
-from simreportd.daemon.server import Server
+from simreportd.daemon.server import app as server_module
+from simreportd.daemon.server.app import Server
 from simreportd.daemon.service import Daemon
 from simreportd.events.errors import ConfigError
 from simreportd.events.models import ContextGathered
@@ -114,7 +114,7 @@ async def test_reconnecting_with_after_gets_exactly_what_was_missed_even_across_
 
 
 async def test_filters_keep_other_reports_and_simulations_out(running: Running, tmp_path: Path) -> None:
-    from simreportd.daemon.simulate import simulate
+    from simreportd.simulator.simulate import simulate
 
     simulate(tmp_path / "sims" / "sim_other", agents=8, rounds=3, seed=9)
     await running.daemon.watcher.check(tmp_path / "sims" / "sim_other")
@@ -255,7 +255,7 @@ async def test_the_interview_op_is_refused_before_unlock_and_answered_after(runn
 
 
 async def test_every_client_gets_the_same_frames_small_ones_sent_plain_big_ones_compressed(running: Running) -> None:
-    from simreportd.daemon.deflate import MIN_COMPRESSED, SmallFramesPlain
+    from simreportd.daemon.server.deflate import MIN_COMPRESSED, SmallFramesPlain
 
     async with connect(f"ws://{running.base}/ws") as one, connect(f"ws://{running.base}/ws") as two:
         for ws in (one, two):
@@ -274,7 +274,7 @@ async def test_every_client_gets_the_same_frames_small_ones_sent_plain_big_ones_
 def test_only_frames_of_a_kilobyte_or_more_are_compressed() -> None:
     from websockets.frames import Frame, Opcode
 
-    from simreportd.daemon.deflate import SmallFramesPlain
+    from simreportd.daemon.server.deflate import SmallFramesPlain
 
     deflate = SmallFramesPlain(False, False, 12, 12)
     small, big = (deflate.encode(Frame(Opcode.TEXT, b"x" * n)) for n in (100, 5000))

@@ -18,7 +18,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from simreportd.daemon.simulate import simulate
+from simreportd.simulator.simulate import simulate
 
 from .conftest import TIMEOUT, write_config
 from .processes import NotifySocket, cli, count, serving, wait_until

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.simulate import simulate
+from simreportd.simulator.simulate import simulate
 
 from .conftest import PYTHON, TIMEOUT, write_config
 from .fake_llm import FakeLLM

@@ -127,7 +127,7 @@ def psql(sockets: str, url: str, sql: str) -> str:
 @pytest.mark.slow
 def test_three_daemons_share_the_work_and_one_killed_mid_report_is_taken_over(
         tmp_path: Path, postgres_cluster: str, pg_url: str) -> None:  # noqa: F811
-    from simreportd.daemon.simulate import simulate
+    from simreportd.simulator.simulate import simulate
 
     from .fake_llm import FakeLLM
     from .processes import NotifySocket, cli, kill9, wait_until

@@ -19,12 +19,12 @@ import pytest
 
 from simreportd.agent.offline import OfflineProvider
 from simreportd.agent.tools import MAX_RESULT, SimulationTools, bounded_json
-from simreportd.daemon.interviews import Interviewer, questions
-from simreportd.daemon.simulate import simulate
+from simreportd.daemon.interviews.interviewer import Interviewer, questions
 from simreportd.events.codec import Recorded
 from simreportd.projections import runner
 from simreportd.projections.runner import views_path_for
 from simreportd.projections.simulation import SimulationModel
+from simreportd.simulator.simulate import simulate
 
 from .conftest import PYTHON, TIMEOUT, write_config
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from simreportd.agent import prompts
-from simreportd.daemon import http_api
 from simreportd.daemon.replay import replay_report
+from simreportd.daemon.server import http_api
 from simreportd.projections.runner import views_path_for
 
 from .conftest import PYTHON, TIMEOUT, write_config

@@ -24,12 +24,18 @@ from simreportd.events.models import (
 from simreportd.events.store import EventStore
 
 from .folder import SourceFile, read_setup, snapshot
-from .ingest_state import FileMark, IngestState, events_for_lines, events_for_rows, finished_from_hint
 from .inputs import Confinement
 from .oasis import read_actions
+from .state import (
+    FileMark,
+    IngestState,
+    events_for_lines,
+    events_for_rows,
+    finished_from_hint,
+)
 from .tail import CHUNK, read_lines, tail_matches
 
-log = logging.getLogger("simreportd.daemon.ingest")
+log = logging.getLogger("simreportd.daemon.ingest.ingestor")
 
 
 def simulation_stream(simulation_id: str) -> str:

@@ -24,17 +24,17 @@ from pathlib import Path
 import anyio
 
 from simreportd import __version__, entry
+from simreportd.daemon.config import Config, find_config, load_config
+from simreportd.daemon.logs import setup_logging
+from simreportd.daemon.service import tune_gc
 from simreportd.events.errors import SimreportdError
 
 from . import commands
-from .config import Config, find_config, load_config
-from .logs import setup_logging
-from .service import tune_gc
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
 
 
-log = logging.getLogger("simreportd.daemon.cli")
+log = logging.getLogger("simreportd.daemon.cli.main")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,8 +127,8 @@ def _exit_after(seconds: float) -> None:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     # SUPPRESS: a subcommand without -c must not erase a -c given before the subcommand.
-    common.add_argument("-c", "--config", metavar="PATH", default=argparse.SUPPRESS, help="config.toml to use (default: ./config.toml, "
-                        "or the embedded defaults)")
+    common.add_argument("-c", "--config", metavar="PATH", default=argparse.SUPPRESS,
+                        help="config.toml to use (default: ./config.toml, or the embedded defaults)")
     parser = argparse.ArgumentParser(prog="simreportd", parents=[common], description=(
         "Watch social-simulation output folders, record everything as events in SQLite, and write "
         "reports about each run."))

@@ -13,14 +13,15 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
+from .oasis_db import write_oasis_db
 from .scenario import Agent, Story, make_story
-from .simulate_oasis import write_oasis_db
-from .truth import FILE as GROUND_TRUTH, ground_truth
+from .truth import FILE as GROUND_TRUTH
+from .truth import ground_truth
 
 PLATFORMS = ("twitter", "reddit")
 
@@ -139,7 +140,7 @@ def run_live(folder: Path, story: Story, round_seconds: float, say: Callable[[st
             say(f"  round {round_no}/{story.rounds} written")
         time.sleep(round_seconds)
     write_run_state(folder, story, "completed", pid=os.getpid())
-    from .simulate_rpc import serve_interviews  # the RPC half only matters in live mode
+    from .rpc import serve_interviews  # the RPC half only matters in live mode
 
     _write_json(folder / "env_status.json", _env_status("alive"))
     if not stopping["stop"]:

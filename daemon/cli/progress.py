@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from simreportd.agent.runner import report_stream
+from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.events.codec import Recorded
 from simreportd.events.store import CaughtUp, EventStore
-
-from .ingest import simulation_stream
 
 DONE = ("InterviewUnlocked", "ReportFailed")
 CONTINUED = ("ReportResumed", "ReportForked")

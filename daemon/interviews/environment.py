@@ -6,9 +6,8 @@ from pathlib import Path
 
 import anyio
 
+from simreportd.daemon.ingest.folder import read_env_status
 from simreportd.projections.runner import in_thread, reading
-
-from .folder import read_env_status
 
 
 class FolderEnvironment:

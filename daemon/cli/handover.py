@@ -15,10 +15,9 @@ import anyio
 from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
+from simreportd.daemon.config import Config
+from simreportd.daemon.lock import Holder, read_holder
 from simreportd.events.errors import SimreportdError
-
-from .config import Config
-from .lock import Holder, read_holder
 
 ANSWER_TIMEOUT_S = 600.0  # an interview answered by a slow model may take minutes
 

@@ -17,17 +17,17 @@ from pathlib import Path
 import anyio
 import watchfiles
 
+from simreportd.daemon.leases import Leases, SoleNode
 from simreportd.events.models import IngestFailed
 from simreportd.events.store import EventStore
 
 from .folder import is_simulation_folder
-from .ingest import SimulationIngestor
-from .leases import Leases, SoleNode
+from .ingestor import SimulationIngestor
 from .values import clean_text
 
 FIRST_RETRY_S, LAST_RETRY_S = 1.0, 300.0
 
-log = logging.getLogger("simreportd.daemon.watcher")
+log = logging.getLogger("simreportd.daemon.ingest.watcher")
 
 
 class Watcher:

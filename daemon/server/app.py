@@ -19,26 +19,35 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
-
 from websockets.asyncio.server import Server as WSServer
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from simreportd.daemon import actions
+from simreportd.daemon.config import ServerConfig
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.store import CaughtUp
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading
 
-from . import actions, http_api
-from .config import ServerConfig
+from . import http_api
 from .deflate import SmallFramesPlainFactory
-from .notifications import (EventFrames, GenerateReport, HandedOver, Interview, ProtocolError, ReportInfo, Subscribe,
-                            encode, parse_message)
+from .protocol import (
+    EventFrames,
+    GenerateReport,
+    HandedOver,
+    Interview,
+    ProtocolError,
+    ReportInfo,
+    Subscribe,
+    encode,
+    parse_message,
+)
 
-log = logging.getLogger("simreportd.daemon.server")
+log = logging.getLogger("simreportd.daemon.server.app")
 
 QUEUE_FRAMES = 1000  # frames a client may fall behind by before it is disconnected
 BUFFER_EVENTS = 10_000

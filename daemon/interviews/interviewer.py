@@ -9,24 +9,24 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 
-from simreportd.agent.providers import LLMError, LLMProvider
 from simreportd.agent.prompts import DATA_RULE, delimit
+from simreportd.agent.providers import LLMError, LLMProvider
 from simreportd.agent.runner import report_stream
 from simreportd.agent.tools import fts_query, in_windows, match_windows
-from simreportd.events.errors import NotFound, SimreportdError, UsageError
+from simreportd.daemon.cli.progress import how_far
+from simreportd.events.errors import NotFound, UsageError
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.store import EventStore
 from simreportd.projections.runner import in_thread, reading
 
-from . import interview_rpc
+from . import rpc as interview_rpc
 from .environment import FolderEnvironment
-from .progress import how_far
 
 MAX_AGENTS = 10
 T = TypeVar("T")

@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from websockets.extensions.base import Extension
-from websockets.extensions.permessage_deflate import PerMessageDeflate, ServerPerMessageDeflateFactory
+from websockets.extensions.permessage_deflate import (
+    PerMessageDeflate,
+    ServerPerMessageDeflateFactory,
+)
 from websockets.frames import Frame, Opcode
 
 MIN_COMPRESSED = 1024  # bytes: smaller messages go plain

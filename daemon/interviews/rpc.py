@@ -17,10 +17,9 @@ from typing import Any
 import anyio
 import watchfiles
 
+from simreportd.daemon.ingest import values
+from simreportd.daemon.ingest.inputs import Confinement, read_bytes
 from simreportd.events.errors import SimreportdError
-
-from . import values
-from .inputs import Confinement, read_bytes
 
 POLL_MS = 250
 

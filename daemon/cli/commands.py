@@ -19,28 +19,28 @@ import anyio
 from simreportd.agent import core
 from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
-from simreportd.events.errors import ConfigError, NotFound, SimreportdError, UsageError
+from simreportd.daemon import actions
+from simreportd.daemon.config import Config, find_config, load_config
+from simreportd.daemon.exporter import Exporter
+from simreportd.daemon.ingest.ingestor import simulation_stream
+from simreportd.daemon.leases import leases_for
+from simreportd.daemon.lock import read_holder
+from simreportd.daemon.logs import setup_logging
+from simreportd.daemon.replay import ReplayResult, replay_report
+from simreportd.daemon.reports import auto_report_id
+from simreportd.daemon.service import Daemon
+from simreportd.daemon.systemd import notify
+from simreportd.events.errors import ConfigError, NotFound, UsageError
 from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp, EventStore
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
+from simreportd.simulator.simulate import simulate as write_simulation
 
-from . import actions
-from .config import Config, find_config, load_config
-from .exporter import Exporter
 from .handover import running_daemon, send
-from .leases import leases_for
-from .lock import read_holder
-from .logs import setup_logging
-from .ingest import simulation_stream
 from .progress import follow_report, follow_run
-from .replay import ReplayResult, replay_report
-from .reports import auto_report_id
-from .service import Daemon
-from .simulate import simulate as write_simulation
-from .systemd import notify
 
-log = logging.getLogger("simreportd.daemon.commands")
+log = logging.getLogger("simreportd.daemon.cli.commands")
 
 
 async def run(args: argparse.Namespace, config: Config) -> int:
@@ -351,7 +351,9 @@ async def events(args: argparse.Namespace, config: Config) -> int:
 
 
 async def migrate(args: argparse.Namespace, config: Config) -> int:
-    from .migrate import migrate as copy_store  # only PostgreSQL users need asyncpg
+    from simreportd.daemon.migrate import (
+        migrate as copy_store,  # only PostgreSQL users need asyncpg
+    )
 
     if not args.to.startswith(("postgresql://", "postgres://")):
         raise actions.UsageError(f"--to {args.to!r} is not a postgresql:// URL")
