@@ -31,6 +31,7 @@ from simreportd.events.models import (
     SectionStarted,
     ThoughtRecorded,
     ToolCalled,
+    ToolCallRequest,
     ToolProtocolChosen,
 )
 
@@ -112,9 +113,9 @@ def decide(s: ReportState) -> Effect:
         return _emit(PlanningStarted(report_id=s.report_id))
     if s.protocol is None:
         wanted = s.request.settings.get("tool_protocol", "auto")
-        protocol = "text" if wanted == "text" else "native"
-        return _emit(ToolProtocolChosen(report_id=s.report_id, protocol=protocol,
-                                        reason=f"tool_protocol = {wanted}" + (", native first" if wanted == "auto" else "")))
+        reason = f"tool_protocol = {wanted}" + (", native first" if wanted == "auto" else "")
+        return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text" if wanted == "text" else "native",
+                                        reason=reason))
     if s.context is None:
         return GatherContext(s.request.simulation_id, s.request.generation)
     if s.outline is None:
@@ -322,7 +323,7 @@ def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, An
     assert s.outline is not None and s.context is not None
     previous = [(done.title, prompts.previous_section(done.content)) for i, done in sorted(s.completed.items())
                 if i < section.index]
-    background = {k: s.context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
+    background: dict[str, Any] = {k: s.context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
                                              "scheduled_events") if k in s.context}
     return prompts.section_messages(
         requirement=s.context.get("requirement", ""), background=background, title=s.outline.title, summary=s.outline.summary,
@@ -333,7 +334,7 @@ def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, An
 
 def _read_section_reply(s: ReportState, section: SectionState, response: LLMResponded) -> list[DomainEvent]:
     reply = read_reply(response.content, response.tool_calls, response.call_id, s.protocol or "native")
-    base = {"report_id": s.report_id, "section_index": section.index, "iteration": section.iterations,
+    base: dict[str, Any] = {"report_id": s.report_id, "section_index": section.index, "iteration": section.iterations,
             "call_id": response.call_id}
     events: list[DomainEvent] = []
     if reply.stripped_observation:
@@ -363,7 +364,8 @@ def _read_section_reply(s: ReportState, section: SectionState, response: LLMResp
         "Rejected: no tool call and no final answer. Call a tool, or write 'Final Answer:' and the section."))]
 
 
-def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list, base: dict) -> list[DomainEvent]:
+def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list[ToolCallRequest],
+                base: dict[str, Any]) -> list[DomainEvent]:
     events: list[DomainEvent] = []
     if thought:
         events.append(ThoughtRecorded(report_id=s.report_id, section_index=section.index,
@@ -384,7 +386,7 @@ def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list
     return events
 
 
-def _body(s: ReportState, text: str, base: dict) -> tuple[str, list[DomainEvent]]:
+def _body(s: ReportState, text: str, base: dict[str, Any]) -> tuple[str, list[DomainEvent]]:
     """Section text without our echoed instructions and stray markup; the repair is recorded."""
     body, echoed = strip_echoes(clean_body(text))
     if not echoed:
@@ -402,7 +404,7 @@ def _unusable(body: str) -> tuple[str, str] | None:
     return None
 
 
-def _final_answer(s: ReportState, section: SectionState, final: str, base: dict) -> list[DomainEvent]:
+def _final_answer(s: ReportState, section: SectionState, final: str, base: dict[str, Any]) -> list[DomainEvent]:
     body, events = _body(s, final, base)
     if (problem := _unusable(body)) is not None:
         return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
@@ -421,7 +423,7 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict)
     return events + [_completed(s, section, body, False, events)]
 
 
-def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base: dict,
+def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base: dict[str, Any],
                        cut: bool) -> list[DomainEvent]:
     """The last word of a section, validated like any other: sent back once, then the evidence stands in."""
     body, events = _body(s, reply.final if reply.final is not None else reply.thought, base)

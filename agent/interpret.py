@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -100,7 +101,7 @@ def _is_call(obj: object) -> bool:
         and ("arguments" in obj or "parameters" in obj)
 
 
-def coerce_arguments(args: object) -> dict:
+def coerce_arguments(args: object) -> dict[str, Any]:
     """Arguments arrive as a dict, a JSON string, or junk; always return a dict."""
     if isinstance(args, str):
         try:

@@ -258,7 +258,7 @@ def _timeline(f: Facts) -> str:
         out.append("No round reached twice the mean of the three rounds before it.")
     row = next((r for r in f.rounds if r["round"] == f.pivot), None)
     before = [r["total"] for r in f.rounds if f.pivot is not None and 0 < r["round"] < f.pivot]
-    if row and before:
+    if row and before and f.pivot is not None:
         mean = round(sum(before) / len(before), 2)
         out.append(f"Against all the rounds before it, round {f.pivot} with {row['total']} actions was "
                    f"{round(row['total'] / mean, 2) if mean else 0}x the mean of rounds 1-{f.pivot - 1} ({mean}).")

@@ -61,4 +61,4 @@ class RecordedInterviews:
     async def report_interview(self, simulation_id: str, generation: int, topic: str, max_agents: int = 5) -> str:
         if not self.results:
             raise UnrecordedCall("the original run made no more interview_agents calls")
-        return self.results.pop(0)
+        return str(self.results.pop(0))

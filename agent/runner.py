@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import anyio
 
 from simreportd.agent import core
+from simreportd.events.log import EventLog
 from simreportd.events.models import (
     ContextGathered,
     DomainEvent,
@@ -32,7 +33,6 @@ from simreportd.events.models import (
     ToolFailed,
     ToolObserved,
 )
-from simreportd.events.store import EventStore
 
 from .providers import LLMError, LLMProvider
 from .state import ReportState
@@ -57,7 +57,7 @@ Writers = Callable[[str], LLMProvider]  # the provider for the writer name a rep
 class ReportRunner:
     """Drives one report to completion, failure, or a stop, with the writer its events name."""
 
-    def __init__(self, store: EventStore, tools: SimulationTools, writers: Writers,
+    def __init__(self, store: EventLog, tools: SimulationTools, writers: Writers,
                  environment: Environment, sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
         self.store, self.tools, self.writers, self.environment = store, tools, writers, environment
         self.sleep = sleep  # replay passes a no-op: recorded retries need no waiting

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,9 +137,8 @@ class ReportState:
     def apply(self, event: DomainEvent) -> None:
         """Fold one event; unknown types (interviews, notifications) only move the version."""
         self.version += 1
-        handler = getattr(self, "_on_" + event.type_name, None)
-        if handler is not None:
-            handler(event)
+        if (handler := HANDLERS.get(type(event))) is not None:
+            handler(self, event)
 
     def _on_ReportRequested(self, e: ReportRequested) -> None:
         self.request = e
@@ -276,8 +276,6 @@ class ReportState:
         self.conversation.failures = 0
         self.conversation.last_failure = None
 
-    _on_ReportForked = _on_ReportResumed  # a fork continues live from the end of its shared history
-
     def _on_WriterChanged(self, e: WriterChanged) -> None:
         assert self.request is not None
         self.request = self.request.model_copy(update={"provider": e.provider, "model": e.model})
@@ -301,3 +299,29 @@ class ReportState:
         if self.protocol == "text" or call_id not in self.conversation.native_ids:  # a call written as text
             return {"role": "user", "content": "Observation:\n" + prompts.observation(tool, result, hint)}
         return {"role": "tool", "tool_call_id": call_id, "content": prompts.observation(tool, result, hint)}
+
+
+HANDLERS: dict[type[DomainEvent], Callable[[ReportState, Any], None]] = {
+    ReportRequested: ReportState._on_ReportRequested,
+    PlanningStarted: ReportState._on_PlanningStarted,
+    ContextGathered: ReportState._on_ContextGathered,
+    OutlinePlanned: ReportState._on_OutlinePlanned,
+    ToolProtocolChosen: ReportState._on_ToolProtocolChosen,
+    ContextCompacted: ReportState._on_ContextCompacted,
+    SectionStarted: ReportState._on_SectionStarted,
+    LLMRequested: ReportState._on_LLMRequested,
+    LLMFailed: ReportState._on_LLMFailed,
+    LLMResponded: ReportState._on_LLMResponded,
+    ThoughtRecorded: ReportState._on_ThoughtRecorded,
+    ResponseRejected: ReportState._on_ResponseRejected,
+    ToolCalled: ReportState._on_ToolCalled,
+    ToolObserved: ReportState._on_ToolObserved,
+    ToolFailed: ReportState._on_ToolFailed,
+    SectionCompleted: ReportState._on_SectionCompleted,
+    ReportCompleted: ReportState._on_ReportCompleted,
+    InterviewUnlocked: ReportState._on_InterviewUnlocked,
+    ReportFailed: ReportState._on_ReportFailed,
+    ReportResumed: ReportState._on_ReportResumed,
+    ReportForked: ReportState._on_ReportResumed,  # a fork continues live from the end of its shared history
+    WriterChanged: ReportState._on_WriterChanged,
+}

@@ -137,8 +137,8 @@ class SimulationTools:
 
     def insight_forge(self, conn: sqlite3.Connection, key: tuple[str, int], query: str) -> dict[str, Any]:
         questions = sub_questions(query)
-        findings = [{"question": q, "evidence": _search(conn, key, q, 4, kinds=("post", "quote", "comment"))}
-                    for q in questions]
+        findings: list[dict[str, Any]] = [
+            {"question": q, "evidence": _search(conn, key, q, 4, kinds=("post", "quote", "comment"))} for q in questions]
         agent_ids = sorted({e["agent"]["id"] for f in findings for e in f["evidence"]})
         return {"query": query, "sub_questions": findings, "agents": _profiles(conn, key, agent_ids),
                 "interaction_chains": _chains(conn, key, agent_ids)}
@@ -410,4 +410,4 @@ def _statements(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str
 
 def _undone(conn: sqlite3.Connection, key: tuple[str, int]) -> int:
     """Undone actions (unlikes, unfollows...) that took back an earlier one, from the per-platform counters."""
-    return conn.execute(f"SELECT coalesce(sum(undone), 0) FROM sim_platforms WHERE {KEY}", key).fetchone()[0]
+    return int(conn.execute(f"SELECT coalesce(sum(undone), 0) FROM sim_platforms WHERE {KEY}", key).fetchone()[0])

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simreportd.events.errors import ConfigError
-from simreportd.events.log import GroupCommitLog
+from simreportd.events.log import EventLog
 from simreportd.events.store import EventStore
 
 ENV_PREFIX = "SIMREPORTD_"
@@ -47,7 +47,7 @@ class StoreConfig(Section):
     url: str = Field(default="", pattern=r"^(postgres(ql)?://.*)?$")
     password_env: str = "PGPASSWORD"
 
-    def open(self) -> GroupCommitLog:
+    def open(self) -> EventLog:
         """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path`."""
         if self.url:
             from simreportd.events.postgres import (

@@ -35,6 +35,7 @@ from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import NotFound, UsageError
+from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES, ReportForked
 from simreportd.events.store import EventStore, NewEvent
 from simreportd.projections.catalogue import projections
@@ -87,7 +88,7 @@ def shared_history(events: list[Recorded]) -> list[Recorded]:
     return events[:end + 1]
 
 
-async def replay_report(store: EventStore, report_id: str, scratch: Path,
+async def replay_report(store: EventLog, report_id: str, scratch: Path,
                         tamper: Callable[[Path], None] | None = None) -> ReplayResult:
     """Re-run a completed report in `scratch` and compare it with the original stream."""
     original = writing(await store.read_stream(report_stream(report_id)))
@@ -114,7 +115,7 @@ async def replay_report(store: EventStore, report_id: str, scratch: Path,
     return ReplayResult(report_id, len(original), first_divergence(original, replayed))
 
 
-async def copy_simulations(store: EventStore, copy: EventStore, before: int) -> None:
+async def copy_simulations(store: EventLog, copy: EventLog, before: int) -> None:
     """Every simulation's events the report could see, not only its own: search ranks (FTS5 bm25)
     weigh each match against the whole index, so the other simulations shape a tool's results too."""
     for stream, _, _ in await store.stream_summaries():
@@ -122,7 +123,7 @@ async def copy_simulations(store: EventStore, copy: EventStore, before: int) -> 
             await _copy(copy, stream, [r for r in await store.read_stream(stream) if r.position < before])
 
 
-async def run_with_inputs(copy: EventStore, runner: ReportRunner, report_id: str,
+async def run_with_inputs(copy: EventLog, runner: ReportRunner, report_id: str,
                           original: list[Recorded]) -> list[Recorded]:
     """Run the report; where it stops and the original received a user's decision next, append it and go on."""
     stream = report_stream(report_id)
@@ -139,7 +140,7 @@ async def run_with_inputs(copy: EventStore, runner: ReportRunner, report_id: str
         await copy.append(stream, inputs, expected_version=len(replayed))
 
 
-async def check_shared(store: EventStore, seed: list[Recorded]) -> Divergence | None:
+async def check_shared(store: EventLog, seed: list[Recorded]) -> Divergence | None:
     """A fork's copy of the shared history must be the parent's events, step for step; else where it is not."""
     if len(seed) < 2:
         return None
@@ -176,7 +177,7 @@ def _decided(recorded: Recorded) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in VOLATILE}
 
 
-async def fork_report(store: EventStore, report_id: str, at: int, provider: str, model: str) -> str:
+async def fork_report(store: EventLog, report_id: str, at: int, provider: str, model: str) -> str:
     """A new report sharing the original's writing up to position `at`, to continue live; return its id."""
     original = writing(await store.read_stream(report_stream(report_id)))
     if not original:
@@ -201,7 +202,7 @@ async def fork_report(store: EventStore, report_id: str, at: int, provider: str,
     return new_id
 
 
-async def _copy(store: EventStore, stream: str, events: list[Recorded]) -> None:
+async def _copy(store: EventLog, stream: str, events: list[Recorded]) -> None:
     for start in range(0, len(events), 5000):
         chunk = events[start:start + 5000]
         await store.append(stream, [NewEvent(r.event, r.event_id) for r in chunk], expected_version=start)

@@ -29,6 +29,7 @@ from simreportd.events.errors import (
     SimreportdError,
     UsageError,
 )
+from simreportd.events.log import EventLog
 from simreportd.events.models import (
     DomainEvent,
     ReportCompleted,
@@ -39,7 +40,7 @@ from simreportd.events.models import (
     SimulationCompleted,
     WriterChanged,
 )
-from simreportd.events.store import CaughtUp, EventStore
+from simreportd.events.store import CaughtUp
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
@@ -73,7 +74,7 @@ class ReportRun:
 class ReportScheduler:
     """Owns the task group every report runner of this process lives in (DESIGN.md section 9)."""
 
-    def __init__(self, store: EventStore, views: ProjectionRunner, runner: ReportRunner, config: Config,
+    def __init__(self, store: EventLog, views: ProjectionRunner, runner: ReportRunner, config: Config,
                  provider_name: str, leases: Leases | None = None) -> None:
         self.store, self.views, self.runner, self.config = store, views, runner, config
         self.provider_name, self.leases = provider_name, leases or SoleNode()

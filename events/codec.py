@@ -90,7 +90,8 @@ class Recorded:
 
     @property
     def meta(self) -> dict[str, Any]:
-        return json.loads(self.raw_meta)
+        meta: dict[str, Any] = json.loads(self.raw_meta)
+        return meta
 
     @property
     def event(self) -> DomainEvent:

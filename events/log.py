@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Self
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .codec import Recorded, encode
 from .errors import (
@@ -83,8 +83,10 @@ class _Pending:
             self.done.set()
 
 
-class GroupCommitLog:
-    """The shared half of an event store; a backend subclasses it. Use as an async context manager."""
+class EventLog:
+    """The event log as every reader and writer sees it, whatever the backend: appends go through one
+    writer task that commits them in groups; a backend (SQLite, PostgreSQL) subclasses it. Use as an
+    async context manager."""
 
     where = "the event store"  # named in messages (a path, a database)
 
@@ -117,6 +119,14 @@ class GroupCommitLog:
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,
                        streams: Sequence[str] | None = None) -> list[Recorded]:
         """Up to `limit` events after global position `after`, optionally of some types or streams."""
+        raise NotImplementedError
+
+    async def read_stream(self, stream: str, after_version: int = 0) -> list[Recorded]:
+        """The events of one stream after `after_version`, in order."""
+        raise NotImplementedError
+
+    async def stream_summaries(self) -> list[tuple[str, int, int]]:
+        """(stream, events, last position) for every stream, for `simreportd events` and status."""
         raise NotImplementedError
 
     def _translate(self, exc: Exception) -> Exception:
@@ -199,7 +209,7 @@ class GroupCommitLog:
         assert pending.outcome is not None
         return pending.outcome
 
-    async def _write_loop(self, queue: anyio.abc.ObjectReceiveStream[_Pending]) -> None:
+    async def _write_loop(self, queue: MemoryObjectReceiveStream[_Pending]) -> None:
         """Commit what arrives, a group at a time, until the queue is closed and drained.
 
         Shielded from the owner's cancellation: a group in flight always ends in COMMIT or
@@ -287,7 +297,7 @@ class GroupCommitLog:
             raise WaitTimeout(f"position {position}", timeout) from None
 
 
-def _gather_group(first: _Pending, queue: anyio.abc.ObjectReceiveStream[_Pending]) -> list[_Pending]:
+def _gather_group(first: _Pending, queue: MemoryObjectReceiveStream[_Pending]) -> list[_Pending]:
     """`first` and every append already waiting behind it, up to MAX_GROUP_APPENDS."""
     group = [first]
     while len(group) < MAX_GROUP_APPENDS:
@@ -329,7 +339,7 @@ def _plan_one(
     known: dict[str, tuple[int, int]],
     head: int,
     recorded_at: str,
-) -> tuple[list[tuple[Any, ...]], AppendResult] | Exception:
+) -> tuple[list[tuple[Any, ...]], AppendResult] | AppendResult | Exception:
     """Rows and result for one append, or the error it gets; updates `versions` and `known`."""
     ids = [e.event_id for e in pending.events]
     seen = [known[i] for i in ids if i in known]

@@ -10,7 +10,7 @@ position, and holds it until COMMIT. Writers are thus serialised on the lock, an
 can never see position N+1 while the transaction that will fill N is still in flight (the
 gap a reader of Marten's async daemon could skip, discussion #4953). Readers are not
 blocked: EXCLUSIVE still allows plain SELECTs. Every commit sends a NOTIFY, so subscribers
-on every node wake at once; the poll of `GroupCommitLog.subscribe` remains the fallback.
+on every node wake at once; the poll of `EventLog.subscribe` remains the fallback.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import asyncpg
 
 from .codec import Recorded
 from .errors import SimreportdError, StoreFull, StoreUnusable
-from .log import GroupCommitLog, _Pending, _plan_group, _settle
+from .log import EventLog, _Pending, _plan_group, _settle
 
 log = logging.getLogger("simreportd.events.postgres")
 
@@ -62,7 +62,7 @@ READ_ALL = (f"SELECT {COLUMNS} FROM {TABLE} WHERE position > $1"
 READ_POOL_SIZE = 4
 
 
-class PostgresEventStore(GroupCommitLog):
+class PostgresEventStore(EventLog):
     """The event log in a PostgreSQL database; the same contract as the SQLite `EventStore`."""
 
     def __init__(self, url: str, password: str | None = None) -> None:

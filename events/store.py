@@ -1,6 +1,6 @@
 """The append-only SQLite event store (DESIGN.md section 2), the embedded default.
 
-`GroupCommitLog` (log.py) queues appends and lets one writer task commit them a group
+`EventLog` (log.py) queues appends and lets one writer task commit them a group
 at a time; this module supplies the SQLite half: the schema, one transaction per group,
 and the reads. Positions are assigned inside the write transaction, so they are gapless
 and commit-ordered even with several processes on one file. Readers use their own
@@ -27,7 +27,7 @@ from .log import (
     POLL_SECONDS,
     AppendResult,
     CaughtUp,
-    GroupCommitLog,
+    EventLog,
     NewEvent,
     _Pending,
     _plan_group,
@@ -71,7 +71,7 @@ READ_ALL = (
 )
 
 
-class EventStore(GroupCommitLog):
+class EventStore(EventLog):
     """Append-only event log in one SQLite file; use as an async context manager."""
 
     def __init__(self, path: str | Path, synchronous: Literal["NORMAL", "FULL"] = "NORMAL") -> None:
@@ -219,7 +219,7 @@ class EventStore(GroupCommitLog):
         """`(stream, version, last position)` for every stream, by stream name."""
         conn = self._reader_conn()
         sql = "SELECT stream, max(version), max(position) FROM events GROUP BY stream ORDER BY stream"
-        return [tuple(row) for row in await conn.execute_fetchall(sql)]  # type: ignore[misc]
+        return [(str(s), int(v), int(p)) for s, v, p in await conn.execute_fetchall(sql)]
 
 async def _known_ids(conn: aiosqlite.Connection, ids: list[str]) -> dict[str, tuple[int, int]]:
     rows = await conn.execute_fetchall(

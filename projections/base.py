@@ -7,22 +7,46 @@ Tests can fold events into an in-memory database without the event store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from simreportd.events.codec import Recorded
+from simreportd.events.models import DomainEvent
 
 Write = tuple[str, tuple[Any, ...]]
+Handler = TypeVar("Handler")
+
+
+def by_type_name(table: Mapping[type[DomainEvent], Handler]) -> dict[str, Handler]:
+    """A handler table keyed by event class, re-keyed by the type name a `Recorded` carries.
+
+    Tables are written with the event classes so that a misspelt event is an import error,
+    not a handler that silently never runs.
+    """
+    return {cls.model_fields["type"].default: handler for cls, handler in table.items()}
 
 
 class Projection(Protocol):
     """A read model: its tables, the event types it folds, and the fold itself."""
 
-    name: str
-    schema: str
-    tables: tuple[str, ...]
-    extra_tables: tuple[str, ...]  # dropped on rebuild but not digested (e.g. FTS indexes)
-    types: frozenset[str]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def schema(self) -> str: ...
+
+    @property
+    def tables(self) -> tuple[str, ...]: ...
+
+    @property
+    def extra_tables(self) -> tuple[str, ...]:
+        """Dropped on rebuild but not digested (e.g. FTS indexes)."""
+        ...
+
+    @property
+    def types(self) -> frozenset[str]:
+        """The event types `apply` folds: the runner reads only these."""
+        ...
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         """The writes that fold `recorded` into this read model."""

@@ -58,8 +58,13 @@ def activity_svg(rows: list[dict[str, Any]], title: str = "") -> str:
     step_y = tick_step(peak)
     top = step_y * max(1, -(-peak // step_y))  # rounded up to a gridline
     last = max(rows[-1]["round"], 1)
-    x = lambda r: PAD_L + (WIDTH - PAD_L - PAD_R) * r / last  # noqa: E731
-    y = lambda v: HEIGHT - PAD_B - (HEIGHT - PAD_T - PAD_B) * v / top  # noqa: E731
+
+    def x(r: float) -> float:
+        return float(PAD_L + (WIDTH - PAD_L - PAD_R) * r / last)
+
+    def y(v: float) -> float:
+        return float(HEIGHT - PAD_B - (HEIGHT - PAD_T - PAD_B) * v / top)
+
     step = (WIDTH - PAD_L - PAD_R) / last
     parts = [f'<rect x="{x(r["round"]) - step / 2:.1f}" y="{PAD_T}" width="{step:.1f}" '
              f'height="{HEIGHT - PAD_T - PAD_B}" fill="#8a2be2" fill-opacity="{r["divergence"] * 0.25:.3f}">'

@@ -11,8 +11,22 @@ from collections.abc import Iterable
 from typing import Any
 
 from simreportd.events.codec import Recorded
+from simreportd.events.models import (
+    InterviewUnlocked,
+    LLMResponded,
+    OutlinePlanned,
+    PlanningStarted,
+    ReportCompleted,
+    ReportFailed,
+    ReportRequested,
+    ReportResumed,
+    SectionCompleted,
+    SectionStarted,
+    ToolProtocolChosen,
+    WriterChanged,
+)
 
-from .base import Write
+from .base import Write, by_type_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reports (
@@ -65,18 +79,12 @@ class ReportView:
     schema = SCHEMA
     tables = ("reports", "report_sections", "agent_log")
     extra_tables = ()
-    types = frozenset({
-        "ReportRequested", "PlanningStarted", "OutlinePlanned", "SectionStarted", "LLMRequested", "LLMResponded",
-        "LLMFailed", "ToolCalled", "ToolObserved", "ResponseRejected", "SectionCompleted", "ReportCompleted",
-        "InterviewUnlocked", "ReportFailed", "ReportResumed", "ToolProtocolChosen",
-        "WriterChanged"})
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         d, t, at = recorded.data, recorded.type, recorded.recorded_at
         rid = d["report_id"]
-        handler = getattr(self, "_" + t, None)
-        if handler is not None:
-            yield from handler(d, at)
+        if (handler := self.HANDLERS.get(t)) is not None:
+            yield from handler(self, d, at)
         if t in COUNT_COLUMNS:
             column = COUNT_COLUMNS[t]
             yield (f"UPDATE reports SET {column} = {column} + 1 WHERE report_id = ?", (rid,))
@@ -155,6 +163,13 @@ class ReportView:
     def _ReportResumed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = CASE WHEN sections_total > 0 THEN 'generating' ELSE 'planning' END,"
                " error = NULL, failed_stage = NULL, message = 'Resumed' WHERE report_id = ?", (d["report_id"],))
+
+    HANDLERS = by_type_name({
+        ReportRequested: _ReportRequested, PlanningStarted: _PlanningStarted, ToolProtocolChosen: _ToolProtocolChosen,
+        OutlinePlanned: _OutlinePlanned, SectionStarted: _SectionStarted, LLMResponded: _LLMResponded,
+        SectionCompleted: _SectionCompleted, ReportCompleted: _ReportCompleted, InterviewUnlocked: _InterviewUnlocked,
+        ReportFailed: _ReportFailed, WriterChanged: _WriterChanged, ReportResumed: _ReportResumed})
+    types = frozenset({*HANDLERS, *COUNT_COLUMNS, *LOG_ACTIONS})  # counted and logged events touch the report too
 
 
 def _log_lines(recorded: Recorded) -> Iterable[Write]:

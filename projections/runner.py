@@ -21,7 +21,7 @@ import anyio
 
 from simreportd.events.codec import Recorded
 from simreportd.events.errors import StoreClosed, WaitTimeout
-from simreportd.events.store import EventStore
+from simreportd.events.log import EventLog
 
 from .base import Projection
 
@@ -56,7 +56,7 @@ class ProjectionRunner:
 
     NAME = "views"
 
-    def __init__(self, store: EventStore, path: Path, projections: Sequence[Projection]) -> None:
+    def __init__(self, store: EventLog, path: Path, projections: Sequence[Projection]) -> None:
         self.store, self.path, self.projections = store, path, list(projections)
         self._conn: sqlite3.Connection | None = None
         self._lock = anyio.Lock()

@@ -14,8 +14,19 @@ from collections.abc import Iterable
 from typing import Any
 
 from simreportd.events.codec import Recorded
+from simreportd.events.models import (
+    AgentActed,
+    EnvironmentStatusChanged,
+    IngestRejected,
+    PlatformFinished,
+    PlatformStarted,
+    RoundStarted,
+    SimulationCompleted,
+    SimulationDiscovered,
+    SimulationGenerationStarted,
+)
 
-from .base import Write
+from .base import Write, by_type_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sim_generations (
@@ -98,14 +109,10 @@ class SimulationModel:
     tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
               "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections")
     extra_tables = ("sim_posts_fts",)
-    types = frozenset({
-        "SimulationDiscovered", "SimulationGenerationStarted", "PlatformStarted", "RoundStarted", "AgentActed",
-        "PlatformFinished", "SimulationCompleted", "EnvironmentStatusChanged", "IngestRejected"})
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         d = recorded.data
-        handler = getattr(self, "_" + recorded.type)
-        return handler(d, (d["simulation_id"], d["generation"]), recorded.position)
+        return self.HANDLERS[recorded.type](self, d, (d["simulation_id"], d["generation"]), recorded.position)
 
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
@@ -118,8 +125,6 @@ class SimulationModel:
             text = " ".join(str(a.get(k) or "") for k in ("name", "username", "bio", "persona", "entity_type"))
             yield from _post_row(key, "", f"agent:{a['agent_id']}", "profile", None, None, a["agent_id"], None,
                                  text, None, None, pos)
-
-    _SimulationGenerationStarted = _SimulationDiscovered
 
     def _PlatformStarted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, agents_count)"
@@ -170,6 +175,13 @@ class SimulationModel:
     def _IngestRejected(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?)",
                (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"]))
+
+    HANDLERS = by_type_name({
+        SimulationDiscovered: _SimulationDiscovered, SimulationGenerationStarted: _SimulationDiscovered,
+        PlatformStarted: _PlatformStarted, RoundStarted: _RoundStarted, AgentActed: _AgentActed,
+        PlatformFinished: _PlatformFinished, SimulationCompleted: _SimulationCompleted,
+        EnvironmentStatusChanged: _EnvironmentStatusChanged, IngestRejected: _IngestRejected})
+    types = frozenset(HANDLERS)
 
 
 def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:

@@ -27,7 +27,7 @@ KINDS = {
     "ToolCalled": "tool_call", "ToolObserved": "observation", "ToolFailed": "tool_failed",
     "ResponseRejected": "rejection", "SectionCompleted": "final_answer", "ReportCompleted": "completed",
     "InterviewUnlocked": "interview_unlocked", "ReportFailed": "failed", "ReportResumed": "resumed",
-    "WriterChanged": "writer_changed", "ReportForked": "forked",
+    "WriterChanged": "writer_changed", "ReportForked": "forked", "ContextCompacted": "compaction",
 }
 
 
@@ -78,6 +78,8 @@ def describe(type_name: str, d: dict[str, Any]) -> tuple[str, str]:
         return d["title"], "\n".join(s["title"] for s in d["sections"])
     if type_name == "ContextGathered":
         return "context", json.dumps(d["context"], sort_keys=True, ensure_ascii=False)[:2000]
+    if type_name == "ContextCompacted":
+        return f"{d['before_tokens']} -> {d['after_tokens']} tokens", d["reason"]
     if type_name == "ReportFailed":
         return d["stage"], d["error"]
     if type_name in ("WriterChanged", "ReportForked"):

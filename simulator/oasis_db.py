@@ -6,6 +6,7 @@ import json
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from .scenario import Story
 
@@ -50,9 +51,9 @@ def _when(story: Story, platform: str, round_no: int) -> int | str:
     return round_no if platform == "twitter" else (story.start + timedelta(hours=round_no)).isoformat(" ")
 
 
-def _record(conn: sqlite3.Connection, line: dict, when: int | str, by_name: dict[str, int]) -> None:
+def _record(conn: sqlite3.Connection, line: dict[str, Any], when: int | str, by_name: dict[str, int]) -> None:
     kind, args, user = line["action_type"], line["action_args"], line["agent_id"]
-    info: dict = {}
+    info: dict[str, Any] = {}
     if kind == "CREATE_POST":
         conn.execute("INSERT INTO post (post_id, user_id, content, created_at) VALUES (?, ?, ?, ?)",
                      (args["post_id"], user, args["content"], when))

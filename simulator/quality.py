@@ -262,8 +262,8 @@ def _check_round_figures(sentence: str, rounds: dict[int, dict[str, int]], score
                 _check_baseline(current, baseline.groups(), rounds, score)
         for platform, said in re.findall(rf"(Twitter|Reddit) averaged {NUMBER}", clause):
             if current is not None and phase:
-                keep = (lambda r, c=current: r > c) if phase == "after" else (lambda r, c=current: 0 < r < c)
-                rows = [v[platform.lower()] for r, v in rounds.items() if keep(r)]
+                rows = [v[platform.lower()] for r, v in rounds.items()
+                        if (r > current if phase == "after" else 0 < r < current)]
                 if rows:
                     _verdict(score, f"{platform} mean {phase} round {current}", float(said), sum(rows) / len(rows))
 

@@ -62,7 +62,8 @@ def batch(story: Story, interviews: list[dict[str, Any]], platform: str | None) 
     results = {}
     for item in interviews:
         agent_id, prompt = int(item["agent_id"]), str(item["prompt"])
-        for p in [item.get("platform") or platform] if (item.get("platform") or platform) else ["twitter", "reddit"]:
+        asked = str(item.get("platform") or platform or "")
+        for p in [asked] if asked else ["twitter", "reddit"]:
             results[f"{p}_{agent_id}"] = answer(story, agent_id, prompt, p)
     return {"interviews_count": len(results), "results": results}
 

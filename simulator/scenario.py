@@ -304,7 +304,7 @@ class PlatformWriter:
         if round_no == 0:
             seeds = [a for a in self.story.agents if a.stance != "observer"][:4]
             return [self.create_post(a, round_no, ts, self.pick_line(a, False)) for a in seeds]
-        actions = []
+        actions: list[dict[str, Any]] = []
         spike = round_no >= self.story.spike_round
         for agent in self.story.agents:
             at = ts + timedelta(seconds=len(actions) * 7)
@@ -368,7 +368,7 @@ class PlatformWriter:
         def weight(p: dict[str, Any]) -> float:
             author = self.story.agents[p["agent_id"]]
             same = self.story.stance_at(author, round_no) == mine
-            return author.influence * (2.5 if same == (kind != "DISLIKE_POST") else 0.6)
+            return float(author.influence * (2.5 if same == (kind != "DISLIKE_POST") else 0.6))
         return self.rng.choices(recent, [weight(p) for p in recent])[0]
 
     def new_post_id(self) -> int:

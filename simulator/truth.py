@@ -75,7 +75,8 @@ def _divergence(rounds: list[list[int]], spike: int, loud: str) -> dict[str, Any
 def _reference(story: Story, actions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """Per-round counts, per-agent figures and every post's text, as the read models should hold them."""
     per_round: dict[int, list[int]] = {}
-    agents = {a.agent_id: {"name": a.name, "stance": a.stance, "actions": 0, "posts": 0, "reactions": 0}
+    agents: dict[int, dict[str, Any]] = {a.agent_id: {"name": a.name, "stance": a.stance, "actions": 0, "posts": 0,
+                                                      "reactions": 0}
               for a in story.agents}
     by_name = {a.name: a.agent_id for a in story.agents}
     authors: dict[tuple[str, int], int] = {}

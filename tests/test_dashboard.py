@@ -74,7 +74,7 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
                     await browser.goto("about:blank")
                     await browser.goto(f"http://127.0.0.1:{daemon.server.port}/#/reports/{report_id}")  # a bookmark
                     bookmarked = None
-                    while not (bookmarked and bookmarked["selected"] == report_id and bookmarked["sections"] >= 3):
+                    while not (bookmarked and bookmarked.get("selected") == report_id and bookmarked.get("sections", 0) >= 3):
                         assert time.monotonic() < deadline, f"the bookmarked report never showed: {bookmarked}"
                         await asyncio.sleep(0.1)
                         bookmarked = await browser.evaluate(STATE)

@@ -31,8 +31,9 @@ from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon
 from simreportd.daemon.systemd import notify
 from simreportd.events.errors import ConfigError, NotFound, UsageError
+from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES
-from simreportd.events.store import CaughtUp, EventStore
+from simreportd.events.store import CaughtUp
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
 from simreportd.simulator.simulate import simulate as write_simulation
@@ -215,7 +216,7 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
     return 1 if strict and problems else 0
 
 
-async def completed_generation(store: EventStore, simulation_id: str) -> int:
+async def completed_generation(store: EventLog, simulation_id: str) -> int:
     """The latest generation of a simulation that has completed."""
     for recorded in reversed(await store.read_stream(simulation_stream(simulation_id))):
         if recorded.type == "SimulationCompleted":
@@ -287,7 +288,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     return 1 if diverged and (args.verify or args.all) else 0
 
 
-async def replay_one(store: EventStore, report_id: str, into: str | None) -> ReplayResult:
+async def replay_one(store: EventLog, report_id: str, into: str | None) -> ReplayResult:
     """Replay into --into, or into a scratch store that is removed afterwards."""
     if into:
         return await replay_report(store, report_id, Path(into))
@@ -356,7 +357,7 @@ async def migrate(args: argparse.Namespace, config: Config) -> int:
     )
 
     if not args.to.startswith(("postgresql://", "postgres://")):
-        raise actions.UsageError(f"--to {args.to!r} is not a postgresql:// URL")
+        raise UsageError(f"--to {args.to!r} is not a postgresql:// URL")
     count, digest = await copy_store(config, args.to)
     say(f"Copied {count} events into {args.to.split('@')[-1]}; digests match ({digest[:16]}).")
     say("Set [store] url to it (password in the variable named by [store] password_env) to use it.")

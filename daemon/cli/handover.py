@@ -50,7 +50,7 @@ async def send(holder: Holder, config: Config, message: dict[str, Any]) -> dict[
                     if frame.get("type") == "error":
                         raise HandoverFailed(f"the running daemon refused: {frame.get('message')}", frame.get("code"))
                     if frame.get("type") in ("command_result", "interview_answer"):
-                        return frame
+                        return dict(frame)
     except (OSError, WebSocketException, TimeoutError) as exc:
         raise HandoverFailed(f"the daemon {holder.describe()} holds the store but did not answer at {holder.url} "
                              f"({exc or type(exc).__name__}); check that it runs, or stop it") from exc

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from simreportd.agent.runner import report_stream
 from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.events.codec import Recorded
-from simreportd.events.store import CaughtUp, EventStore
+from simreportd.events.log import EventLog
+from simreportd.events.store import CaughtUp
 
 DONE = ("InterviewUnlocked", "ReportFailed")
 CONTINUED = ("ReportResumed", "ReportForked")
 
 
-async def follow_report(store: EventStore, report_id: str, out: TextIO) -> None:
+async def follow_report(store: EventLog, report_id: str, out: TextIO) -> None:
     """Print one line per meaningful step until the report completes or fails (a failure that was
     resumed since, or a fork's copy of one, is history: it does not end the following)."""
     total, ended, live = 0, False, False
@@ -31,7 +32,7 @@ async def follow_report(store: EventStore, report_id: str, out: TextIO) -> None:
             return
 
 
-async def follow_run(store: EventStore, simulation_id: str, out: TextIO) -> None:
+async def follow_run(store: EventLog, simulation_id: str, out: TextIO) -> None:
     """Print a running simulation's rounds as they are ingested; return once its newest generation completes."""
     generation, last_round, actions, completed, live = 0, 0, 0, False, False
     async for item in store.subscribe(streams=[simulation_stream(simulation_id)]):
@@ -74,7 +75,7 @@ def how_far(events: Sequence[Recorded]) -> str:
 
 def describe(recorded: Recorded, total: int) -> str | None:
     d, t = recorded.data, recorded.type
-    lines = {
+    lines: dict[str, Callable[[], str]] = {
         "ReportRequested": lambda: f"Report {d['report_id']} for {d['simulation_id']} (generation "
                                    f"{d['generation']}, {writer(d)})",
         "PlanningStarted": lambda: "Planning the outline...",

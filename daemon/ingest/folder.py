@@ -12,14 +12,16 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
+
+from simreportd.events.models import Platform
 
 from . import values
 from .inputs import Confinement, read_bytes
 from .oasis import identify_db
 from .tail import FileIdentity, identify
 
-ACTION_FILES = {"twitter/actions.jsonl": "twitter", "reddit/actions.jsonl": "reddit"}
+ACTION_FILES: dict[str, Platform] = {"twitter/actions.jsonl": "twitter", "reddit/actions.jsonl": "reddit"}
 COMBINED_FILE = "actions.jsonl"
 PID_MAX = 2**22  # Linux's PID_MAX_LIMIT: anything above is not a process id os.kill can take
 MARKERS = ("simulation_config.json", *ACTION_FILES, COMBINED_FILE, "twitter_simulation.db", "reddit_simulation.db")
@@ -28,7 +30,7 @@ MARKERS = ("simulation_config.json", *ACTION_FILES, COMBINED_FILE, "twitter_simu
 @dataclass(frozen=True)
 class SourceFile:
     key: str
-    platform: str | None
+    platform: Platform | None
     path: Path
     identity: FileIdentity
     kind: str = "jsonl"  # or "oasis": a raw OASIS database, read only when no actions.jsonl exists
@@ -36,7 +38,7 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class EnvStatus:
-    status: str
+    status: Literal["alive", "stopped", "stale"]
     twitter_available: bool
     reddit_available: bool
     pid: int | None
@@ -46,9 +48,9 @@ class EnvStatus:
 class FolderSnapshot:
     exists: bool
     sources: list[SourceFile] = field(default_factory=list)
-    present: set[str] = field(default_factory=set)
+    present: set[Platform] = field(default_factory=set)
     env: EnvStatus | None = None
-    finished_hint: dict[str, int] = field(default_factory=dict)  # OASIS only: platform -> total rounds
+    finished_hint: dict[Platform, int] = field(default_factory=dict)  # OASIS only: platform -> total rounds
     minutes_per_round: int = 60
 
 
@@ -72,7 +74,7 @@ def snapshot(folder: Path, confinement: Confinement | None = None) -> FolderSnap
         return FolderSnapshot(exists=False)
     confinement = confinement or Confinement(folder)
     sources = []
-    present = set()
+    present: set[Platform] = set()
     for key, platform in ACTION_FILES.items():
         if (folder / key).exists():
             present.add(platform)
@@ -89,7 +91,8 @@ def snapshot(folder: Path, confinement: Confinement | None = None) -> FolderSnap
 
 def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | None) -> FolderSnapshot:
     """The databases as sources, with run_state.json as the only hint that a platform has ended."""
-    sources, present = [], set()
+    sources: list[SourceFile] = []
+    present: set[Platform] = set()
     for platform in ("twitter", "reddit"):
         key = f"{platform}_simulation.db"
         if (folder / key).exists():
@@ -116,9 +119,9 @@ def read_env_status(folder: Path, confinement: Confinement | None = None) -> Env
     run_state = _read_json(folder / "run_state.json", confinement)
     pid = values.int64(run_state.get("process_pid")) if isinstance(run_state, dict) else None
     pid = pid if pid is not None and pid > 0 else None
-    status = env["status"]
-    if status == "alive" and pid is not None and not pid_alive(pid):
-        status = "stale"
+    alive = env["status"] == "alive"
+    status: Literal["alive", "stopped", "stale"] = "stopped" if not alive else "alive" if pid is None or pid_alive(pid) \
+        else "stale"
     return EnvStatus(status, bool(env.get("twitter_available")), bool(env.get("reddit_available")), pid)
 
 
@@ -159,8 +162,8 @@ def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
         for key, value in profile.items():
             if value not in (None, "") and not entry.get(key):
                 entry[key] = value
-    event_config = config.get("event_config") if isinstance(config.get("event_config"), dict) else {}
-    summary = {
+    event_config: dict[str, Any] = config["event_config"] if isinstance(config.get("event_config"), dict) else {}
+    summary: dict[str, Any] = {
         "time_config": config.get("time_config") if isinstance(config.get("time_config"), dict) else {},
         "hot_topics": event_config.get("hot_topics") or [],
         "narrative_direction": event_config.get("narrative_direction") or "",

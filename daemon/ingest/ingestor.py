@@ -10,10 +10,12 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from simreportd.events.errors import ConcurrencyConflict
+from simreportd.events.log import EventLog
 from simreportd.events.models import (
     DomainEvent,
     EnvironmentStatusChanged,
@@ -21,7 +23,6 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
 )
-from simreportd.events.store import EventStore
 
 from .folder import SourceFile, read_setup, snapshot
 from .inputs import Confinement
@@ -45,7 +46,7 @@ def simulation_stream(simulation_id: str) -> str:
 class SimulationIngestor:
     """Keeps one folder's stream up to date with its files."""
 
-    def __init__(self, store: EventStore, folder: Path, max_line_bytes: int = 1_048_576,
+    def __init__(self, store: EventLog, folder: Path, max_line_bytes: int = 1_048_576,
                  follow_external_symlinks: bool = False) -> None:
         self.store, self.folder, self.max_line_bytes = store, folder, max_line_bytes
         self.confinement = Confinement(folder, follow_external_symlinks)
@@ -97,7 +98,7 @@ class SimulationIngestor:
                                 reason: str) -> None:
         state = await self._state()
         setup = await anyio.to_thread.run_sync(read_setup, self.folder, self.confinement)
-        extra = {"reason": reason} if kind is SimulationGenerationStarted else {}
+        extra: dict[str, Any] = {"reason": reason} if kind is SimulationGenerationStarted else {}
         generation = state.generation + 1
         event = kind(simulation_id=self.simulation_id, generation=generation, folder=str(self.folder),
                      requirement=setup.requirement, config=setup.config, agents=setup.agents, **extra)

@@ -103,7 +103,8 @@ def _post(conn: sqlite3.Connection, columns: dict[str, set[str]], post_id: Any) 
     wanted = [c for c in ("post_id", "user_id", "original_post_id", "content", "quote_content") if c in columns["post"]]
     if "post_id" not in wanted:
         return None  # no post table (or a foreign one): nothing to join
-    return conn.execute(f"SELECT {', '.join(wanted)} FROM post WHERE post_id = ?", (post_id,)).fetchone()
+    row: sqlite3.Row | None = conn.execute(f"SELECT {', '.join(wanted)} FROM post WHERE post_id = ?", (post_id,)).fetchone()
+    return row
 
 
 def _enrich(conn: sqlite3.Connection, columns: dict[str, set[str]], action: str,

@@ -9,16 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simreportd.events.models import Platform
+
 from . import values
 
-PLATFORMS = ("twitter", "reddit")
+PLATFORMS: tuple[Platform, ...] = ("twitter", "reddit")
 EVENT_TYPES = ("simulation_start", "round_start", "round_end", "simulation_end")
 
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
     kind: str  # "action" or one of EVENT_TYPES
-    platform: str
+    platform: Platform
     fields: dict[str, Any]
 
 
@@ -27,7 +29,7 @@ class Bad:
     reason: str
 
 
-def parse_line(raw: bytes, platform: str | None) -> Parsed | Bad:
+def parse_line(raw: bytes, platform: Platform | None) -> Parsed | Bad:
     """Fields of one line; `platform` is the folder's platform, None for the old combined file."""
     try:
         text = raw.decode("utf-8")
@@ -42,7 +44,7 @@ def parse_line(raw: bytes, platform: str | None) -> Parsed | Bad:
     if not isinstance(obj, dict):
         return Bad(f"not a JSON object but {type(obj).__name__}")
     line_platform = obj.get("platform")
-    platform = platform or (line_platform if line_platform in PLATFORMS else None)
+    platform = platform or next((p for p in PLATFORMS if p == line_platform), None)
     if platform is None:
         return Bad(f"no usable platform (got {line_platform!r}); expected one of {', '.join(PLATFORMS)}")
     if "event_type" in obj:
@@ -50,7 +52,7 @@ def parse_line(raw: bytes, platform: str | None) -> Parsed | Bad:
     return parse_action(obj, platform)
 
 
-def _parse_event(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+def _parse_event(obj: dict[str, Any], platform: Platform) -> Parsed | Bad:
     kind = obj["event_type"]
     if kind not in EVENT_TYPES:
         return Bad(f"unknown event_type {kind!r}")
@@ -69,7 +71,7 @@ def _parse_event(obj: dict[str, Any], platform: str) -> Parsed | Bad:
     return Parsed(kind, platform, fields)
 
 
-def parse_row(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+def parse_row(obj: dict[str, Any], platform: Platform) -> Parsed | Bad:
     """Fields of an OASIS trace row rebuilt as an action line (its values not checked yet)."""
     try:
         values.check(obj)
@@ -78,7 +80,7 @@ def parse_row(obj: dict[str, Any], platform: str) -> Parsed | Bad:
     return parse_action(obj, platform)
 
 
-def parse_action(obj: dict[str, Any], platform: str) -> Parsed | Bad:
+def parse_action(obj: dict[str, Any], platform: Platform) -> Parsed | Bad:
     """Fields of one agent action whose values `values.check` has accepted."""
     for key in ("round", "agent_id"):
         if (problem := _int_problem(obj, key)) is not None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from simreportd.events.models import (
     AgentActed,
     DomainEvent,
     EnvironmentStatusChanged,
     IngestRejected,
+    Platform,
     PlatformFinished,
     PlatformStarted,
     RoundEnded,
@@ -107,7 +109,7 @@ class IngestState:
         mark = self.files.get(key)
         return mark.end if mark else 0
 
-    def completion(self, present: set[str]) -> SimulationCompleted | None:
+    def completion(self, present: set[Platform]) -> SimulationCompleted | None:
         """`SimulationCompleted` once every present platform has ended, else None."""
         platforms = present | self.started
         if self.completed or not platforms or not platforms <= set(self.finished):
@@ -118,7 +120,7 @@ class IngestState:
 
 
 def events_for_lines(
-    state: IngestState, key: str, platform: str | None, identity: FileIdentity, lines: list[Line]
+    state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line]
 ) -> list[DomainEvent]:
     """One event per line (a rejection for a bad one), folded into `state` as they are made."""
     out: list[DomainEvent] = []
@@ -131,18 +133,18 @@ def events_for_lines(
     return out
 
 
-def events_for_rows(state: IngestState, key: str, platform: str, identity: FileIdentity,
-                    rows: list[tuple[int, dict]]) -> list[DomainEvent]:
+def events_for_rows(state: IngestState, key: str, platform: Platform, identity: FileIdentity,
+                    rows: list[tuple[int, dict[str, Any]]]) -> list[DomainEvent]:
     """Events for OASIS trace rows (rowid, action line): the rowid is the offset."""
     out: list[DomainEvent] = []
     if platform not in state.started and rows:
         out.append(PlatformStarted(simulation_id=state.simulation_id, generation=state.generation,
-                                   platform=platform))  # type: ignore[arg-type]
+                                   platform=platform))
         state.apply(out[-1])
     for rowid, action in rows:
         source = Source(file=key, ino=identity.ino, head=identity.head, offset=rowid - 1, end=rowid)
         parsed = parse_row(action, platform)
-        ids = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
+        ids: dict[str, Any] = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
         if isinstance(parsed, Bad):
             event: DomainEvent = IngestRejected(**ids, file=key, offset=rowid, reason=parsed.reason[:300],
                                                 excerpt=clean_text(json.dumps(action, ensure_ascii=False)[:200]))
@@ -153,19 +155,19 @@ def events_for_rows(state: IngestState, key: str, platform: str, identity: FileI
     return out
 
 
-def finished_from_hint(state: IngestState, hint: dict[str, int]) -> list[DomainEvent]:
+def finished_from_hint(state: IngestState, hint: dict[Platform, int]) -> list[DomainEvent]:
     """PlatformFinished for database sources whose run_state says they ended (not folded yet)."""
     out: list[DomainEvent] = []
     for platform in sorted(set(hint) & state.started - set(state.finished)):
         last = state.last_round.get(platform, 0)
         total = hint[platform] or last
         out.append(PlatformFinished(simulation_id=state.simulation_id, generation=state.generation,
-                                    platform=platform, total_rounds=total, all_rounds_ran=last >= total))  # type: ignore[arg-type]
+                                    platform=platform, total_rounds=total, all_rounds_ran=last >= total))
     return out
 
 
-def _event_for_line(state: IngestState, key: str, platform: str | None, line: Line, source: Source) -> DomainEvent:
-    ids = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
+def _event_for_line(state: IngestState, key: str, platform: Platform | None, line: Line, source: Source) -> DomainEvent:
+    ids: dict[str, Any] = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
     parsed = Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)") if line.too_long \
         else parse_line(line.raw, platform)
     if isinstance(parsed, Bad):

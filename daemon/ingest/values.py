@@ -101,7 +101,7 @@ def _fits(value: Any, depth_left: int) -> bool:
     if kind is str:
         return _SURROGATE.search(value) is None
     if kind is int:
-        return INT_MIN <= value <= INT_MAX
+        return bool(INT_MIN <= value <= INT_MAX)
     if kind is float:
         return math.isfinite(value)
     if kind is dict:

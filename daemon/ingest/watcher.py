@@ -18,8 +18,8 @@ import anyio
 import watchfiles
 
 from simreportd.daemon.leases import Leases, SoleNode
+from simreportd.events.log import EventLog
 from simreportd.events.models import IngestFailed
-from simreportd.events.store import EventStore
 
 from .folder import is_simulation_folder
 from .ingestor import SimulationIngestor
@@ -33,7 +33,7 @@ log = logging.getLogger("simreportd.daemon.ingest.watcher")
 class Watcher:
     """Watches `roots` (folders of simulation folders) and `folders` (simulation folders themselves)."""
 
-    def __init__(self, store: EventStore, roots: Sequence[Path], folders: Sequence[Path] = (),
+    def __init__(self, store: EventLog, roots: Sequence[Path], folders: Sequence[Path] = (),
                  rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576, leases: Leases | None = None,
                  follow_external_symlinks: bool = False) -> None:
         self.store, self.roots, self.folders = store, list(roots), list(folders)
@@ -129,7 +129,7 @@ class Watcher:
             try:
                 async for changes in watchfiles.awatch(*watched, debounce=50, step=20, yield_on_timeout=True,
                                                        rust_timeout=int(self.rescan_seconds * 1000)):
-                    for folder in sorted({self._folder_of(Path(p)) for _, p in changes} - {None}):
+                    for folder in sorted({f for _, p in changes if (f := self._folder_of(Path(p))) is not None}):
                         await self.check(folder)
                     if [p for p in [*self.roots, *self.folders] if p.is_dir()] != watched:
                         break  # a root appeared or vanished: watch the new set

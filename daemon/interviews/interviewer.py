@@ -21,8 +21,8 @@ from simreportd.agent.runner import report_stream
 from simreportd.agent.tools import fts_query, in_windows, match_windows
 from simreportd.daemon.cli.progress import how_far
 from simreportd.events.errors import NotFound, UsageError
+from simreportd.events.log import EventLog
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
-from simreportd.events.store import EventStore
 from simreportd.projections.runner import in_thread, reading
 
 from . import rpc as interview_rpc
@@ -47,7 +47,7 @@ def questions(topic: str) -> list[str]:
 
 
 class Interviewer:
-    def __init__(self, store: EventStore, views_path: Path, provider: LLMProvider, model: str,
+    def __init__(self, store: EventLog, views_path: Path, provider: LLMProvider, model: str,
                  timeout_s: float, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.store, self.views_path, self.provider, self.timeout_s = store, views_path, provider, timeout_s
         self.model, self.limiter = model, limiter

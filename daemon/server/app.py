@@ -253,7 +253,7 @@ class Server:
             with reading(self.daemon.views.path) as conn:
                 return http_api.metrics(conn, head, self.daemon.views.position, len(self.sessions))
 
-        return await self.daemon.views.in_thread(read)
+        return str(await self.daemon.views.in_thread(read))
 
     # --- websockets -----------------------------------------------------------------------------
 

@@ -1,0 +1,30 @@
+"""Handler tables against the event catalogue: a misspelt or forgotten event type fails here, not silently."""
+
+from __future__ import annotations
+
+from simreportd.agent.state import HANDLERS as REPORT_STATE
+from simreportd.events.models import EVENT_TYPES, ReportEvent
+from simreportd.projections.catalogue import projections
+
+NOT_FOLDED_BY_THE_REPORT = {"InterviewRequested", "InterviewAnswered"}  # asked after its writing ended
+
+
+def test_every_type_a_read_model_folds_is_in_the_catalogue() -> None:
+    for projection in projections():
+        assert projection.types, projection.name
+        assert projection.types <= set(EVENT_TYPES), (projection.name, projection.types - set(EVENT_TYPES))
+
+
+def test_the_report_fold_handles_every_event_of_a_report_stream() -> None:
+    report_events = {name for name, cls in EVENT_TYPES.items() if issubclass(cls, ReportEvent)}
+    handled = {cls.__name__ for cls in REPORT_STATE}
+    assert handled <= report_events
+    assert report_events - handled == NOT_FOLDED_BY_THE_REPORT
+
+
+def test_every_event_type_is_folded_by_some_read_model() -> None:
+    folded = set().union(*(p.types for p in projections()))
+    unfolded = set(EVENT_TYPES) - folded
+    # kept in the log only: a round's end (the rounds table counts actions), interviews (read from the log
+    # by the interviewer), a folder's failed check (the daemon log says it; ingest retries it)
+    assert unfolded == {"RoundEnded", "InterviewRequested", "InterviewAnswered", "IngestFailed"}, unfolded
