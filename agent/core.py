@@ -112,7 +112,7 @@ def decide(s: ReportState) -> Effect:
     if not s.planning_started:
         return _emit(PlanningStarted(report_id=s.report_id))
     if s.protocol is None:
-        wanted = s.request.settings.get("tool_protocol", "auto")
+        wanted = s.rules.tool_protocol
         reason = f"tool_protocol = {wanted}" + (", native first" if wanted == "auto" else "")
         return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text" if wanted == "text" else "native",
                                         reason=reason))
@@ -141,14 +141,14 @@ def _llm_step(s: ReportState, stage: str) -> Effect | None:
     failure = c.last_failure
     if failure is None:
         return CallLLM(c.awaiting, c.messages, c.attempts + 1, 0.0)
-    if failure.tools_refused and s.setting("tool_protocol") == "auto" and s.protocol == "native":
+    if failure.tools_refused and s.rules.tool_protocol == "auto" and s.protocol == "native":
         return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text",
                                         reason=f"the server refused tools: {failure.message[:200]}"))
     if failure.kind == "context_overflow" and c.overflows < 3:
         return _emit(_shrink(s, failure))
-    if not failure.retryable or c.failures > s.limits.get("max_retries", 3):
+    if not failure.retryable or c.failures > s.rules.max_retries:
         return _emit(ReportFailed(report_id=s.report_id, stage=stage, resumable=True, error=_failure_text(s, failure)))
-    backoff = float(s.setting("retry_backoff_s", 1.0))
+    backoff = s.rules.retry_backoff_s
     delay = failure.retry_after_s if failure.retry_after_s is not None else backoff * 2 ** (c.failures - 1)
     return CallLLM(c.awaiting, c.messages, c.attempts + 1, min(delay, 120.0))
 
@@ -158,7 +158,7 @@ def _failure_text(s: ReportState, failure: LLMFailed) -> str:
     text = f"{failure.kind}: {failure.message} (after {failure.attempt} attempt{'s' * (failure.attempt != 1)})"
     if failure.kind == "context_overflow":
         text += (f"; the request does not fit the model's context even shortened: raise the server's context "
-                 f"size and [llm] context_tokens, or resume with a lower --max-tokens (now {s.setting('max_tokens')})")
+                 f"size and [llm] context_tokens, or resume with a lower --max-tokens (now {s.max_tokens})")
     return text
 
 
@@ -182,15 +182,11 @@ def _compaction(s: ReportState, index: int, messages: list[dict[str, Any]], targ
 
 
 def _context_tokens(s: ReportState) -> int:
-    return int(s.setting("context_tokens") or budget.DEFAULT_CONTEXT_TOKENS)
-
-
-def _max_tokens(s: ReportState) -> int:
-    return int(s.setting("max_tokens", 2048))
+    return s.rules.context_tokens or budget.DEFAULT_CONTEXT_TOKENS
 
 
 def _prompt_target(s: ReportState, context_tokens: int) -> int:
-    return min(budget.prompt_budget(context_tokens, _max_tokens(s)), s.prompt_cap or context_tokens)
+    return min(budget.prompt_budget(context_tokens, s.max_tokens), s.prompt_cap or context_tokens)
 
 
 def _tools_tokens(s: ReportState, tools: list[str]) -> int:
@@ -210,9 +206,9 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
                                  f"([llm] context_tokens = {context})")
         if compaction.after_tokens < compaction.before_tokens:
             return compaction
-    params: dict[str, Any] = {"temperature": s.setting("temperature", 0.3),
-                              "max_tokens": min(_max_tokens(s), max(64, context - size - context // 20))}
-    if tools and s.protocol == "native" and s.setting("tool_protocol") == "auto":
+    params: dict[str, Any] = {"temperature": s.rules.temperature,
+                              "max_tokens": min(s.max_tokens, max(64, context - size - context // 20))}
+    if tools and s.protocol == "native" and s.rules.tool_protocol == "auto":
         params["tool_choice"] = "auto"  # some servers (llama.cpp's chatml-function-calling) ignore tools without it
     if "timeout_s" in s.overrides:
         params["timeout"] = s.overrides["timeout_s"]
@@ -268,7 +264,7 @@ def _read_outline(s: ReportState, response: LLMResponded) -> list[DomainEvent]:
     rejected = ResponseRejected(report_id=s.report_id, section_index=0, iteration=s.conversation.requests,
                                 call_id=response.call_id, reason="invalid_outline", detail=outline,
                                 feedback=prompts.outline_feedback(outline))
-    if s.outline_rejections < s.limits.get("outline_retries", 2):
+    if s.outline_rejections < s.rules.outline_retries:
         return [rejected]
     assert s.context is not None
     title, summary, sections = fallback_outline(s.context)
@@ -301,7 +297,7 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
 
 def _tools_ignored(s: ReportState) -> bool:
     """`auto`: the server keeps answering offered tools with text; the text protocol is likelier to work."""
-    return s.setting("tool_protocol") == "auto" and s.protocol == "native" and not s.native_calls_seen \
+    return s.rules.tool_protocol == "auto" and s.protocol == "native" and not s.native_calls_seen \
         and s.tools_ignored >= IGNORED_TOOLS_FALLBACK
 
 
@@ -310,13 +306,13 @@ def _spent(s: ReportState, section: SectionState) -> bool:
 
     With `[agent] mirofish_budget` every reply counts against `max_iterations`, as in MiroFish.
     """
-    limits = s.limits
-    if section.tool_calls >= limits.get("max_tool_calls", 5):
+    rules = s.rules
+    if section.tool_calls >= rules.max_tool_calls:
         return True
-    if s.setting("mirofish_budget", False):
-        return section.iterations >= limits.get("max_iterations", 5)
-    return len(section.accepted) >= limits.get("max_iterations", 5) \
-        or section.rejected_replies >= limits.get("max_rejections", 4)
+    if rules.mirofish_budget:
+        return section.iterations >= rules.max_iterations
+    return len(section.accepted) >= rules.max_iterations \
+        or section.rejected_replies >= rules.max_rejections
 
 
 def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, Any]]:
@@ -328,8 +324,8 @@ def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, An
     return prompts.section_messages(
         requirement=s.context.get("requirement", ""), background=background, title=s.outline.title, summary=s.outline.summary,
         outline=[x.model_dump() for x in s.outline.sections], index=section.index, previous=previous,
-        protocol=s.protocol or "native", tools=list(s.tools), min_tools=s.limits.get("min_tool_calls", 3),
-        max_tools=s.limits.get("max_tool_calls", 5))
+        protocol=s.protocol or "native", tools=list(s.tools), min_tools=s.rules.min_tool_calls,
+        max_tools=s.rules.max_tool_calls)
 
 
 def _read_section_reply(s: ReportState, section: SectionState, response: LLMResponded) -> list[DomainEvent]:
@@ -346,10 +342,10 @@ def _read_section_reply(s: ReportState, section: SectionState, response: LLMResp
     calls, final = reply.tool_calls, reply.final
     if cut and not calls:
         return events + [ResponseRejected(**base, reason="length_cut", detail=(response.content or "")[-200:],
-                                          feedback=prompts.cut_off(_max_tokens(s)))]
+                                          feedback=prompts.cut_off(s.max_tokens))]
     if calls and final is not None:
         ids = [c.id for c in calls]
-        if section.conflicts < s.limits.get("conflict_retries", 2):
+        if section.conflicts < s.rules.conflict_retries:
             return events + [ResponseRejected(**base, reason="tool_and_final_answer", tool_call_ids=ids,
                                               feedback=prompts.choose_one())]
         events.append(ResponseRejected(**base, reason="tool_and_final_answer", tool_call_ids=ids[1:],
@@ -370,7 +366,7 @@ def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list
     if thought:
         events.append(ThoughtRecorded(report_id=s.report_id, section_index=section.index,
                                       iteration=section.iterations, text=thought))
-    remaining = s.limits.get("max_tool_calls", 5) - section.tool_calls
+    remaining = s.rules.max_tool_calls - section.tool_calls
     for call in calls:
         if call.name not in s.tools:
             events.append(ResponseRejected(**base, reason="unknown_tool", tool_call_ids=[call.id],
@@ -410,7 +406,7 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict[
         return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
                                           feedback=problem[1] if problem[0] == "empty_section"
                                           else prompts.wrong_format(s.protocol or "native"))]
-    minimum = s.limits.get("min_tool_calls", 3)
+    minimum = s.rules.min_tool_calls
     if section.tool_calls < minimum:
         unused = [t for t in s.tools if t not in section.used_tools]
         return events + [ResponseRejected(**base, reason="too_few_tools",
@@ -427,7 +423,7 @@ def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base
                        cut: bool) -> list[DomainEvent]:
     """The last word of a section, validated like any other: sent back once, then the evidence stands in."""
     body, events = _body(s, reply.final if reply.final is not None else reply.thought, base)
-    problem = _unusable(body) or (("length_cut", prompts.cut_off(_max_tokens(s))) if cut else None)
+    problem = _unusable(body) or (("length_cut", prompts.cut_off(s.max_tokens)) if cut else None)
     if problem is None:
         return events + [_completed(s, section, body, True, events)]
     if section.forced_replies <= FORCED_RETRIES:
@@ -463,7 +459,7 @@ def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
 def _problems(s: ReportState, section: SectionState, body: str, ungrounded: int) -> list[str]:
     """The [agent] rules a finished section does not meet: any one makes the report degraded."""
     problems = []
-    minimum = s.limits.get("min_tool_calls", 3)
+    minimum = s.rules.min_tool_calls
     if section.tool_calls < minimum:
         problems.append(f"{section.tool_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
     if body.startswith(prompts.PLACEHOLDER):

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import anyio
 
 from simreportd.agent import core
-from simreportd.events.log import EventLog
+from simreportd.events.log import EventLog, caused
 from simreportd.events.models import (
     ContextGathered,
     DomainEvent,
@@ -29,6 +29,7 @@ from simreportd.events.models import (
     OutlinePlanned,
     ReportCompleted,
     ReportFailed,
+    ReportRules,
     SectionCompleted,
     ToolFailed,
     ToolObserved,
@@ -65,7 +66,9 @@ class ReportRunner:
     async def run(self, report_id: str) -> ReportState:
         """Run the report until the core says stop; return its final state."""
         stream = report_stream(report_id)
-        state = core.fold([r.event for r in await self.store.read_stream(stream)], report_id)
+        history = await self.store.read_stream(stream)
+        state = core.fold([r.event for r in history], report_id)
+        request_id, last_id = (history[0].event_id, history[-1].event_id) if history else ("", None)
         first = True
         while True:
             effect = core.decide(state)
@@ -80,8 +83,10 @@ class ReportRunner:
                 log.exception("report %s: unexpected error performing %s", report_id, type(effect).__name__)
                 events = [ReportFailed(report_id=report_id, stage=type(effect).__name__, resumable=True,
                                        error=f"{type(exc).__name__}: {exc}")]
+            recorded = caused(events, correlation_id=request_id, causation_id=last_id)
             with anyio.CancelScope(shield=True):  # an outcome paid for (an LLM answer) is recorded, even when stopping
-                await self.store.append(stream, events, expected_version=state.version)
+                await self.store.append(stream, recorded, expected_version=state.version)
+            last_id = recorded[-1].event_id
             for event in events:
                 state.apply(event)
                 log_step(state, event)
@@ -175,11 +180,11 @@ def interview_events(s: ReportState, call_id: str, result: str) -> list[DomainEv
     return events
 
 
-def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> dict[str, Any]:
-    """The rules a report keeps for its whole life, recorded in its ReportRequested."""
-    return {"min_tool_calls": agent.min_tool_calls, "max_tool_calls": agent.max_tool_calls,
-            "max_iterations": agent.max_iterations, "conflict_retries": agent.conflict_retries,
-            "outline_retries": agent.outline_retries, "max_rejections": agent.max_rejections,
-            "mirofish_budget": agent.mirofish_budget, "context_tokens": llm.context_tokens, "max_retries": llm.max_retries,
-            "retry_backoff_s": llm.retry_backoff_s, "tool_protocol": llm.tool_protocol,
-            "temperature": llm.temperature, "max_tokens": llm.max_tokens, "tools": list(tools)}
+def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> ReportRules:
+    """The rules a report keeps for its whole life, from `[agent]` and `[llm]`; recorded in its ReportRequested."""
+    return ReportRules(
+        min_tool_calls=agent.min_tool_calls, max_tool_calls=agent.max_tool_calls, max_iterations=agent.max_iterations,
+        max_rejections=agent.max_rejections, mirofish_budget=agent.mirofish_budget,
+        conflict_retries=agent.conflict_retries, outline_retries=agent.outline_retries, max_retries=llm.max_retries,
+        retry_backoff_s=llm.retry_backoff_s, tool_protocol=llm.tool_protocol, temperature=llm.temperature,
+        max_tokens=llm.max_tokens, context_tokens=llm.context_tokens, tools=tools)

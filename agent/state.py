@@ -29,6 +29,7 @@ from simreportd.events.models import (
     ReportForked,
     ReportRequested,
     ReportResumed,
+    ReportRules,
     ResponseRejected,
     SectionCompleted,
     SectionStarted,
@@ -115,19 +116,21 @@ class ReportState:
     verdict: ReportCompleted | None = None
     unlocked: bool = False
     failed: ReportFailed | None = None
-    tools: tuple[str, ...] = ()  # from ReportRequested.settings: a report keeps the rules it started with
-    limits: dict[str, int] = field(default_factory=dict)
+    rules: ReportRules = field(default_factory=ReportRules)  # from ReportRequested: kept for the report's life
     overrides: dict[str, Any] = field(default_factory=dict)  # LLM settings changed by `resume`
     tools_ignored: int = 0  # replies to native requests offering tools that held no native tool call
     native_calls_seen: bool = False
     chars_per_token: float = budget.DEFAULT_CHARS_PER_TOKEN
     prompt_cap: int | None = None  # lowered when the server refused a request as too long
 
-    def setting(self, key: str, default: Any = None) -> Any:
-        """An LLM setting as it stands now: the request's, unless a resume overrode it."""
-        if key in self.overrides:
-            return self.overrides[key]
-        return self.request.settings.get(key, default) if self.request else default
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return self.rules.tools
+
+    @property
+    def max_tokens(self) -> int:
+        """The completion limit as it stands now: the rules', unless a resume overrode it."""
+        return int(self.overrides.get("max_tokens", self.rules.max_tokens))
 
     @property
     def current(self) -> SectionState | None:
@@ -142,8 +145,7 @@ class ReportState:
 
     def _on_ReportRequested(self, e: ReportRequested) -> None:
         self.request = e
-        self.tools = tuple(e.settings.get("tools", ()))
-        self.limits = {k: v for k, v in e.settings.items() if isinstance(v, int)}
+        self.rules = e.settings
 
     def _on_PlanningStarted(self, e: PlanningStarted) -> None:
         self.planning_started = True
@@ -294,8 +296,8 @@ class ReportState:
         hint = ""
         if section is not None:
             unused = [t for t in self.tools if t not in section.used_tools]
-            hint = prompts.budget_hint(unused, section.tool_calls, self.limits["max_tool_calls"],
-                                       self.limits["min_tool_calls"])
+            hint = prompts.budget_hint(unused, section.tool_calls, self.rules.max_tool_calls,
+                                       self.rules.min_tool_calls)
         if self.protocol == "text" or call_id not in self.conversation.native_ids:  # a call written as text
             return {"role": "user", "content": "Observation:\n" + prompts.observation(tool, result, hint)}
         return {"role": "tool", "tool_call_id": call_id, "content": prompts.observation(tool, result, hint)}

@@ -29,7 +29,8 @@ from simreportd.events.errors import (
     SimreportdError,
     UsageError,
 )
-from simreportd.events.log import EventLog
+from simreportd.events.ids import new_event_id
+from simreportd.events.log import EventLog, NewEvent
 from simreportd.events.models import (
     DomainEvent,
     ReportCompleted,
@@ -101,7 +102,8 @@ class ReportScheduler:
             event = item.event
             if isinstance(event, SimulationCompleted) and self.config.reports.auto:
                 await self.request(event.simulation_id, event.generation, trigger="auto",
-                                   report_id=auto_report_id(event.simulation_id, event.generation))
+                                   report_id=auto_report_id(event.simulation_id, event.generation),
+                                   caused_by=item.event_id)
             elif isinstance(event, ReportRequested | ReportResumed):
                 self.unfinished[event.report_id] = item.position
                 self.start(event.report_id, item.position)
@@ -122,8 +124,12 @@ class ReportScheduler:
         return sum(1 for run in self.runs.values() if run.running)
 
     async def request(self, simulation_id: str, generation: int | None = None, trigger: str = "cli",
-                      report_id: str | None = None) -> str:
-        """Append a ReportRequested for the simulation's latest (or given) generation; return the id."""
+                      report_id: str | None = None, caused_by: str | None = None) -> str:
+        """Append a ReportRequested for the simulation's latest (or given) generation; return the id.
+
+        Its id is the correlation id of every event of the report; `caused_by` names the event that
+        asked for it (the run's SimulationCompleted), so a trace leads from the report back to the run.
+        """
         history = await self.store.read_stream(simulation_stream(simulation_id))
         if not history:
             raise NotFound(f"no simulation {simulation_id!r} has been ingested; its folder is not under [watch] "
@@ -133,13 +139,15 @@ class ReportScheduler:
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
         settings = settings_for(self.config.agent, llm, REPORT_TOOLS)
-        settings["context_tokens"] = llm.context_tokens or await self._server_context(llm.model)
+        settings = settings.model_copy(update={"context_tokens": llm.context_tokens or await self._server_context(llm.model)})
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
                                 model=model_for(llm, self.provider_name),
                                 settings=settings, partial=run_so_far(history, generation))
         try:
-            await self.store.append(report_stream(report_id), [event], expected_version=0)
+            request_id = new_event_id()
+            meta = {"correlation_id": request_id, **({"causation_id": caused_by} if caused_by else {})}
+            await self.store.append(report_stream(report_id), [NewEvent(event, request_id, meta)], expected_version=0)
         except ConcurrencyConflict:
             log.debug("report %s was already requested", report_id)
         return report_id

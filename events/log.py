@@ -50,6 +50,16 @@ class NewEvent:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def caused(events: Sequence[DomainEvent], correlation_id: str, causation_id: str | None = None) -> list[NewEvent]:
+    """`events` with the ids that let a trace be followed across streams, in their `meta`.
+
+    `correlation_id` names the piece of work they belong to (a report's request, an ingest batch);
+    `causation_id` is the id of the event they answer (the step before, the run that completed).
+    """
+    meta = {"correlation_id": correlation_id, **({"causation_id": causation_id} if causation_id else {})}
+    return [NewEvent(e, meta=meta) for e in events]
+
+
 @dataclass(frozen=True)
 class AppendResult:
     """Where an append landed: one position per event and the stream's version after it."""

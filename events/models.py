@@ -160,6 +160,28 @@ class RunSoFar(BaseModel):
     actions: int
 
 
+class ReportRules(BaseModel):
+    """The rules a report keeps for its whole life, built once from `[agent]` and `[llm]` and recorded
+    in its ReportRequested: changing the configuration later never changes how a report is replayed.
+    The defaults are the configuration's; they fill keys that events recorded by older versions lack."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    min_tool_calls: int = 3
+    max_tool_calls: int = 5
+    max_iterations: int = 5  # accepted steps per section
+    max_rejections: int = 4  # rejected replies per section, counted apart (unless mirofish_budget)
+    mirofish_budget: bool = False
+    conflict_retries: int = 2
+    outline_retries: int = 2
+    max_retries: int = 4
+    retry_backoff_s: float = 1.0
+    tool_protocol: Literal["auto", "native", "text"] = "auto"
+    temperature: float = 0.3
+    max_tokens: int = 2048
+    context_tokens: int = 0  # 0: not known; the agent then assumes 8192
+    tools: tuple[str, ...] = ()
+
+
 class ReportRequested(ReportEvent):
     type: Literal["ReportRequested"] = "ReportRequested"
     simulation_id: str
@@ -167,7 +189,7 @@ class ReportRequested(ReportEvent):
     trigger: str = "auto"
     provider: str = "offline"
     model: str = ""
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: ReportRules = Field(default_factory=ReportRules)
     forked_from: str | None = None
     partial: RunSoFar | None = None  # set when the run had not completed: the report says it is partial
 

@@ -69,3 +69,13 @@ def test_every_config_key_is_documented_in_config_toml() -> None:
         for key in shipped[section]:
             before = ("\n" + body).split(f"\n{key} = ", 1)[0].rsplit("\n", 1)[-1]
             assert before.startswith("#"), f"[{section}] {key} has no comment above it"
+
+
+def test_a_report_recorded_without_rules_gets_the_configuration_defaults() -> None:
+    """ReportRules' own defaults (for events recorded by older versions) never drift from config.toml's."""
+    from simreportd.agent.runner import settings_for
+    from simreportd.agent.toolspec import REPORT_TOOLS
+    from simreportd.events.models import ReportRules
+
+    config = load_config(None)
+    assert settings_for(config.agent, config.llm, REPORT_TOOLS) == ReportRules(tools=REPORT_TOOLS)

@@ -195,7 +195,7 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
     folder = config.reports.output_dir / report_id
     if state.failed is not None:  # the error itself was printed once, as the report's progress
         say(f"Fix the cause, then continue it with: simreportd resume {report_id} "
-            "(--max-tokens, --timeout, --model change those LLM settings from there on)")
+            "(--max-tokens and --timeout change those LLM settings from there on, --provider and --model the writer)")
         print(report_id)
         return 1
     title = state.outline.title if state.outline else report_id

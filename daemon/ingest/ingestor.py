@@ -15,7 +15,8 @@ from typing import Any
 import anyio
 
 from simreportd.events.errors import ConcurrencyConflict
-from simreportd.events.log import EventLog
+from simreportd.events.ids import new_event_id
+from simreportd.events.log import EventLog, caused
 from simreportd.events.models import (
     DomainEvent,
     EnvironmentStatusChanged,
@@ -35,6 +36,12 @@ from .state import (
     finished_from_hint,
 )
 from .tail import CHUNK, read_lines, tail_matches
+
+
+def new_batch_id() -> str:
+    """The correlation id of one append of ingested events: which lines arrived together."""
+    return "ingest-" + new_event_id()
+
 
 log = logging.getLogger("simreportd.daemon.ingest.ingestor")
 
@@ -124,7 +131,7 @@ class SimulationIngestor:
             before = state.version
             try:
                 events = events_for_lines(state, source.key, source.platform, source.identity, lines)
-                await self.store.append(self.stream, events, expected_version=before)
+                await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
             except BaseException:
                 self.state = None  # the fold ran ahead of the log; rebuild it from the log
                 raise
@@ -146,7 +153,7 @@ class SimulationIngestor:
                 before = state.version
                 try:
                     events = events_for_rows(state, source.key, source.platform or "twitter", source.identity, rows)
-                    await self.store.append(self.stream, events, expected_version=before)
+                    await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
                 except BaseException:
                     self.state = None
                     raise
@@ -157,6 +164,6 @@ class SimulationIngestor:
     async def _append(self, events: list[DomainEvent]) -> None:
         state = await self._state()
         before = state.version
-        await self.store.append(self.stream, events, expected_version=before)
+        await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
         for event in events:
             state.apply(event)

@@ -41,7 +41,6 @@ class Watcher:
         self.rescan_seconds, self.max_line_bytes = rescan_seconds, max_line_bytes
         self.follow_external_symlinks = follow_external_symlinks
         self.ingestors: dict[Path, SimulationIngestor] = {}
-        self.errors = 0
         self.failing: dict[Path, tuple[int, float]] = {}  # folder -> (consecutive failures, retry at)
 
     async def run(self) -> None:
@@ -77,7 +76,6 @@ class Watcher:
 
     async def _failed(self, folder: Path, failures: int, exc: Exception) -> None:
         """Log, back off, and record the failure in the folder's stream (when the store takes it)."""
-        self.errors += 1
         delay = min(LAST_RETRY_S, FIRST_RETRY_S * 2 ** (failures - 1))
         self.failing[folder] = (failures, time.monotonic() + delay)
         log.warning("ingest of %s failed (%d in a row), retrying in %.0f s: %s", folder, failures, delay, exc,
