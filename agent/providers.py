@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import anyio
 import openai
 
-from simreportd.events.errors import SimreportdError
+from simreportd.errors import LLMError
 from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
 
 from .interpret import coerce_arguments
@@ -29,16 +29,6 @@ class Completion:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: TokenUsage = TokenUsage()
     finish_reason: str | None = None
-
-
-class LLMError(SimreportdError):
-    """A failed LLM call, described well enough for the core to decide what to do next."""
-
-    def __init__(self, kind: str, message: str, *, status_code: int | None = None,
-                 retry_after_s: float | None = None, retryable: bool = True, tools_refused: bool = False) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind, self.message, self.status_code = kind, message, status_code
-        self.retry_after_s, self.retryable, self.tools_refused = retry_after_s, retryable, tools_refused
 
 
 class LLMProvider(Protocol):

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from simreportd.errors import LLMError, UnrecordedCall
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import SimreportdError
 from simreportd.events.models import LLMFailed, LLMRequested, LLMResponded
 
-from .providers import Completion, LLMError
-
-
-class UnrecordedCall(SimreportdError):
-    """The replayed agent asked for an LLM call the original run never made."""
+from .providers import Completion
 
 
 class ReplayProvider:

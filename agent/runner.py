@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import anyio
 
 from simreportd.agent import core
+from simreportd.errors import LLMError, ToolError
 from simreportd.events.log import EventLog, caused
 from simreportd.events.models import (
     ContextGathered,
@@ -35,9 +36,9 @@ from simreportd.events.models import (
     ToolObserved,
 )
 
-from .providers import LLMError, LLMProvider
+from .providers import LLMProvider
 from .state import ReportState
-from .tools import SimulationTools, ToolError
+from .tools import SimulationTools
 
 log = logging.getLogger("simreportd.agent.runner")
 

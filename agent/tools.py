@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from simreportd.events.errors import SimreportdError
+from simreportd.errors import ToolError
 from simreportd.projections.chart import activity_rows, turning_points
 from simreportd.projections.runner import in_thread, reading, rows_as_dicts
 from simreportd.projections.simulation import han_spaced
@@ -32,10 +32,6 @@ MAX_RANKED, WINDOWS = 4000, 8  # full-text matches a search ranks at most, and i
 MAX_TIMELINE = 24  # entries in a panorama timeline; longer ones are grouped by spans of rounds
 STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
                       "their them they this to was were what when where which who why will with".split())
-
-
-class ToolError(SimreportdError):
-    """A tool call that cannot run as asked (bad arguments); the model is told and goes on."""
 
 
 class Interviews(Protocol):

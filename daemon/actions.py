@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simreportd.daemon.ingest.folder import MARKERS, is_simulation_folder
-from simreportd.events.errors import UsageError
+from simreportd.errors import UsageError
 from simreportd.projections.runner import reading
 
 from .replay import fork_report

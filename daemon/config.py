@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from simreportd.events.errors import ConfigError
+from simreportd.errors import ConfigError
 from simreportd.events.log import EventLog
 from simreportd.events.store import EventStore
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from simreportd.events.errors import NotFound
+from simreportd.errors import NotFound
 from simreportd.projections.export import load_report, render
 from simreportd.projections.runner import in_thread, reading
 

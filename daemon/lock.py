@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from simreportd.events.errors import StoreLocked
+from simreportd.errors import StoreLocked
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from simreportd.events.errors import SimreportdError
+from simreportd.errors import CopyDiffers, StoreNotEmpty
 from simreportd.events.log import EventLog
 from simreportd.events.postgres import PostgresEventStore
 from simreportd.events.store import EventStore
@@ -26,13 +26,13 @@ async def migrate(config: Config, url: str) -> tuple[int, str]:
             PostgresEventStore(url, os.environ.get(config.store.password_env) or None) as target:
         position = await target.last_position()
         if position:
-            raise SimreportdError(f"{target.where} already holds {position} events; migrate into an empty database")
+            raise StoreNotEmpty(f"{target.where} already holds {position} events; migrate into an empty database")
         while batch := await source.read_all(position, PAGE):
             await target.import_recorded(batch)
             position = batch[-1].position
         ours, theirs = await digest(source), await digest(target)
     if ours != theirs:
-        raise SimreportdError(f"the copy in {_where(url)} differs from {config.store.path} (digest {theirs[:16]} vs "
+        raise CopyDiffers(f"the copy in {_where(url)} differs from {config.store.path} (digest {theirs[:16]} vs "
                               f"{ours[:16]}); do not switch to it")
     return position, ours
 

@@ -33,8 +33,8 @@ from simreportd.agent.replay import (
 from simreportd.agent.runner import ReportRunner, report_stream
 from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.ingestor import simulation_stream
+from simreportd.errors import NotFound, UsageError
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import NotFound, UsageError
 from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES, ReportForked
 from simreportd.events.store import EventStore, NewEvent

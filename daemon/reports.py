@@ -22,13 +22,15 @@ from simreportd.agent.runner import ReportRunner, report_stream, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.daemon.ingest.ingestor import simulation_stream
-from simreportd.events.codec import Recorded
-from simreportd.events.errors import (
+from simreportd.errors import (
     ConcurrencyConflict,
     NotFound,
-    SimreportdError,
+    ReportElsewhere,
+    ReportInterrupted,
+    SchedulerStopped,
     UsageError,
 )
+from simreportd.events.codec import Recorded
 from simreportd.events.ids import new_event_id
 from simreportd.events.log import EventLog, NewEvent
 from simreportd.events.models import (
@@ -188,7 +190,7 @@ class ReportScheduler:
         run = self.runs.get(report_id)
         if run is None or not run.running:
             if self._tasks is None:
-                raise SimreportdError("the report scheduler is not running; call start() inside run()")
+                raise SchedulerStopped("the report scheduler is not running; call start() inside run()")
             run = self.runs[report_id] = ReportRun(report_id)
             self._tasks.start_soon(self._run, run, position, name=report_id)
         return run
@@ -204,10 +206,10 @@ class ReportScheduler:
         if run.error is not None:
             raise run.error
         if run.elsewhere:
-            raise SimreportdError(f"report {report_id} is being written by another daemon on this store; "
+            raise ReportElsewhere(f"report {report_id} is being written by another daemon on this store; "
                                   "`simreportd status` shows which")
         if run.state is None:
-            raise SimreportdError(f"report {report_id} stopped before it ended (its daemon is stopping); "
+            raise ReportInterrupted(f"report {report_id} stopped before it ended (its daemon is stopping); "
                                   f"`simreportd resume {report_id}` continues it")
         return run.state
 

@@ -16,8 +16,8 @@ from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.environment import FolderEnvironment
 from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.daemon.server.app import Server
+from simreportd.errors import NotFound
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import NotFound
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 

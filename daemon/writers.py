@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import anyio
 
 from simreportd.agent.offline import OfflineProvider
-from simreportd.agent.providers import Completion, LLMError, LLMProvider, OpenAIProvider
-from simreportd.events.errors import SimreportdError, UsageError
+from simreportd.agent.providers import Completion, LLMProvider, OpenAIProvider
+from simreportd.errors import LLMError, UsageError, WriterUnreachable
 from simreportd.events.models import LLMRequested
 
 from .config import LLMConfig
@@ -25,10 +25,6 @@ from .config import LLMConfig
 OFFLINE_MODEL = "offline-writer"
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 PROBE_TIMEOUT_S = 10.0
-
-
-class WriterUnreachable(SimreportdError):
-    """The writer a report needs cannot be reached from here now; exit code 1."""
 
 
 def model_for(llm: LLMConfig, provider: str) -> str:

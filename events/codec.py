@@ -6,7 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .errors import UnknownEventType
+from simreportd.errors import UnknownEventType
+
 from .models import EVENT_ADAPTER, EVENT_TYPES, DomainEvent
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]

@@ -20,8 +20,8 @@ from typing import Any, Self
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .codec import Recorded, encode
-from .errors import (
+from simreportd.errors import (
+    AppendFailed,
     ConcurrencyConflict,
     DuplicateEventMismatch,
     SimreportdError,
@@ -29,6 +29,8 @@ from .errors import (
     StoreFull,
     WaitTimeout,
 )
+
+from .codec import Recorded, encode
 from .ids import new_event_id
 from .models import DomainEvent
 
@@ -143,7 +145,7 @@ class EventLog:
         """A failed group's error as the callers see it: ours, with the driver's cause kept."""
         if isinstance(exc, SimreportdError):
             return exc
-        error = SimreportdError(f"append failed: {exc}")
+        error = AppendFailed(f"append failed: {exc}")
         error.__cause__ = exc
         return error
 

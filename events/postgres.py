@@ -22,8 +22,9 @@ from collections.abc import Sequence
 import anyio
 import asyncpg
 
+from simreportd.errors import StoreFull, StoreNotEmpty, StoreUnusable
+
 from .codec import Recorded
-from .errors import SimreportdError, StoreFull, StoreUnusable
 from .log import EventLog, _Pending, _plan_group, _settle
 
 log = logging.getLogger("simreportd.events.postgres")
@@ -139,7 +140,7 @@ class PostgresEventStore(EventLog):
             await conn.execute(f"LOCK TABLE {TABLE} IN EXCLUSIVE MODE")
             head = await conn.fetchval(f"SELECT coalesce(max(position), 0) FROM {TABLE}")
             if batch and batch[0].position != head + 1:
-                raise SimreportdError(f"{self.where} holds events up to position {head}; the copy continues at "
+                raise StoreNotEmpty(f"{self.where} holds events up to position {head}; the copy continues at "
                                       f"{batch[0].position}: migrate into an empty database")
             await conn.copy_records_to_table(TABLE, columns=INSERT_COLUMNS, records=[
                 (r.position, r.event_id, r.stream, r.version, r.type, r.schema_version, r.recorded_at, r.raw_data,

@@ -20,8 +20,9 @@ from typing import Any, Literal
 import aiosqlite
 import anyio
 
+from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreUnusable
+
 from .codec import Recorded
-from .errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreUnusable
 from .log import (
     ANY_VERSION,
     POLL_SECONDS,

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import anyio
 
+from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import StoreClosed, WaitTimeout
 from simreportd.events.log import EventLog
 
 from .base import Projection

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from simreportd.events.errors import ConcurrencyConflict, DuplicateEventMismatch
+from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
 from simreportd.events.models import PlanningStarted, ReportResumed
 from simreportd.events.store import CaughtUp, EventStore, NewEvent
 

@@ -9,7 +9,7 @@ import pytest
 
 from simreportd.daemon.cli.main import main
 from simreportd.daemon.config import Config, load_config
-from simreportd.events.errors import ConfigError
+from simreportd.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 

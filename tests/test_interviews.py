@@ -12,8 +12,8 @@ import pytest
 from simreportd.agent.runner import report_stream
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.interviews import rpc as interview_rpc
-from simreportd.daemon.interviews.interviewer import InterviewLocked
 from simreportd.daemon.service import Daemon
+from simreportd.errors import InterviewLocked, RPCFailed
 from simreportd.simulator.simulate import simulate
 
 from .conftest import TIMEOUT, make_config
@@ -134,6 +134,6 @@ async def test_rpc_waits_through_a_half_written_response_and_reports_a_failed_on
     for leftover in (folder / "ipc_commands").glob("*.json"):
         leftover.unlink()
     helper = asyncio.create_task(responder("failed"))
-    with pytest.raises(interview_rpc.RPCFailed, match="failed.*boom"):
+    with pytest.raises(RPCFailed, match="failed.*boom"):
         await interview_rpc.call(folder, "interview", {"agent_id": 1, "prompt": "?"}, TIMEOUT)
     await helper

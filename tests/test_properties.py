@@ -15,8 +15,8 @@ from simreportd.daemon.config import load_config
 from simreportd.daemon.ingest.folder import read_setup
 from simreportd.daemon.ingest.state import IngestState, events_for_lines
 from simreportd.daemon.ingest.tail import FileIdentity, Line
+from simreportd.errors import ConfigError
 from simreportd.events.codec import Recorded, encode
-from simreportd.events.errors import ConfigError
 from simreportd.events.models import DomainEvent, SimulationDiscovered
 from simreportd.projections.simulation import SimulationModel
 

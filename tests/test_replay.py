@@ -15,7 +15,7 @@ from simreportd.agent.runner import report_stream
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.replay import fork_report, replay_report
 from simreportd.daemon.service import Daemon
-from simreportd.events.errors import NotFound, SimreportdError
+from simreportd.errors import NotFound, SimreportdError
 
 from .conftest import PYTHON, TIMEOUT, make_config, write_config
 from .fake_llm import FakeLLM

@@ -19,7 +19,7 @@ from simreportd.daemon.config import Config, ServerConfig
 from simreportd.daemon.server import app as server_module
 from simreportd.daemon.server.app import Server
 from simreportd.daemon.service import Daemon
-from simreportd.events.errors import ConfigError
+from simreportd.errors import ConfigError
 from simreportd.events.models import ContextGathered
 
 from .conftest import TIMEOUT, make_config

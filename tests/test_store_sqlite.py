@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.events.errors import StoreClosed, StoreFull, StoreUnusable
+from simreportd.errors import StoreClosed, StoreFull, StoreUnusable
 from simreportd.events.models import PlanningStarted
 from simreportd.events.store import EventStore
 

@@ -30,7 +30,7 @@ from simreportd.daemon.replay import ReplayResult, replay_report
 from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon
 from simreportd.daemon.systemd import notify
-from simreportd.events.errors import ConfigError, NotFound, UsageError
+from simreportd.errors import ConfigError, NotFound, UsageError
 from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp

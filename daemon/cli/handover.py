@@ -17,18 +17,9 @@ from websockets.exceptions import WebSocketException
 
 from simreportd.daemon.config import Config
 from simreportd.daemon.lock import Holder, read_holder
-from simreportd.events.errors import SimreportdError
+from simreportd.errors import HandoverFailed
 
 ANSWER_TIMEOUT_S = 600.0  # an interview answered by a slow model may take minutes
-
-
-class HandoverFailed(SimreportdError):
-    """The running daemon refused the command or could not be reached."""
-
-    def __init__(self, message: str, code: str = "handover_failed") -> None:
-        self.code = code
-        super().__init__(message)
-        self.exit_code = 2 if code in ("bad_request", "not_found", "usage", "interview_refused", "locked") else 1
 
 
 def running_daemon(config: Config) -> Holder | None:

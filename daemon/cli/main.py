@@ -24,12 +24,11 @@ from pathlib import Path
 import anyio
 
 from simreportd import __version__, entry
+from simreportd.daemon.cli import commands
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.logs import setup_logging
 from simreportd.daemon.service import tune_gc
-from simreportd.events.errors import SimreportdError
-
-from . import commands
+from simreportd.errors import SimreportdError
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from simreportd.daemon.ingest import values
 from simreportd.events.models import Platform
 
-from . import values
 from .inputs import Confinement, read_bytes
 from .oasis import identify_db
 from .tail import FileIdentity, identify

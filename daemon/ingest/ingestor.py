@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from simreportd.events.errors import ConcurrencyConflict
+from simreportd.errors import ConcurrencyConflict
 from simreportd.events.ids import new_event_id
 from simreportd.events.log import EventLog, caused
 from simreportd.events.models import (

@@ -16,7 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import values
+from simreportd.daemon.ingest import values
+
 from .inputs import ANYWHERE, Confinement, open_regular
 from .tail import FileIdentity
 

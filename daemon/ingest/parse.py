@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simreportd.daemon.ingest import values
 from simreportd.events.models import Platform
-
-from . import values
 
 PLATFORMS: tuple[Platform, ...] = ("twitter", "reddit")
 EVENT_TYPES = ("simulation_start", "round_start", "round_end", "simulation_end")

@@ -16,27 +16,21 @@ from typing import Any, TypeVar
 import anyio
 
 from simreportd.agent.prompts import DATA_RULE, delimit
-from simreportd.agent.providers import LLMError, LLMProvider
+from simreportd.agent.providers import LLMProvider
 from simreportd.agent.runner import report_stream
 from simreportd.agent.tools import fts_query, in_windows, match_windows
 from simreportd.daemon.cli.progress import how_far
-from simreportd.events.errors import NotFound, UsageError
+from simreportd.daemon.interviews import rpc as interview_rpc
+from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed
 from simreportd.events.log import EventLog
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.projections.runner import in_thread, reading
 
-from . import rpc as interview_rpc
 from .environment import FolderEnvironment
 
 MAX_AGENTS = 10
 T = TypeVar("T")
 STANCE_ORDER = ("opposing", "supportive", "neutral", "observer", "")
-
-
-class InterviewLocked(UsageError):
-    """Interviews wait for the report to complete (a usage error: exit code 2, as when handed over)."""
-
-    code = "locked"
 
 
 def questions(topic: str) -> list[str]:
@@ -79,7 +73,7 @@ class Interviewer:
                 result = await interview_rpc.call(folder, "batch_interview", {"interviews": [
                     {"agent_id": a["agent_id"], "prompt": prompt} for a in agents]}, self.timeout_s)
                 return _live_answers(result, agents), "live", "answered live by the running simulation"
-            except interview_rpc.RPCFailed as exc:
+            except RPCFailed as exc:
                 note = f"live interview failed ({exc}); answered in persona from profiles and posts instead"
         else:
             note = "the simulation environment is not running; answered in persona from profiles and posts"
@@ -167,7 +161,7 @@ class Interviewer:
                 args = {"agent_id": agent_id, "prompt": question, **({"platform": platform} if platform else {})}
                 result = await interview_rpc.call(folder, "interview", args, self.timeout_s)
                 answer, mode = _single_answer(result), "live"
-            except interview_rpc.RPCFailed as exc:
+            except RPCFailed as exc:
                 note = f"live interview failed ({exc}); answered in persona"
         if mode == "persona":
             answer = await self._persona(simulation_id, generation, agent_id, question)
@@ -243,11 +237,11 @@ def _live_answers(result: Any, agents: list[dict[str, Any]]) -> dict[int, dict[s
 
 def _single_answer(result: Any) -> str:
     if not isinstance(result, dict):
-        raise interview_rpc.RPCFailed("the live environment sent an unreadable result")
+        raise RPCFailed("the live environment sent an unreadable result")
     if "response" in result:
         return str(result["response"])
     platforms = result.get("platforms") or {}
     parts = [f"[{p}] {r['response']}" for p, r in sorted(platforms.items()) if isinstance(r, dict) and r.get("response")]
     if not parts:
-        raise interview_rpc.RPCFailed("the live environment's result holds no answer")
+        raise RPCFailed("the live environment's result holds no answer")
     return " ".join(parts)

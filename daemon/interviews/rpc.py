@@ -19,13 +19,9 @@ import watchfiles
 
 from simreportd.daemon.ingest import values
 from simreportd.daemon.ingest.inputs import Confinement, read_bytes
-from simreportd.events.errors import SimreportdError
+from simreportd.errors import RPCFailed
 
 POLL_MS = 250
-
-
-class RPCFailed(SimreportdError):
-    """The live environment did not answer usefully (timeout, failed status, unreadable response)."""
 
 
 def write_command(folder: Path, command_type: str, args: dict[str, Any]) -> str:

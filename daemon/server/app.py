@@ -27,13 +27,13 @@ from websockets.http11 import Request, Response
 
 from simreportd.daemon import actions
 from simreportd.daemon.config import ServerConfig
+from simreportd.daemon.server import http_api
+from simreportd.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.codec import Recorded
-from simreportd.events.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.store import CaughtUp
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading
 
-from . import http_api
 from .deflate import SmallFramesPlainFactory
 from .protocol import (
     EventFrames,
@@ -322,7 +322,7 @@ class Server:
             try:
                 report_id = await self.daemon.reports.request(command.simulation_id, trigger="websocket")
             except SimreportdError as exc:
-                session.push(ProtocolError("not_found", str(exc)).frame())
+                session.push(ProtocolError(exc.code, str(exc)).frame())
                 return
             session.push({"type": "report_status", "report_id": report_id, "simulation_id": command.simulation_id,
                           "status": "pending"})
@@ -334,7 +334,7 @@ class Server:
         try:
             result = await self._perform(command)
         except SimreportdError as exc:
-            session.push(ProtocolError("usage" if exc.exit_code == 2 else "failed", str(exc)).frame())
+            session.push(ProtocolError(exc.code, str(exc)).frame())
             return
         session.push({"type": "command_result", "op": command.op, **result})
 
@@ -362,7 +362,7 @@ class Server:
             answer = await interviews.ask(command.report_id or command.simulation_id, command.agent_id,
                                           command.question, command.platform)
         except SimreportdError as exc:
-            session.push(ProtocolError(getattr(exc, "code", "interview_refused"), str(exc)).frame())
+            session.push(ProtocolError(exc.code, str(exc)).frame())
             return
         session.push({"type": "interview_answer", **answer})
 

@@ -1,0 +1,242 @@
+"""Every error simreportd raises on purpose, in one tree.
+
+Each one has a `code`, the word the websocket `error` frame and the HTTP API carry, and an
+`exit_code`, what the CLI exits with (2: the command or its configuration was wrong and running it
+again as it is will fail again; 1: it failed now, and may succeed once the cause is gone).
+
+    SimreportdError (code "failed", exit 1)
+    ├── ConfigError (config, 2)              the configuration file or an override is invalid
+    ├── UsageError (usage, 2)                asked for something that cannot be done as asked
+    │   ├── NotFound (not_found, 2)          no such report, simulation or agent
+    │   └── InterviewLocked (locked, 2)      interviews wait for the report to complete
+    ├── StoreUnusable (store_unusable, 2)    the store file is not a database we can use
+    ├── StoreLocked (store_locked, 2)        another daemon holds the store
+    ├── StoreFull (store_full, 1)            the disk is full; nothing was written
+    ├── StoreClosed (store_closed, 1)        used after close()
+    ├── AppendFailed (append_failed, 1)      the database refused a group commit (cause attached)
+    ├── StoreNotEmpty (store_not_empty, 2)   migrate or import into a store that already holds events
+    ├── CopyDiffers (copy_differs, 1)        a migrated copy does not hash like its source
+    ├── ConcurrencyConflict (conflict, 1)    an append expected another stream version
+    ├── DuplicateEventMismatch (duplicate_events, 1)
+    ├── UnknownEventType (unknown_event_type, 1)  written by a newer simreportd
+    ├── WaitTimeout (timeout, 1)             a wait for a position or condition ran out
+    ├── LLMError (llm_failed, 1)             one failed LLM call, with its kind and whether to retry
+    ├── ToolError (tool_failed, 1)           a tool call that cannot run as asked
+    ├── UnrecordedCall (unrecorded_call, 1)  a replay asked for an LLM call the original never made
+    ├── WriterUnreachable (writer_unreachable, 1)  the report's LLM server cannot be reached now
+    ├── ReportElsewhere (report_elsewhere, 1)  another daemon on the store writes the report
+    ├── ReportInterrupted (report_interrupted, 1)  the daemon stopped before the report ended
+    ├── SchedulerStopped (scheduler_stopped, 1)  a report was started outside the scheduler's run()
+    ├── RPCFailed (rpc_failed, 1)            the live simulator did not answer an interview usefully
+    └── HandoverFailed (handover_failed, 1 or 2)  the running daemon refused or could not be reached
+"""
+
+from __future__ import annotations
+
+
+class SimreportdError(Exception):
+    """Base class of every error simreportd raises on purpose."""
+
+    code = "failed"
+    exit_code = 1
+
+
+class ConfigError(SimreportdError, ValueError):
+    """The configuration file or an override is missing, unknown or invalid."""
+
+    code = "config"
+    exit_code = 2
+
+
+class UsageError(SimreportdError, ValueError):
+    """The command was asked for something that cannot be done as asked; exit code 2."""
+
+    code = "usage"
+    exit_code = 2
+
+
+class StoreUnusable(SimreportdError):
+    """The event store file cannot be opened as a database (corrupt, not SQLite, unreadable)."""
+
+    code = "store_unusable"
+    exit_code = 2
+
+    def __init__(self, path: object, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"cannot use the event store {path}: {reason}. If the file is damaged, move it away and "
+                         "restore a backup (`sqlite3 FILE .recover` may save its events); a new store starts empty")
+
+
+class StoreFull(SimreportdError, OSError):
+    """The disk holding the event store is full; nothing was written, retry once space is freed."""
+
+    code = "store_full"
+
+
+class StoreLocked(SimreportdError):
+    """Another simreportd process holds the store's lock (one writer daemon per store)."""
+
+    code = "store_locked"
+    exit_code = 2
+
+
+class StoreClosed(SimreportdError, RuntimeError):
+    """The event store was used after it was closed."""
+
+    code = "store_closed"
+
+    def __init__(self) -> None:
+        super().__init__("the event store is closed; open a new EventStore")
+
+
+class ConcurrencyConflict(SimreportdError):
+    """An append expected a stream version that is no longer current."""
+
+    code = "conflict"
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        self.stream, self.expected, self.actual = stream, expected, actual
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, the append expected {expected}; "
+            "read the stream again and retry"
+        )
+
+
+class DuplicateEventMismatch(SimreportdError):
+    """An append reused some, but not all, event ids of an earlier append."""
+
+    code = "duplicate_events"
+
+    def __init__(self, stream: str, event_ids: list[str]) -> None:
+        self.stream, self.event_ids = stream, event_ids
+        super().__init__(
+            f"append to {stream!r} repeats event ids {event_ids[:3]} of an earlier append but not all of them"
+        )
+
+
+class UnknownEventType(SimreportdError, ValueError):
+    """A stored event has a type no model in this version knows."""
+
+    code = "unknown_event_type"
+
+    def __init__(self, type_name: str, schema_version: int) -> None:
+        self.type_name, self.schema_version = type_name, schema_version
+        super().__init__(f"unknown event type {type_name!r} (schema v{schema_version}); upgrade simreportd")
+
+
+class WaitTimeout(SimreportdError, TimeoutError):
+    """A wait for a position or a condition ran out of time."""
+
+    code = "timeout"
+
+    def __init__(self, what: str, seconds: float) -> None:
+        self.what, self.seconds = what, seconds
+        super().__init__(f"timed out after {seconds:g}s waiting for {what}")
+
+
+class NotFound(UsageError, LookupError):
+    """A report, simulation or agent the caller named does not exist (a usage error: exit code 2)."""
+
+    code = "not_found"
+
+
+class AppendFailed(SimreportdError):
+    """The database refused a group commit for a reason of its own; the driver's error is the cause."""
+
+    code = "append_failed"
+
+
+class StoreNotEmpty(SimreportdError):
+    """A migration or import into a store that already holds events (it would mix two histories)."""
+
+    code = "store_not_empty"
+    exit_code = 2
+
+
+class CopyDiffers(SimreportdError):
+    """A migrated copy of the log does not hash like its source."""
+
+    code = "copy_differs"
+
+
+class InterviewLocked(UsageError):
+    """Interviews wait for the report to complete (a usage error: exit code 2, as when handed over)."""
+
+    code = "locked"
+
+
+class LLMError(SimreportdError):
+    """A failed LLM call, described well enough for the core to decide what to do next."""
+
+    code = "llm_failed"
+
+    def __init__(self, kind: str, message: str, *, status_code: int | None = None,
+                 retry_after_s: float | None = None, retryable: bool = True, tools_refused: bool = False) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind, self.message, self.status_code = kind, message, status_code
+        self.retry_after_s, self.retryable, self.tools_refused = retry_after_s, retryable, tools_refused
+
+
+class ToolError(SimreportdError):
+    """A tool call that cannot run as asked (bad arguments); the model is told and goes on."""
+
+    code = "tool_failed"
+
+
+class UnrecordedCall(SimreportdError):
+    """The replayed agent asked for an LLM call the original run never made."""
+
+    code = "unrecorded_call"
+
+
+class WriterUnreachable(SimreportdError):
+    """The writer a report needs cannot be reached from here now."""
+
+    code = "writer_unreachable"
+
+
+class ReportElsewhere(SimreportdError):
+    """Another daemon sharing the store writes this report (it holds the report's lease)."""
+
+    code = "report_elsewhere"
+
+
+class ReportInterrupted(SimreportdError):
+    """The daemon stopped before the report ended; `simreportd resume` continues it."""
+
+    code = "report_interrupted"
+
+
+class SchedulerStopped(SimreportdError):
+    """A report was started while the report scheduler was not running (a programming error)."""
+
+    code = "scheduler_stopped"
+
+
+class RPCFailed(SimreportdError):
+    """The live environment did not answer usefully (timeout, failed status, unreadable response)."""
+
+    code = "rpc_failed"
+
+
+PROTOCOL_USAGE_CODES = frozenset({"bad_request", "bad_after", "unsupported"})  # frames no error class stands for
+
+
+def exit_code_for(code: str) -> int:
+    """The exit code of the error named by `code` (from a daemon's `error` frame): the tree decides."""
+    pending: list[type[SimreportdError]] = [SimreportdError]
+    while pending:
+        cls = pending.pop()
+        if cls.__dict__.get("code") == code:
+            return cls.exit_code
+        pending.extend(cls.__subclasses__())
+    return 2 if code in PROTOCOL_USAGE_CODES else 1
+
+
+class HandoverFailed(SimreportdError):
+    """The running daemon refused the command (its `error` frame's code is kept) or could not be reached."""
+
+    def __init__(self, message: str, code: str = "handover_failed") -> None:
+        super().__init__(message)
+        self.code = code
+        self.exit_code = exit_code_for(code)
