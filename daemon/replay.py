@@ -30,14 +30,14 @@ from simreportd.agent.replay import (
     RecordedInterviews,
     ReplayProvider,
 )
-from simreportd.agent.runner import ReportRunner, report_stream
+from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
-from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.errors import NotFound, UsageError
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES, ReportForked
 from simreportd.events.store import EventStore, NewEvent
+from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 

@@ -18,10 +18,9 @@ import anyio
 
 from simreportd.agent import core
 from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
-from simreportd.agent.runner import ReportRunner, report_stream, settings_for
+from simreportd.agent.runner import ReportRunner, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
-from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.errors import (
     ConcurrencyConflict,
     NotFound,
@@ -44,6 +43,7 @@ from simreportd.events.models import (
     WriterChanged,
 )
 from simreportd.events.store import CaughtUp
+from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config

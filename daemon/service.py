@@ -18,6 +18,7 @@ from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.daemon.server.app import Server
 from simreportd.errors import NotFound
 from simreportd.events.codec import Recorded
+from simreportd.events.streams import is_report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
@@ -134,6 +135,6 @@ class Daemon:
         self.provider = self.writers(llm.resolved_provider())
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
-        for report_id in sorted({r.data["report_id"] for r in batch if r.stream.startswith("report-")}):
+        for report_id in sorted({r.data["report_id"] for r in batch if is_report_stream(r.stream)}):
             with contextlib.suppress(NotFound):  # a stream without a ReportRequested has nothing to export
                 await self.exporter.export(report_id)

@@ -10,6 +10,8 @@ import sqlite3
 from html import escape
 from typing import Any
 
+from . import simulation_queries
+
 WIDTH, HEIGHT, PAD_L, PAD_R, PAD_T, PAD_B = 640, 240, 44, 16, 28, 34
 COLORS = {"twitter": "#1d9bf0", "reddit": "#ff4500"}
 WINDOW = 3
@@ -17,9 +19,7 @@ WINDOW = 3
 
 def activity_rows(conn: sqlite3.Connection, simulation_id: str, generation: int) -> list[dict[str, Any]]:
     """Per-round rows of one simulation generation, read from the simulation model."""
-    return per_round_rows(conn.execute(
-        "SELECT platform, round, actions FROM sim_rounds WHERE simulation_id = ? AND generation = ?"
-        " ORDER BY round, platform", (simulation_id, generation)).fetchall())
+    return per_round_rows(simulation_queries.rounds(conn, (simulation_id, generation)))
 
 
 def per_round_rows(counts: list[tuple[str, int, int]]) -> list[dict[str, Any]]:

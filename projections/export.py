@@ -10,21 +10,18 @@ import json
 import sqlite3
 from typing import Any
 
+from . import report_queries
 from .chart import activity_rows, activity_svg
 from .report import mirofish_status
-from .runner import rows_as_dicts
 
 
 def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | None:
     """The report row with its sections and agent-log lines, or None if unknown."""
-    reports = rows_as_dicts(conn.execute("SELECT * FROM reports WHERE report_id = ?", (report_id,)))
-    if not reports:
+    report = report_queries.report_row(conn, report_id)
+    if report is None:
         return None
-    report = reports[0]
-    report["sections"] = rows_as_dicts(conn.execute(
-        "SELECT * FROM report_sections WHERE report_id = ? ORDER BY section_index", (report_id,)))
-    report["log"] = [row[0] for row in conn.execute(
-        "SELECT line FROM agent_log WHERE report_id = ? ORDER BY line_no", (report_id,))]
+    report["sections"] = report_queries.sections(conn, report_id)
+    report["log"] = report_queries.agent_log(conn, report_id)
     report["activity"] = activity_rows(conn, report["simulation_id"], report["generation"])
     return report
 

@@ -347,6 +347,11 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
+def checkpoint(conn: sqlite3.Connection) -> int:
+    """How far the read models have folded the log: the furthest projection's position."""
+    return int(conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0])
+
+
 def rows_as_dicts(cur: sqlite3.Cursor) -> list[dict[str, Any]]:
     """Fetch a cursor's rows as dicts (column name -> value)."""
     names = [d[0] for d in cur.description]

@@ -7,11 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.agent.runner import report_stream
 from simreportd.daemon.cli.commands import running
-from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.daemon.service import Daemon
 from simreportd.events.store import CaughtUp
+from simreportd.events.streams import report_stream, simulation_stream
 
 from .conftest import TIMEOUT, make_config
 

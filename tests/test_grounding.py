@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from simreportd.agent.grounding import check, mark
-from simreportd.agent.runner import report_stream
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.service import Daemon
+from simreportd.events.streams import report_stream
 from simreportd.projections.runner import connect_views
 
 from .conftest import make_config

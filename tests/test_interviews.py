@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.runner import report_stream
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.daemon.service import Daemon
 from simreportd.errors import InterviewLocked, RPCFailed
+from simreportd.events.streams import report_stream
 from simreportd.simulator.simulate import simulate
 
 from .conftest import TIMEOUT, make_config

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.runner import report_stream
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.replay import fork_report, replay_report
 from simreportd.daemon.service import Daemon
 from simreportd.errors import NotFound, SimreportdError
+from simreportd.events.streams import report_stream
 
 from .conftest import PYTHON, TIMEOUT, make_config, write_config
 from .fake_llm import FakeLLM

@@ -9,11 +9,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
 from simreportd.daemon.cli.commands import generate, running
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon
+from simreportd.events.streams import report_stream
 from simreportd.projections.export import load_report, render
 from simreportd.projections.runner import connect_views
 

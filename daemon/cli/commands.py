@@ -17,12 +17,10 @@ from typing import Any
 import anyio
 
 from simreportd.agent import core
-from simreportd.agent.runner import report_stream
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.exporter import Exporter
-from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.daemon.leases import leases_for
 from simreportd.daemon.lock import read_holder
 from simreportd.daemon.logs import setup_logging
@@ -34,8 +32,10 @@ from simreportd.errors import ConfigError, NotFound, UsageError
 from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp
+from simreportd.events.streams import report_stream, simulation_stream
+from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import reading, rows_as_dicts, views_path_for
+from simreportd.projections.runner import checkpoint, reading, views_path_for
 from simreportd.simulator.simulate import simulate as write_simulation
 
 from .handover import running_daemon, send
@@ -298,9 +298,7 @@ async def replay_one(store: EventLog, report_id: str, into: str | None) -> Repla
 
 def completed_report_ids(config: Config) -> list[str]:
     with reading(views_path_for(config.store.path)) as conn:
-        return [row[0] for row in conn.execute(
-            "SELECT report_id FROM reports WHERE status IN ('completed', 'completed_degraded')"
-            " ORDER BY created_at, report_id")]
+        return report_queries.report_ids(conn, completed_only=True)
 
 
 async def fork(args: argparse.Namespace, config: Config) -> int:
@@ -396,14 +394,9 @@ def read_views_summary(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {"position": 0, "simulations": [], "reports": [], "fold_failures": []}
     with reading(path) as conn:
-        position = conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
-        sims = rows_as_dicts(conn.execute(
-            "SELECT g.simulation_id, g.generation, g.status, (SELECT coalesce(sum(actions), 0) FROM sim_platforms p"
-            " WHERE p.simulation_id = g.simulation_id AND p.generation = g.generation) AS actions, g.folder"
-            " FROM sim_generations g ORDER BY g.simulation_id, g.generation"))
-        reports = rows_as_dicts(conn.execute(
-            "SELECT report_id, simulation_id, generation, status, progress, title, error FROM reports"
-            " ORDER BY created_at, report_id"))
+        position = checkpoint(conn)
+        sims = simulation_queries.simulations(conn)
+        reports = report_queries.reports(conn)
         failures = fold_failures(conn)
     return {"position": position, "simulations": sims, "reports": reports, "fold_failures": failures}
 

@@ -6,11 +6,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from simreportd.agent.runner import report_stream
-from simreportd.daemon.ingest.ingestor import simulation_stream
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 from simreportd.events.store import CaughtUp
+from simreportd.events.streams import report_stream, simulation_stream
 
 DONE = ("InterviewUnlocked", "ReportFailed")
 CONTINUED = ("ReportResumed", "ReportForked")

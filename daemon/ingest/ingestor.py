@@ -24,6 +24,7 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
 )
+from simreportd.events.streams import simulation_stream
 
 from .folder import SourceFile, read_setup, snapshot
 from .inputs import Confinement
@@ -45,9 +46,6 @@ def new_batch_id() -> str:
 
 log = logging.getLogger("simreportd.daemon.ingest.ingestor")
 
-
-def simulation_stream(simulation_id: str) -> str:
-    return f"simulation-{simulation_id}"
 
 
 class SimulationIngestor:

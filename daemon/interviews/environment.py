@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 
 from simreportd.daemon.ingest.folder import read_env_status
+from simreportd.projections import simulation_queries
 from simreportd.projections.runner import in_thread, reading
 
 
@@ -26,6 +27,5 @@ class FolderEnvironment:
 
     def folder_of(self, simulation_id: str) -> Path | None:
         with reading(self.views_path) as conn:
-            row = conn.execute("SELECT folder FROM sim_generations WHERE simulation_id = ?"
-                               " ORDER BY generation DESC LIMIT 1", (simulation_id,)).fetchone()
-        return Path(row[0]) if row else None
+            latest = simulation_queries.latest_generation(conn, simulation_id)
+        return Path(latest[1]) if latest else None

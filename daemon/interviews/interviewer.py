@@ -17,14 +17,15 @@ import anyio
 
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
-from simreportd.agent.runner import report_stream
 from simreportd.agent.tools import fts_query, in_windows, match_windows
 from simreportd.daemon.cli.progress import how_far
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed
 from simreportd.events.log import EventLog
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
-from simreportd.projections.runner import in_thread, reading
+from simreportd.events.streams import report_stream
+from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections.runner import in_thread, reading, rows_as_dicts
 
 from .environment import FolderEnvironment
 
@@ -87,11 +88,8 @@ class Interviewer:
         with reading(self.views_path) as conn:
             key = (simulation_id, generation)
             ranked = _topic_writers(conn, key, fts_query(topic))
-            active = [r[0] for r in conn.execute(
-                "SELECT agent_id FROM sim_activity WHERE simulation_id = ? AND generation = ? GROUP BY agent_id"
-                " ORDER BY sum(actions) DESC, agent_id", key)]
-            profiles = {r[0]: {"agent_id": r[0], "name": r[1], "stance": r[2] or ""} for r in conn.execute(
-                "SELECT agent_id, name, stance FROM sim_agents WHERE simulation_id = ? AND generation = ?", key)}
+            active = simulation_queries.agents_by_activity(conn, key)
+            profiles = simulation_queries.agent_stances(conn, key)
         candidates = [profiles[a] for a in dict.fromkeys(ranked + active) if a in profiles]
         by_stance = {s: [c for c in candidates if c["stance"] == s] for s in STANCE_ORDER}
         chosen: list[dict[str, Any]] = []
@@ -131,20 +129,14 @@ class Interviewer:
     def _persona_material(self, simulation_id: str, generation: int, agent_id: int,
                           question: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         with reading(self.views_path) as conn:
-            conn.row_factory = sqlite3.Row
-            row = conn.execute("SELECT name, stance, entity_type, bio, persona FROM sim_agents WHERE simulation_id = ?"
-                               " AND generation = ? AND agent_id = ?", (simulation_id, generation, agent_id)).fetchone()
-            if row is None:
-                low, high = conn.execute("SELECT min(agent_id), max(agent_id) FROM sim_agents WHERE simulation_id = ?"
-                                         " AND generation = ?", (simulation_id, generation)).fetchone()
+            profile = simulation_queries.agent_profile(conn, (simulation_id, generation), agent_id)
+            if profile is None:
+                low, high = simulation_queries.agent_id_range(conn, (simulation_id, generation))
                 raise NotFound(f"agent {agent_id} is not in simulation {simulation_id} (its agents are {low} to {high})")
-            key = (simulation_id, generation, agent_id)
-            relevant = _relevant_posts(conn, key, fts_query(question))
-            latest = [dict(r) for r in conn.execute(
-                "SELECT ref, content, round FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?"
-                " AND kind IN ('post', 'quote', 'comment') ORDER BY round DESC, id DESC LIMIT 3", key)]
+            relevant = _relevant_posts(conn, (simulation_id, generation, agent_id), fts_query(question))
+            latest = simulation_queries.latest_statements(conn, (simulation_id, generation), agent_id)
             posts = list({p["content"]: p for p in relevant + latest}.values())  # the same words once
-        return dict(row), posts
+        return profile, posts
 
     # --- after the report -------------------------------------------------------------------------
 
@@ -188,16 +180,14 @@ class Interviewer:
 
     def _latest_report(self, simulation_id: str) -> str:
         with reading(self.views_path) as conn:
-            row = conn.execute("SELECT report_id FROM reports WHERE simulation_id = ? ORDER BY created_at DESC,"
-                               " report_id DESC LIMIT 1", (simulation_id,)).fetchone()
-            known = row is not None or conn.execute(
-                "SELECT 1 FROM sim_generations WHERE simulation_id = ?", (simulation_id,)).fetchone() is not None
+            row = report_queries.latest_report(conn, simulation_id)
+            known = row is not None or simulation_queries.is_known(conn, simulation_id)
         if row is None and known:
             raise InterviewLocked(f"simulation {simulation_id} has no report yet; interviews unlock when its report "
                                   "completes (`simreportd report SIM_DIR --wait` writes one)")
         if row is None:
             raise NotFound(f"no report or simulation named {simulation_id!r}; `simreportd status` lists them")
-        return str(row[0])
+        return str(row["report_id"])
 
 
 def _topic_writers(conn: sqlite3.Connection, key: tuple[str, int], expression: str) -> list[int]:
@@ -216,11 +206,11 @@ def _relevant_posts(conn: sqlite3.Connection, key: tuple[str, int, int], express
     if not expression:
         return []
     within, bounds = in_windows(match_windows(conn, expression, key[:2]))
-    return [dict(r) for r in conn.execute(
+    return rows_as_dicts(conn.execute(
         "SELECT p.ref, p.content, p.round FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
         f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
         " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
-        (expression, *bounds, *key))]
+        (expression, *bounds, *key)))
 
 
 def _live_answers(result: Any, agents: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

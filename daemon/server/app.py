@@ -31,6 +31,7 @@ from simreportd.daemon.server import http_api
 from simreportd.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.codec import Recorded
 from simreportd.events.store import CaughtUp
+from simreportd.events.streams import is_report_stream
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading
 
@@ -377,7 +378,7 @@ class Server:
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""
-        if not recorded.stream.startswith("report-"):
+        if not is_report_stream(recorded.stream):
             return None
         report_id = recorded.data["report_id"]
         if recorded.type == "OutlinePlanned" and report_id in self.reports:

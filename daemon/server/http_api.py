@@ -13,11 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.chart import activity_rows, activity_svg
 from simreportd.projections.export import full_markdown, load_report, section_markdown
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.report import mirofish_status
-from simreportd.projections.runner import reading, rows_as_dicts
+from simreportd.projections.runner import reading
 
 Reply = tuple[int, str, bytes]
 JSON, TEXT, SVG, HTML, MARKDOWN = ("application/json", "text/plain; version=0.0.4", "image/svg+xml",
@@ -77,35 +78,22 @@ def handle(views: Path, path: str, query: dict[str, str]) -> Reply:
 
 @route("/api/simulations")
 def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
-    rows = rows_as_dicts(conn.execute(
-        "SELECT g.simulation_id, g.generation, g.status, g.requirement, g.all_rounds_ran,"
-        " (SELECT coalesce(sum(actions), 0) FROM sim_platforms p WHERE p.simulation_id = g.simulation_id"
-        "  AND p.generation = g.generation) AS actions,"
-        " (SELECT json_group_object(platform, status) FROM sim_platforms p WHERE p.simulation_id = g.simulation_id"
-        "  AND p.generation = g.generation) AS platforms,"
-        " (SELECT count(*) FROM sim_rejections r WHERE r.simulation_id = g.simulation_id) AS rejections,"
-        " (SELECT status FROM sim_env e WHERE e.simulation_id = g.simulation_id) AS environment"
-        " FROM sim_generations g ORDER BY g.simulation_id, g.generation"))
+    rows = simulation_queries.simulations(conn)
     for row in rows:
-        row["platforms"] = json.loads(row["platforms"] or "{}")
+        del row["folder"]  # where it lives on this machine is no business of a dashboard
     return json_reply({"simulations": rows})
 
 
 @route(r"/api/simulations/([^/]+)/activity\.svg")
 def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
-    generation = conn.execute("SELECT max(generation) FROM sim_generations WHERE simulation_id = ?",
-                              (simulation_id,)).fetchone()[0]
-    rows = activity_rows(conn, simulation_id, generation)
+    latest = simulation_queries.latest_generation(conn, simulation_id)
+    rows = activity_rows(conn, simulation_id, latest[0]) if latest else []
     return 200, SVG, activity_svg(rows, f"Actions per round: {simulation_id}").encode()
 
 
 @route("/api/reports")
 def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
-    rows = rows_as_dicts(conn.execute(
-        "SELECT report_id, simulation_id, generation, status, progress, title, sections_total, completed_sections,"
-        " interview_unlocked, created_at, completed_at, error, provider, model, partial, problems FROM reports"
-        " ORDER BY created_at, report_id"))
-    return json_reply({"reports": rows})
+    return json_reply({"reports": report_queries.reports(conn)})
 
 
 @route("/api/reports/([^/]+)")
@@ -120,8 +108,7 @@ def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> R
 
 @route("/api/reports/([^/]+)/trace")
 def trace(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
-    steps = rows_as_dicts(conn.execute("SELECT * FROM trace_steps WHERE report_id = ? ORDER BY position",
-                                       (report_id,)))
+    steps = report_queries.trace_steps(conn, report_id)
     if not steps:
         return not_found(f"no trace for report {report_id}")
     sections: dict[int, dict[str, Any]] = {}
@@ -181,28 +168,24 @@ def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, ind
 @route("/api/report/([^/]+)/agent-log")
 def agent_log(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     start = int_param(query.get("from_line", "0"), "from_line")
-    lines = [json.loads(r[0]) for r in conn.execute(
-        "SELECT line FROM agent_log WHERE report_id = ? AND line_no >= ? ORDER BY line_no", (report_id, start))]
-    total = conn.execute("SELECT count(*) FROM agent_log WHERE report_id = ?", (report_id,)).fetchone()[0]
+    lines = [json.loads(line) for line in report_queries.agent_log(conn, report_id, start)]
+    total = report_queries.agent_log_length(conn, report_id)
     return mirofish({"logs": lines, "total_lines": total, "from_line": start, "has_more": False})
 
 
 @route("/api/report/check/([^/]+)")
 def check(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
-    row = conn.execute("SELECT report_id, status, interview_unlocked FROM reports WHERE simulation_id = ?"
-                       " ORDER BY created_at DESC, report_id DESC LIMIT 1", (simulation_id,)).fetchone()
+    row = report_queries.latest_report(conn, simulation_id)
     return mirofish({"simulation_id": simulation_id, "has_report": row is not None,
-                     "report_status": row[1] if row else None, "report_id": row[0] if row else None,
-                     "interview_unlocked": bool(row[2]) if row else False})
+                     "report_status": row["status"] if row else None, "report_id": row["report_id"] if row else None,
+                     "interview_unlocked": bool(row["interview_unlocked"]) if row else False})
 
 
 def metrics(conn: sqlite3.Connection, head: int, projected: int, clients: int) -> str:
     """Prometheus text exposition of the daemon's counters (all derived from the log and views)."""
-    by_status = dict(conn.execute("SELECT status, count(*) FROM reports GROUP BY status").fetchall())
-    llm, tools, prompt, completion = conn.execute(
-        "SELECT coalesce(sum(llm_calls), 0), coalesce(sum(tool_calls), 0), coalesce(sum(prompt_tokens), 0),"
-        " coalesce(sum(completion_tokens), 0) FROM reports").fetchone()
-    rejections = conn.execute("SELECT count(*) FROM sim_rejections").fetchone()[0]
+    by_status = report_queries.counts_by_status(conn)
+    llm, tools, prompt, completion = report_queries.totals(conn)
+    rejections = simulation_queries.rejections(conn)
     failures = len(fold_failures(conn))
     lines = [
         "# HELP simreportd_events_appended_total Events in the log (the last position).",

@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from simreportd.events.codec import Recorded
+from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.report import progress_for
 
 TOPICS = frozenset({"notifications", "events"})
@@ -143,10 +144,10 @@ def _interview(message: dict[str, Any]) -> Interview | ProtocolError:
 
 def matches(sub: Subscribe, recorded: Recorded, info: ReportInfo | None) -> bool:
     """Whether an event concerns what the subscription filters on."""
-    if sub.report_id is not None and recorded.stream != f"report-{sub.report_id}":
+    if sub.report_id is not None and recorded.stream != report_stream(sub.report_id):
         return False
     if sub.simulation_id is not None:
-        own = recorded.stream == f"simulation-{sub.simulation_id}"
+        own = recorded.stream == simulation_stream(sub.simulation_id)
         return own or (info is not None and info.simulation_id == sub.simulation_id)
     return True
 
