@@ -12,7 +12,7 @@ from typing import Any
 
 from . import report_queries
 from .chart import activity_rows, activity_svg
-from .report import mirofish_status
+from .report import mirofish_status, shown_progress
 
 
 def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | None:
@@ -51,7 +51,7 @@ def render(report: dict[str, Any]) -> dict[str, bytes]:
             "completed_at": report["completed_at"], "error": report["error"],
             **({"partial": report["partial"]} if report.get("partial") else {})}
     progress = {"status": mirofish_status(report["status"]),
-                "progress": -1 if report["status"] == "failed" else report["progress"],
+                "progress": shown_progress(report["status"], report["progress"]),
                 "message": report["message"], "current_section": report["current_section"],
                 "completed_sections": [s["title"] for s in completed], "updated_at": report["updated_at"]}
     files = {

@@ -69,9 +69,20 @@ def partial_label(run: dict[str, Any] | None) -> str | None:
             "included.")
 
 
+PLANNED, SECTIONS_SHARE = 10, 85  # progress once the outline is planned; the share all sections together earn
+STATUS_AFTER = {"ReportRequested": "pending", "PlanningStarted": "planning", "OutlinePlanned": "generating",
+                "SectionCompleted": "generating", "ReportCompleted": "completed", "ReportFailed": "failed",
+                "ReportResumed": "generating"}  # a report's status after each of these events (the view's and frames')
+
+
 def progress_for(completed: int, total: int) -> int:
     """10 once planned, then an equal share of 85 per section; 100 only when the report completes."""
-    return 10 + (85 * completed) // total if total else 10
+    return PLANNED + (SECTIONS_SHARE * completed) // total if total else PLANNED
+
+
+def shown_progress(status: str, progress: int) -> int:
+    """The progress MiroFish's files and API show: -1 for a failed report, as MiroFish does."""
+    return -1 if status == "failed" else progress
 
 
 class ReportView:
@@ -98,17 +109,18 @@ class ReportView:
                 d.get("trigger", ""), d.get("forked_from"), at, at, partial_label(d.get("partial"))))
 
     def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET status = 'planning', progress = 5, message = 'Planning the outline'"
-               " WHERE report_id = ?", (d["report_id"],))
+        yield ("UPDATE reports SET status = ?, progress = 5, message = 'Planning the outline'"
+               " WHERE report_id = ?", (STATUS_AFTER["PlanningStarted"], d["report_id"]))
 
     def _ToolProtocolChosen(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET protocol = ? WHERE report_id = ?", (d["protocol"], d["report_id"]))
 
     def _OutlinePlanned(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         sections = d["sections"]
-        yield ("UPDATE reports SET status = 'generating', progress = 10, message = 'Outline planned', title = ?,"
+        yield ("UPDATE reports SET status = ?, progress = ?, message = 'Outline planned', title = ?,"
                " summary = ?, outline = ?, sections_total = ? WHERE report_id = ?",
-               (d["title"], d["summary"], json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
+               (STATUS_AFTER["OutlinePlanned"], PLANNED, d["title"], d["summary"],
+                json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
         for i, section in enumerate(sections, 1):
             yield ("INSERT OR REPLACE INTO report_sections VALUES (?, ?, ?, ?, 'pending', NULL, 0, 0, 0, NULL, NULL,"
                    " '[]', '{}', 0, 0)",
@@ -136,9 +148,9 @@ class ReportView:
                 json.dumps(d.get("problems", []), ensure_ascii=False), json.dumps(d.get("rejections", {})),
                 d.get("grounded_quotes", 0), d.get("ungrounded_quotes", 0), rid, i))
         yield ("UPDATE reports SET completed_sections = completed_sections + 1, message = ?,"
-               " progress = 10 + (85 * (completed_sections + 1)) / max(sections_total, 1),"
+               " progress = ? + (? * (completed_sections + 1)) / max(sections_total, 1),"  # progress_for, in SQL
                " ungrounded_quotes = ungrounded_quotes + ? WHERE report_id = ?",
-               (f"Section {i} completed: {d['title']}", d.get("ungrounded_quotes", 0), rid))
+               (f"Section {i} completed: {d['title']}", PLANNED, SECTIONS_SHARE, d.get("ungrounded_quotes", 0), rid))
 
     def _ReportCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         problems = d.get("problems", [])
@@ -153,9 +165,9 @@ class ReportView:
                (int(d["live_environment"]), d["report_id"]))
 
     def _ReportFailed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET status = 'failed', error = ?, failed_stage = ?, resumable = ?, message = ?"
-               " WHERE report_id = ?", (d["error"], d["stage"], int(d.get("resumable", True)),
-                                        f"Failed during {d['stage']}", d["report_id"]))
+        yield ("UPDATE reports SET status = ?, error = ?, failed_stage = ?, resumable = ?, message = ?"
+               " WHERE report_id = ?", (STATUS_AFTER["ReportFailed"], d["error"], d["stage"],
+                                        int(d.get("resumable", True)), f"Failed during {d['stage']}", d["report_id"]))
 
     def _WriterChanged(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET provider = ?, model = ? WHERE report_id = ?", (d["provider"], d["model"], d["report_id"]))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHON": sys.executable}  # the interpreter running the tests has the packages
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_ruff_finds_nothing() -> None:

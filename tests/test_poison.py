@@ -79,7 +79,7 @@ async def test_a_folder_that_fails_is_recorded_backed_off_and_does_not_stop_the_
     failed = [r.data for r in await store.read_stream("simulation-a_bad")]
     good = [r.type for r in await store.read_stream("simulation-b_good")]
     assert [f["failures"] for f in failed] == [1] and "KeyError" in failed[0]["error"]
-    assert failed[0]["retry_in_s"] > 0 and watcher.errors == 1
+    assert failed[0]["retry_in_s"] > 0 and watcher.failing[root / "a_bad"][0] == 1
     assert "SimulationCompleted" in good
 
 

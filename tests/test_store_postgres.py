@@ -100,7 +100,7 @@ def test_migrate_copies_a_store_into_postgresql_with_positions_and_ids_intact(
     migrated = simreportd(sqlite_config, "migrate", "--to", pg_url)
     assert migrated.returncode == 0 and "digests match" in migrated.stderr, migrated.stderr
     again = simreportd(sqlite_config, "migrate", "--to", pg_url)
-    assert again.returncode == 1 and "empty database" in again.stderr
+    assert again.returncode == 2 and "empty database" in again.stderr
     node = tmp_path / "node2"
     pg_config = write_config(node)
     pg_config.write_text(pg_config.read_text().replace("[store]\n", f'[store]\nurl = "{pg_url}"\n'))

@@ -17,7 +17,7 @@ from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.chart import activity_rows, activity_svg
 from simreportd.projections.export import full_markdown, load_report, section_markdown
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.report import mirofish_status
+from simreportd.projections.report import mirofish_status, shown_progress
 from simreportd.projections.runner import reading
 
 Reply = tuple[int, str, bytes]
@@ -134,7 +134,7 @@ def progress(conn: sqlite3.Connection, query: dict[str, str], report_id: str) ->
     found = load_report(conn, report_id)
     if found is None:
         return not_found(f"no report {report_id}")
-    progress = -1 if found["status"] == "failed" else found["progress"]
+    progress = shown_progress(found["status"], found["progress"])
     return mirofish({"status": mirofish_status(found["status"]), "progress": progress,
                      "message": found["message"], "current_section": found["current_section"],
                      "completed_sections": [s["title"] for s in found["sections"] if s["status"] == "completed"],

@@ -13,12 +13,9 @@ from typing import Any
 
 from simreportd.events.codec import Recorded
 from simreportd.events.streams import report_stream, simulation_stream
-from simreportd.projections.report import progress_for
+from simreportd.projections.report import STATUS_AFTER, progress_for, shown_progress
 
 TOPICS = frozenset({"notifications", "events"})
-STATUS_OF = {"ReportRequested": "pending", "PlanningStarted": "planning", "OutlinePlanned": "generating",
-             "SectionCompleted": "generating", "ReportCompleted": "completed", "ReportFailed": "failed",
-             "ReportResumed": "generating"}
 MAX_QUESTION = 2000
 
 
@@ -189,7 +186,7 @@ def event_frame(recorded: Recorded) -> dict[str, Any]:
 def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
     """section_ready, interview_unlocked and report_status frames derived from one event."""
     t = recorded.type
-    if t not in STATUS_OF and t not in ("InterviewUnlocked", "InterviewAnswered"):
+    if t not in STATUS_AFTER and t not in ("InterviewUnlocked", "InterviewAnswered"):
         return []
     d = recorded.data
     base = {"position": recorded.position, "report_id": d["report_id"],
@@ -204,13 +201,13 @@ def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str,
     if t == "InterviewAnswered":
         out.append({"type": "interview_answer", **base, "interview_id": d["interview_id"], "agent_id": d["agent_id"],
                     "answer": d["answer"], "mode": d["mode"], "platform": d.get("platform")})
-    if t in STATUS_OF:
-        status = {"type": "report_status", **base, "status": d.get("status", STATUS_OF[t])
-                  if t == "ReportCompleted" else STATUS_OF[t]}
+    if t in STATUS_AFTER:
+        status = {"type": "report_status", **base, "status": d.get("status", STATUS_AFTER[t])
+                  if t == "ReportCompleted" else STATUS_AFTER[t]}
         if t == "SectionCompleted":
             status["progress"] = progress_for(d["section_index"], total)
         elif t in ("ReportCompleted", "ReportFailed"):
-            status["progress"] = 100 if t == "ReportCompleted" else -1
+            status["progress"] = 100 if t == "ReportCompleted" else shown_progress("failed", 0)
         if t == "ReportFailed":
             status["error"] = d["error"]
         if d.get("problems"):
