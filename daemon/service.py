@@ -50,10 +50,12 @@ class Daemon:
     def __init__(self, config: Config, folders: Sequence[Path] = (), command: str = "run") -> None:
         self.config, self.folders, self.command = config, list(folders), command
         self.server: Server | None = None
+        self.serving: anyio.Event | None = None  # set once `run(serve=True)` listens (made in __aenter__)
         self.lock = StoreLock(config.store.path)
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Daemon:
+        self.serving = anyio.Event()
         try:
             await self._open()
         except BaseException:
@@ -93,6 +95,8 @@ class Daemon:
             if serve:
                 self.server = await stack.enter_async_context(Server(self, self.config.server))
                 self.lock.advertise(f"http://{self.config.server.host}:{self.server.port}/")
+                assert self.serving is not None
+                self.serving.set()
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self.views.run, name="projections")
                 tasks.start_soon(self.reports.run, follow, name="reports")

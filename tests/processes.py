@@ -35,12 +35,13 @@ def serving(status: str) -> str:
 
 
 def reap() -> None:
-    """Kill every child a test left running."""
+    """Kill every child a test left running, and remove the log files of all of them."""
     while STARTED:
         process = STARTED.pop()
         if process.poll() is None:
             process.kill()
             process.wait(timeout=TIMEOUT)
+        process.log_path.unlink(missing_ok=True)  # type: ignore[attr-defined]
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:

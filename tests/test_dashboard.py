@@ -6,6 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from simreportd.daemon.service import Daemon
@@ -52,8 +53,9 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
                                  llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"})
             async with Daemon(config) as daemon:
                 task = asyncio.create_task(daemon.run(serve=True))
-                while daemon.server is None or daemon.server._ws is None:
-                    await asyncio.sleep(0.01)
+                with anyio.fail_after(TIMEOUT):
+                    await daemon.serving.wait()
+                assert daemon.server is not None
                 async with Chromium(tmp_path / "profile") as browser:
                     await browser.goto(f"http://127.0.0.1:{daemon.server.port}/")
                     deadline = time.monotonic() + TIMEOUT * 2

@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -37,8 +38,8 @@ class Running:
         self.daemon = await Daemon(self.config, self.folders).__aenter__()
         await self.daemon.watcher.rescan()
         self.task = asyncio.create_task(self.daemon.run(ingest=False, serve=True))
-        while self.daemon.server is None or self.daemon.server._ws is None:
-            await asyncio.sleep(0.01)
+        with anyio.fail_after(TIMEOUT):
+            await self.daemon.serving.wait()
         self.base = f"127.0.0.1:{self.daemon.server.port}"
         return self
 

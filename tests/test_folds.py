@@ -1,0 +1,164 @@
+"""The pure folds, each on its own in memory: read models, websocket frames and ingest's own state.
+
+No store, no runner, no daemon: events in, rows or frames out (projections/base.py promises this).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from simreportd.daemon.ingest.state import IngestState
+from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
+from simreportd.events.codec import Recorded, encode
+from simreportd.events.models import (
+    AgentActed,
+    DomainEvent,
+    InterviewUnlocked,
+    LLMRequested,
+    OutlinePlanned,
+    OutlineSection,
+    PlanningStarted,
+    PlatformFinished,
+    PlatformStarted,
+    ReportCompleted,
+    ReportFailed,
+    ReportRequested,
+    ReportResumed,
+    RoundStarted,
+    SectionCompleted,
+    SectionStarted,
+    SimulationCompleted,
+    SimulationDiscovered,
+    SimulationGenerationStarted,
+)
+from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections.base import Projection
+from simreportd.projections.report import ReportView, progress_for
+from simreportd.projections.simulation import SimulationModel
+from simreportd.projections.trace import TraceView
+
+SIM = {"simulation_id": "s", "generation": 1}
+RUN: list[DomainEvent] = [
+    SimulationDiscovered(**SIM, folder="/x", requirement="q", agents=[
+        {"agent_id": 1, "name": "Ann", "stance": "supportive"}, {"agent_id": 2, "name": "Bob", "stance": "opposing"}]),
+    PlatformStarted(**SIM, platform="twitter", agents_count=2),
+    RoundStarted(**SIM, platform="twitter", round=1),
+    AgentActed(**SIM, platform="twitter", round=1, agent_id=1, agent_name="Ann", action_type="CREATE_POST",
+               action_args={"content": "Buses first", "post_id": 7}),
+    AgentActed(**SIM, platform="twitter", round=1, agent_id=2, agent_name="Bob", action_type="LIKE_POST",
+               action_args={"post_id": 7, "post_author_name": "Ann"}),
+    AgentActed(**SIM, platform="twitter", round=2, agent_id=2, agent_name="Bob", action_type="FOLLOW",
+               action_args={"target_user_name": "Ann"}),
+    PlatformFinished(**SIM, platform="twitter", total_rounds=2, all_rounds_ran=True),
+    SimulationCompleted(**SIM, all_rounds_ran=True, platforms=["twitter"]),
+]
+R = {"report_id": "r1"}
+WRITING: list[DomainEvent] = [
+    ReportRequested(**R, **SIM),
+    PlanningStarted(**R),
+    OutlinePlanned(**R, title="T", summary="S", sections=[OutlineSection(title="One"), OutlineSection(title="Two")]),
+    SectionStarted(**R, section_index=1, title="One"),
+    LLMRequested(**R, call_id="llm-1", purpose="section", section_index=1, model="m", fingerprint="f" * 64,
+                 messages_added=[{"role": "user", "content": "write"}]),
+    SectionCompleted(**R, section_index=1, title="One", content="first"),
+    ReportFailed(**R, stage="section", error="boom"),
+]
+
+
+def recorded(events: list[DomainEvent], stream: str) -> list[Recorded]:
+    return [Recorded(i, stream, i, e.type_name, e.SCHEMA_VERSION, f"id-{i}", "2026-01-01T00:00:00Z", encode(e))
+            for i, e in enumerate(events, 1)]
+
+
+def fold(projection: Projection, events: list[DomainEvent], stream: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(projection.schema)
+    for r in recorded(events, stream):
+        if r.type in projection.types:
+            for sql, params in projection.apply(r):
+                conn.execute(sql, params)
+    return conn
+
+
+def test_the_simulation_model_counts_posts_reactions_and_follows() -> None:
+    conn = fold(SimulationModel(), RUN, "simulation-s")
+    [generation] = simulation_queries.simulations(conn)
+    assert (generation["status"], generation["actions"], generation["platforms"]) == ("completed", 3, {"twitter": "finished"})
+    assert simulation_queries.rounds(conn, ("s", 1)) == [("twitter", 1, 2), ("twitter", 2, 1)]
+    assert simulation_queries.agents_by_activity(conn, ("s", 1)) == [2, 1]
+    assert simulation_queries.latest_statements(conn, ("s", 1), 1) == [
+        {"ref": "post:twitter:7", "content": "Buses first", "round": 1}]
+    edges = conn.execute("SELECT kind, src_agent, dst_agent FROM sim_edges ORDER BY kind").fetchall()
+    assert edges == [("follow", 2, 1), ("like", 2, 1)]
+
+
+def test_a_new_generation_of_the_same_simulation_is_kept_apart() -> None:
+    conn = fold(SimulationModel(), [*RUN, SimulationGenerationStarted(simulation_id="s", generation=2, folder="/x",
+                                                                       reason="restart")], "simulation-s")
+    assert [g["generation"] for g in simulation_queries.simulations(conn)] == [1, 2]
+    assert simulation_queries.latest_generation(conn, "s") == (2, "/x")
+    assert simulation_queries.rounds(conn, ("s", 2)) == []
+
+
+def test_the_report_view_follows_status_and_progress_through_failure_and_resume() -> None:
+    view = ReportView()
+    conn = fold(view, WRITING, "report-r1")
+    failed = report_queries.report_row(conn, "r1")
+    assert failed is not None
+    assert (failed["status"], failed["progress"], failed["llm_calls"]) == ("failed", progress_for(1, 2), 1)
+    more: list[DomainEvent] = [ReportResumed(**R), SectionCompleted(**R, section_index=2, title="Two", content="2nd"),
+                               ReportCompleted(**R, title="T", sections_total=2, status="completed_degraded",
+                                               problems=["section 2: 0 tool call(s)"])]
+    conn = fold(view, [*WRITING, *more], "report-r1")
+    done = report_queries.report_row(conn, "r1")
+    assert done is not None and (done["status"], done["progress"], done["error"]) == ("completed_degraded", 100, None)
+    assert [s["status"] for s in report_queries.sections(conn, "r1")] == ["completed", "completed"]
+    assert [r["report_id"] for r in report_queries.reports(conn)] == ["r1"]
+    assert report_queries.report_ids(conn, completed_only=True) == ["r1"]
+
+
+def test_the_trace_numbers_iterations_by_llm_request() -> None:
+    conn = fold(TraceView(), WRITING, "report-r1")
+    steps = report_queries.trace_steps(conn, "r1")
+    assert [(s["kind"], s["section_index"], s["iteration"]) for s in steps] == [
+        ("planning", 0, 0), ("outline", 0, 0), ("section", 1, 0), ("llm_request", 1, 1), ("final_answer", 1, 1),
+        ("failed", 1, 1)]
+
+
+def frames(event: DomainEvent, sections: int = 2) -> list[dict[str, Any]]:
+    [r] = recorded([event], "report-r1")
+    return notifications(r, ReportInfo("s", sections))
+
+
+def test_notifications_announce_sections_failures_and_interviews() -> None:
+    ready, status = frames(SectionCompleted(**R, section_index=1, title="One", content="x"))
+    assert (ready["type"], ready["sections_total"]) == ("section_ready", 2)
+    assert (status["status"], status["progress"]) == ("generating", progress_for(1, 2))
+    [failed] = frames(ReportFailed(**R, stage="section", error="boom"))
+    assert (failed["status"], failed["progress"], failed["error"]) == ("failed", -1, "boom")
+    [unlocked] = frames(InterviewUnlocked(**R, simulation_id="s", live_environment=False))
+    assert (unlocked["type"], unlocked["simulation_id"]) == ("interview_unlocked", "s")
+    assert frames(LLMRequested(**R, call_id="c", purpose="section", section_index=1, model="m", fingerprint="f",
+                               messages_added=[])) == []
+
+
+def test_bad_client_frames_get_the_error_they_deserve() -> None:
+    cases = {"not json": "bad_json", "[]": "bad_message", '{"op": "subscribe", "topics": ["x"]}': "bad_topics",
+             '{"op": "subscribe", "after": -1}': "bad_after", '{"op": "launch"}': "unknown_op"}
+    for text, code in cases.items():
+        error = parse_message(text)
+        assert isinstance(error, ProtocolError) and error.code == code, (text, error)
+
+
+def test_ingest_state_completes_a_run_once_every_platform_present_has_finished() -> None:
+    state = IngestState("s")
+    for event in RUN[:-2]:
+        state.apply(event)
+    assert state.completion({"twitter", "reddit"}) is None and state.completion({"twitter"}) is None
+    state.apply(RUN[-2])
+    assert state.completion({"twitter", "reddit"}) is None  # reddit's file is there but has not finished
+    completed = state.completion({"twitter"})
+    assert completed is not None and completed.platforms == ["twitter"] and completed.all_rounds_ran
+    state.apply(completed)
+    assert state.completion({"twitter"}) is None  # once
