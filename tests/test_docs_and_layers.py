@@ -41,10 +41,11 @@ def test_only_the_store_imports_aiosqlite_in_events() -> None:
     assert users == ["store.py"]
 
 
-@pytest.mark.parametrize("layer, forbidden", [("events", {"projections", "agent", "daemon"}),
-                                              ("projections", {"agent", "daemon"}), ("agent", {"daemon"})])
+@pytest.mark.parametrize("layer, forbidden", [
+    ("events", {"projections", "agent", "daemon", "simulator"}), ("projections", {"agent", "daemon", "simulator"}),
+    ("agent", {"daemon", "simulator"}), ("simulator", {"events", "projections", "agent", "daemon"})])
 def test_imports_point_one_way(layer: str, forbidden: set[str]) -> None:
-    for path in (ROOT / layer).glob("*.py"):
+    for path in (ROOT / layer).rglob("*.py"):
         source = path.read_text()
         for other in forbidden:
             assert f"simreportd.{other}" not in source, f"{path.name} imports the {other} layer"
