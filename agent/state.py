@@ -282,6 +282,14 @@ class ReportState:
         assert self.request is not None
         self.request = self.request.model_copy(update={"provider": e.provider, "model": e.model})
 
+    def standing(self) -> str:
+        """Where an unfinished report stands, in words: `is still being written (2 of 4 sections done)`."""
+        if self.failed is not None:
+            return f"failed during {self.failed.stage} (`simreportd resume {self.report_id}` continues it)"
+        if self.outline is None:
+            return "is still being written (planning the outline)"
+        return f"is still being written ({len(self.completed)} of {len(self.outline.sections)} sections done)"
+
     def known_ids(self) -> set[str]:
         """Ids any tool of this report returned: citing one of them is citing the simulation model."""
         return grounding.ids_in([o.result for s in self.sections.values() for o in s.observations])

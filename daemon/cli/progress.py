@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TextIO
 
 from simreportd.events.codec import Recorded
@@ -58,18 +58,6 @@ async def follow_run(store: EventLog, simulation_id: str, out: TextIO) -> None:
                 print(f"Simulation {simulation_id} completed: {last_round} rounds, {actions} actions.",
                       file=out, flush=True)
                 return
-
-
-def how_far(events: Sequence[Recorded]) -> str:
-    """Where an unfinished report stands, from its events: `is still being written (2 of 4 sections done)`."""
-    last = events[-1]
-    if last.type == "ReportFailed":
-        return f"failed during {last.data['stage']} (`simreportd resume {last.data['report_id']}` continues it)"
-    outline = next((r for r in reversed(events) if r.type == "OutlinePlanned"), None)
-    if outline is None:
-        return "is still being written (planning the outline)"
-    done = sum(1 for r in events if r.type == "SectionCompleted")
-    return f"is still being written ({done} of {len(outline.data['sections'])} sections done)"
 
 
 def describe(recorded: Recorded, total: int) -> str | None:

@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 import anyio
 
+from simreportd.agent import core
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
 from simreportd.agent.tools import fts_query, in_windows, match_windows
-from simreportd.daemon.cli.progress import how_far
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed
 from simreportd.events.log import EventLog
@@ -174,7 +174,8 @@ class Interviewer:
             events = await self.store.read_stream(report_stream(report_id))
         requested = events[0].data
         if not any(r.type == "InterviewUnlocked" for r in events):
-            raise InterviewLocked(f"report {requested['report_id']} {how_far(events)}; interviews unlock when it "
+            standing = core.fold([r.event for r in events], requested["report_id"]).standing()
+            raise InterviewLocked(f"report {requested['report_id']} {standing}; interviews unlock when it "
                                   "completes: try again then")
         return requested
 
