@@ -106,7 +106,8 @@ class Recorded:
         return self._event
 
     def as_json(self) -> dict[str, Any]:
-        """The public JSON shape used by `simreportd events` and the websocket feed."""
+        """The public JSON shape used by `simreportd events` and the websocket feed; `meta` holds the
+        correlation and causation ids that link an event to the work and the event it answers."""
         return {
             "position": self.position,
             "stream": self.stream,
@@ -114,4 +115,6 @@ class Recorded:
             "type": self.type,
             "recorded_at": self.recorded_at,
             "data": self.data,
+            "event_id": self.event_id,
+            "meta": self.meta,
         }

@@ -81,7 +81,8 @@ def test_events_prints_json_lines_filtered_by_stream_and_type(demo: tuple) -> No
     result = simreportd("-c", str(config), "events", "--stream", f"report-{report_id}", "--type", "SectionCompleted")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(rows) >= 3 and {r["type"] for r in rows} == {"SectionCompleted"}
-    assert set(rows[0]) == {"position", "stream", "version", "type", "recorded_at", "data"}
+    assert set(rows[0]) == {"position", "stream", "version", "type", "recorded_at", "data", "event_id", "meta"}
+    assert {r["meta"]["correlation_id"] for r in rows} == {rows[0]["meta"]["correlation_id"]}  # one report's work
     after = simreportd("-c", str(config), "events", "--after", str(rows[-1]["position"]), "--type", "SectionCompleted")
     assert after.stdout == ""
 
