@@ -11,16 +11,18 @@ import email.utils
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import openai
 
 from simreportd.errors import LLMError
 from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
 
 from .interpret import coerce_arguments
 from .toolspec import openai_tools
+
+if TYPE_CHECKING:
+    import openai
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class OpenAIProvider:
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float, max_concurrency: int,
                  requests_per_minute: int = 0) -> None:
+        import openai  # here, not at the top: it takes a second to import, and only the API writer needs it
+
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
                                          timeout=timeout_s, max_retries=0)
         self.timeout_s = timeout_s
@@ -80,6 +84,8 @@ class OpenAIProvider:
 
     async def context_window(self, model: str) -> int | None:
         """The context size the server reports for `model` in its model list, if it says (vLLM, LM Studio do)."""
+        import openai
+
         try:
             with anyio.fail_after(min(self.timeout_s, 10.0)):
                 page = await self.client.models.list()
@@ -94,6 +100,8 @@ class OpenAIProvider:
         return None
 
     async def complete(self, request: LLMRequested, messages: list[dict[str, Any]], attempt: int) -> Completion:
+        import openai
+
         kwargs: dict[str, Any] = {"model": request.model, "messages": messages, **request.params}
         if request.tools and request.protocol == "native":
             kwargs["tools"] = openai_tools(request.tools)
