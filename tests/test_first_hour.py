@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import PYTHON, TIMEOUT, write_config
-from .processes import cli, wait_until
+from .processes import NotifySocket, cli, wait_until
 from .test_cli import simreportd
 
 pytestmark = pytest.mark.slow
@@ -162,9 +162,15 @@ def running_simulation(tmp_path: Path) -> tuple[Path, dict[str, list[str]]]:
     return sim, rest
 
 
-def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("daemon", [False, True], ids=["alone", "handed_over"])
+def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial_one(
+        tmp_path: Path, daemon: bool) -> None:
     config = write_config(tmp_path, auto=False)
     sim, rest = running_simulation(tmp_path)
+    if daemon:  # the same, with the work handed to a running daemon
+        with NotifySocket(tmp_path / "notify.sock") as systemd:
+            cli("run", "-c", str(config))
+            systemd.wait_for("READY=1")
 
     now = simreportd("-c", str(config), "report", str(sim), "--now", "--wait")
     assert now.returncode == 0, now.stderr

@@ -115,6 +115,10 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
 async def report(args: argparse.Namespace, config: Config) -> int:
     folder = Path(args.sim_dir).resolve()
     if holder := running_daemon(config):
+        if not args.now:  # the daemon ingests the folder; the run is followed here, in the shared log
+            ingested = await send(holder, config, {"op": "ingest", "folder": str(folder)})
+            async with config.store.open() as store:
+                await follow_run(store, ingested["simulation_id"], sys.stderr)
         frame = await send(holder, config, {"op": "request_report", "folder": str(folder)})
         if not args.wait:
             print(frame["report_id"])

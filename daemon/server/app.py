@@ -341,6 +341,8 @@ class Server:
 
     async def _perform(self, command: HandedOver) -> dict[str, Any]:
         daemon = self.daemon
+        if command.op == "ingest":
+            return {"simulation_id": await actions.ingest_folder(daemon, Path(command.folder or ""))}
         if command.op == "request_report":
             return {"report_id": await actions.request_report(daemon, Path(command.folder or ""))}
         if command.op == "resume":

@@ -73,7 +73,8 @@ class HandedOver:
 
 
 Command = Subscribe | GenerateReport | Interview | HandedOver
-HANDED_OVER = {"request_report": ("folder",), "resume": ("report_id",), "fork": ("report_id", "at"), "rebuild": ()}
+HANDED_OVER = {"ingest": ("folder",), "request_report": ("folder",), "resume": ("report_id",),
+               "fork": ("report_id", "at"), "rebuild": ()}
 
 
 def parse_message(text: str | bytes) -> Command | ProtocolError:
