@@ -7,12 +7,18 @@ so a change of the simulation tables touches this module and the fold, nothing e
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from typing import Any
 
 from .runner import rows_as_dicts
+from .simulation import han_spaced
 
 Key = tuple[str, int]  # (simulation_id, generation)
+KEY = "simulation_id = ? AND generation = ?"
+MAX_RANKED, WINDOWS = 4000, 8  # full-text matches a search ranks at most, and in how many stretches of the run
+STOPWORDS = frozenset("a an and are as at be by did do does for from has have how in is it its of on or that the "
+                      "their them they this to was were what when where which who why will with".split())
 
 
 def simulations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -43,6 +49,34 @@ def rounds(conn: sqlite3.Connection, key: Key) -> list[tuple[str, int, int]]:
     return [(str(p), int(r), int(a or 0)) for p, r, a in conn.execute(
         "SELECT platform, round, actions FROM sim_rounds WHERE simulation_id = ? AND generation = ?"
         " ORDER BY round, platform", key)]
+
+
+def setup(conn: sqlite3.Connection, key: Key) -> tuple[str, dict[str, Any]] | None:
+    """The generation's requirement and its simulation_config summary, or None if it is unknown."""
+    row = conn.execute(f"SELECT requirement, config FROM sim_generations WHERE {KEY}", key).fetchone()
+    return (row[0] or "", json.loads(row[1] or "{}")) if row else None
+
+
+def platforms(conn: sqlite3.Connection, key: Key) -> dict[str, dict[str, Any]]:
+    """Per platform: actions, rounds (as announced, else the last seen) and whether all rounds ran."""
+    return {row["platform"]: {"actions": row["actions"], "rounds": row["total_rounds"],
+                              "all_rounds_ran": bool(row["all_rounds_ran"])}
+            for row in rows_as_dicts(conn.execute(
+                "SELECT platform, actions, all_rounds_ran, coalesce(total_rounds, (SELECT max(r.round) FROM"
+                " sim_rounds r WHERE r.simulation_id = p.simulation_id AND r.generation = p.generation AND"
+                f" r.platform = p.platform)) AS total_rounds FROM sim_platforms p WHERE {KEY}"
+                " ORDER BY platform", key))}
+
+
+def stance_counts(conn: sqlite3.Connection, key: Key) -> dict[str, int]:
+    return dict(conn.execute(f"SELECT stance, count(*) FROM sim_agents WHERE {KEY} GROUP BY stance"
+                             " ORDER BY stance", key).fetchall())
+
+
+def entity_type_counts(conn: sqlite3.Connection, key: Key, limit: int) -> dict[str, int]:
+    """The most common entity types of the agents, with their counts."""
+    return dict(conn.execute(f"SELECT entity_type, count(*) FROM sim_agents WHERE {KEY} GROUP BY entity_type"
+                             " ORDER BY count(*) DESC, entity_type LIMIT ?", (*key, limit)).fetchall())
 
 
 def rejections(conn: sqlite3.Connection) -> int:
@@ -86,3 +120,195 @@ def latest_statements(conn: sqlite3.Connection, key: Key, agent_id: int, limit: 
 
 def is_known(conn: sqlite3.Connection, simulation_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sim_generations WHERE simulation_id = ?", (simulation_id,)).fetchone() is not None
+
+
+# --- what the report agent's tools read --------------------------------------------------
+
+def fts_query(text: str) -> str:
+    """An FTS5 expression matching any meaningful word of `text`; user text never becomes syntax.
+
+    Chinese has no spaces: a run of Han characters becomes its two-character phrases, as the index
+    holds one token per character (`han_spaced`)."""
+    words = []
+    for w in re.findall(r"\w+", text.lower()):
+        chars = han_spaced(w).split()
+        words += [f"{a} {b}" for a, b in zip(chars, chars[1:])] if len(chars) > 1 else chars
+    words = [w for w in words if w not in STOPWORDS and len(w) > 1]
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
+
+
+def most_active(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT a.agent_id, coalesce(g.name, ''), coalesce(g.stance, ''), sum(a.actions), sum(a.posts)"
+        " FROM sim_activity a LEFT JOIN sim_agents g USING (simulation_id, generation, agent_id)"
+        " WHERE a.simulation_id = ? AND a.generation = ? GROUP BY a.agent_id"
+        " ORDER BY sum(a.actions) DESC, a.agent_id LIMIT ?", (*key, limit)).fetchall()
+    return [{"ref": f"agent:{a}", "name": n, "stance": s, "actions": c, "posts": p} for a, n, s, c, p in rows]
+
+
+def most_engaged_agents(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
+    """Agents others reacted to most (likes, reposts, quotes, comments, follows received), from the counters."""
+    rows = conn.execute(
+        "SELECT n.agent_id, coalesce(g.name, ''), coalesce(g.stance, ''), n.reactions, n.shares, n.comments, n.likes"
+        " FROM sim_engagement n LEFT JOIN sim_agents g USING (simulation_id, generation, agent_id)"
+        " WHERE n.simulation_id = ? AND n.generation = ? AND n.reactions > 0"
+        " ORDER BY n.reactions DESC, n.agent_id LIMIT ?", (*key, limit)).fetchall()
+    return [{"ref": f"agent:{a}", "name": n, "stance": s, "reactions": c, "shares": sh, "comments": cm, "likes": lk}
+            for a, n, s, c, sh, cm, lk in rows]
+
+
+def action_mix(conn: sqlite3.Connection, key: tuple[str, int]) -> dict[str, list[dict[str, Any]]]:
+    """Per platform, the actions most common first (a list: JSON objects would lose the order)."""
+    mix: dict[str, list[dict[str, Any]]] = {}
+    for platform, action, count in conn.execute(
+            f"SELECT platform, action_type, count FROM sim_action_mix WHERE {KEY}"
+            " ORDER BY platform, count DESC, action_type", key):
+        mix.setdefault(platform, []).append({"action": action, "count": count})
+    return mix
+
+
+POST_COLUMNS = ("p.ref, p.kind, p.platform, p.round, p.content, p.quoted_content, p.quoted_author, p.agent_id,"
+                " coalesce(g.name, ''), coalesce(g.stance, '')")
+AGENT_JOIN = ("LEFT JOIN sim_agents g ON g.simulation_id = p.simulation_id"
+              " AND g.generation = p.generation AND g.agent_id = p.agent_id")
+POST_JOIN = f"sim_posts p {AGENT_JOIN}"
+
+
+def post_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    ref, kind, platform, round_no, content, quoted, quoted_author, agent, name, stance = row
+    post = {"ref": ref, "kind": kind, "platform": platform, "round": round_no, "content": content,
+            "agent": {"id": agent, "ref": f"agent:{agent}", "name": name, "stance": stance}}
+    if quoted:
+        post["quoting"] = {"author": quoted_author, "content": quoted}
+    return post
+
+
+def search(conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
+            kinds: tuple[str, ...] | None) -> list[dict[str, Any]]:
+    expression = fts_query(query)
+    if not expression:
+        return []
+    kinds_json = json.dumps(list(kinds)) if kinds else None
+    within, bounds = in_windows(match_windows(conn, expression, key))
+    rows = conn.execute(
+        f"SELECT {POST_COLUMNS} FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid {AGENT_JOIN}"
+        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ?"
+        " AND (? IS NULL OR p.kind IN (SELECT value FROM json_each(?)))"
+        " ORDER BY bm25(sim_posts_fts), p.id LIMIT ?",
+        (expression, *bounds, *key, kinds_json, kinds_json, limit)).fetchall()
+    return [post_dict(r) for r in rows]
+
+
+def in_windows(windows: list[tuple[int, int]]) -> tuple[str, list[int]]:
+    """A WHERE term keeping `sim_posts_fts` rows inside `windows`, and its parameters.
+
+    The outer range is handed to FTS5 (it skips what lies outside); the windows are
+    tested by SQLite before anything is ranked, so only their rows are scored.
+    """
+    if not windows:
+        return "0", []
+    ranges = " OR ".join(["sim_posts_fts.rowid BETWEEN ? AND ?"] * len(windows))
+    return (f"sim_posts_fts.rowid BETWEEN ? AND ? AND ({ranges})",
+            [windows[0][0], windows[-1][1], *(b for w in windows for b in w)])
+
+
+def match_windows(conn: sqlite3.Connection, expression: str, key: tuple[str, int]) -> list[tuple[int, int]]:
+    """Row-id ranges of `sim_posts` to rank `expression`'s matches in, holding MAX_RANKED matches at most.
+
+    Ranking costs a few microseconds per match, so a common word in a million-action run
+    would take a second: past MAX_RANKED matches, the ranges are WINDOWS evenly spaced
+    stretches of the run, each holding its share of matches (a sample over all rounds).
+    """
+    first = conn.execute(f"SELECT id FROM sim_posts WHERE {KEY} ORDER BY id LIMIT 1", key).fetchone()
+    last = conn.execute(f"SELECT id FROM sim_posts WHERE {KEY} ORDER BY id DESC LIMIT 1", key).fetchone()
+    if first is None:
+        return []
+    whole = (first[0], last[0])
+    matches = conn.execute("SELECT count(*) FROM (SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ?"
+                           " AND rowid BETWEEN ? AND ? LIMIT ?)", (expression, *whole, MAX_RANKED + 1)).fetchone()[0]
+    if matches <= MAX_RANKED:
+        return [whole]
+    step = (whole[1] - whole[0] + 1) / WINDOWS
+    starts = [whole[0] + int(i * step) for i in range(WINDOWS)] + [whole[1] + 1]
+    windows = []
+    for start, end in zip(starts, starts[1:]):
+        cap = conn.execute("SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ? AND rowid BETWEEN ? AND ?"
+                           " ORDER BY rowid LIMIT 1 OFFSET ?", (expression, start, end - 1,
+                                                                MAX_RANKED // WINDOWS - 1)).fetchone()
+        windows.append((start, cap[0] if cap else end - 1))
+    return windows
+
+
+def most_engaged_posts(conn: sqlite3.Connection, key: tuple[str, int], limit: int) -> list[dict[str, Any]]:
+    """The posts and quotes others reacted to most, read from the engagement counter's index."""
+    rows = conn.execute(
+        f"SELECT {POST_COLUMNS}, p.engagement FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ?"
+        " AND p.kind IN ('post', 'quote') ORDER BY p.engagement DESC, p.id LIMIT ?", (*key, limit)).fetchall()
+    return [{**post_dict(r[:-1]), "engagement": r[-1]} for r in rows]
+
+
+def profiles(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[int]) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT g.agent_id, g.name, g.stance, g.entity_type, g.bio,"
+        " (SELECT coalesce(sum(actions), 0) FROM sim_activity a WHERE a.simulation_id = g.simulation_id"
+        "  AND a.generation = g.generation AND a.agent_id = g.agent_id)"
+        " FROM sim_agents g WHERE g.simulation_id = ? AND g.generation = ?"
+        " AND g.agent_id IN (SELECT value FROM json_each(?)) ORDER BY g.agent_id",
+        (*key, json.dumps(agent_ids))).fetchall()
+    return [{"ref": f"agent:{a}", "name": n, "stance": s, "type": t, "bio": b, "actions": c}
+            for a, n, s, t, b, c in rows]
+
+
+def chains(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[int]) -> list[dict[str, Any]]:
+    """Who reposted, quoted, commented on, liked or followed whom, among and around these agents."""
+    ids = json.dumps(agent_ids)
+    rows = conn.execute(
+        "SELECT l.src_agent, coalesce(s.name, ''), l.kind, l.dst_agent, coalesce(d.name, ''), l.count, l.undone"
+        " FROM (SELECT * FROM sim_links WHERE simulation_id = ?1 AND generation = ?2"
+        "  AND src_agent IN (SELECT value FROM json_each(?3))"
+        "  UNION SELECT * FROM sim_links WHERE simulation_id = ?1 AND generation = ?2"
+        "  AND dst_agent IN (SELECT value FROM json_each(?3))) l"
+        " LEFT JOIN sim_agents s ON s.simulation_id = ?1 AND s.generation = ?2 AND s.agent_id = l.src_agent"
+        " LEFT JOIN sim_agents d ON d.simulation_id = ?1 AND d.generation = ?2 AND d.agent_id = l.dst_agent"
+        " ORDER BY l.count DESC, l.src_agent, l.kind, l.dst_agent LIMIT 15", (*key, ids)).fetchall()
+    return [{"from": f"agent:{s}", "from_name": sn, "kind": k, "to": f"agent:{d}", "to_name": dn, "count": c,
+             "undone": u} for s, sn, k, d, dn, c, u in rows]
+
+
+def statements(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str, Any]]:
+    """Every post, quote and comment with its author's name and stated stance, in log order."""
+    rows = conn.execute(f"SELECT p.ref, p.kind, p.round, p.content, p.agent_id, coalesce(g.name, ''),"
+                        f" coalesce(g.stance, '') FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ?"
+                        " AND p.kind IN ('post', 'quote', 'comment') AND p.content != '' ORDER BY p.id", key).fetchall()
+    return [{"ref": r, "kind": k, "round": n or 0, "content": c, "agent": a, "name": nm, "stance": st}
+            for r, k, n, c, a, nm, st in rows]
+
+
+def undone_actions(conn: sqlite3.Connection, key: tuple[str, int]) -> int:
+    """Undone actions (unlikes, unfollows...) that took back an earlier one, from the per-platform counters."""
+    return int(conn.execute(f"SELECT coalesce(sum(undone), 0) FROM sim_platforms WHERE {KEY}", key).fetchone()[0])
+
+
+def topic_writers(conn: sqlite3.Connection, key: Key, topic: str) -> list[int]:
+    """Agents by how many of their statements match `topic` (in the sample `match_windows` keeps)."""
+    expression = fts_query(topic)
+    if not expression:
+        return []
+    within, bounds = in_windows(match_windows(conn, expression, key))
+    return [r[0] for r in conn.execute(
+        "SELECT p.agent_id FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"  # the match drives
+        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ?"
+        " AND p.kind != 'profile' GROUP BY p.agent_id ORDER BY count(*) DESC, p.agent_id", (expression, *bounds, *key))]
+
+
+def relevant_statements(conn: sqlite3.Connection, key: Key, agent_id: int, question: str) -> list[dict[str, Any]]:
+    """The agent's three statements that match `question` best (in the sample `match_windows` keeps)."""
+    expression = fts_query(question)
+    if not expression:
+        return []
+    within, bounds = in_windows(match_windows(conn, expression, key))
+    return rows_as_dicts(conn.execute(
+        "SELECT p.ref, p.content, p.round FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
+        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
+        " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
+        (expression, *bounds, *key, agent_id)))

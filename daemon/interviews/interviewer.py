@@ -7,7 +7,6 @@ by users (`simreportd interview`, the websocket op). Every answer says which mod
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -18,14 +17,13 @@ import anyio
 from simreportd.agent import core
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
-from simreportd.agent.tools import fts_query, in_windows, match_windows
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed
 from simreportd.events.log import EventLog
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
-from simreportd.projections.runner import in_thread, reading, rows_as_dicts
+from simreportd.projections.runner import in_thread, reading
 
 from .environment import FolderEnvironment
 
@@ -87,7 +85,7 @@ class Interviewer:
         """Agents who wrote about the topic, taken in turn from each stance so camps are all heard."""
         with reading(self.views_path) as conn:
             key = (simulation_id, generation)
-            ranked = _topic_writers(conn, key, fts_query(topic))
+            ranked = simulation_queries.topic_writers(conn, key, topic)
             active = simulation_queries.agents_by_activity(conn, key)
             profiles = simulation_queries.agent_stances(conn, key)
         candidates = [profiles[a] for a in dict.fromkeys(ranked + active) if a in profiles]
@@ -133,7 +131,7 @@ class Interviewer:
             if profile is None:
                 low, high = simulation_queries.agent_id_range(conn, (simulation_id, generation))
                 raise NotFound(f"agent {agent_id} is not in simulation {simulation_id} (its agents are {low} to {high})")
-            relevant = _relevant_posts(conn, (simulation_id, generation, agent_id), fts_query(question))
+            relevant = simulation_queries.relevant_statements(conn, (simulation_id, generation), agent_id, question)
             latest = simulation_queries.latest_statements(conn, (simulation_id, generation), agent_id)
             posts = list({p["content"]: p for p in relevant + latest}.values())  # the same words once
         return profile, posts
@@ -191,27 +189,6 @@ class Interviewer:
         return str(row["report_id"])
 
 
-def _topic_writers(conn: sqlite3.Connection, key: tuple[str, int], expression: str) -> list[int]:
-    """Agents by how many of their statements match the topic (in the sample `match_windows` keeps)."""
-    if not expression:
-        return []
-    within, bounds = in_windows(match_windows(conn, expression, key))
-    return [r[0] for r in conn.execute(
-        "SELECT p.agent_id FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"  # the match drives
-        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ?"
-        " AND p.kind != 'profile' GROUP BY p.agent_id ORDER BY count(*) DESC, p.agent_id", (expression, *bounds, *key))]
-
-
-def _relevant_posts(conn: sqlite3.Connection, key: tuple[str, int, int], expression: str) -> list[dict[str, Any]]:
-    """The agent's three statements that match best (in the sample `match_windows` keeps)."""
-    if not expression:
-        return []
-    within, bounds = in_windows(match_windows(conn, expression, key[:2]))
-    return rows_as_dicts(conn.execute(
-        "SELECT p.ref, p.content, p.round FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
-        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
-        " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
-        (expression, *bounds, *key)))
 
 
 def _live_answers(result: Any, agents: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
