@@ -29,7 +29,6 @@ from simreportd.errors import (
     SchedulerStopped,
     UsageError,
 )
-from simreportd.events.codec import Recorded
 from simreportd.events.ids import new_event_id
 from simreportd.events.log import EventLog, NewEvent
 from simreportd.events.models import (
@@ -132,12 +131,12 @@ class ReportScheduler:
         Its id is the correlation id of every event of the report; `caused_by` names the event that
         asked for it (the run's SimulationCompleted), so a trace leads from the report back to the run.
         """
-        history = await self.store.read_stream(simulation_stream(simulation_id))
-        if not history:
+        runs = await runs_so_far(self.store, simulation_id)  # from the log: the read models may lag behind
+        if not runs:
             raise NotFound(f"no simulation {simulation_id!r} has been ingested; its folder is not under [watch] "
                            "roots or holds nothing readable yet (`simreportd report SIM_DIR` ingests one folder)")
         if generation is None:
-            generation = int(history[-1].data["generation"])  # the newest (the read models may lag behind)
+            generation = max(runs)  # the newest
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
         settings = settings_for(self.config.agent, llm, REPORT_TOOLS)
@@ -145,7 +144,7 @@ class ReportScheduler:
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
                                 model=model_for(llm, self.provider_name),
-                                settings=settings, partial=run_so_far(history, generation))
+                                settings=settings, partial=runs.get(generation))
         try:
             request_id = new_event_id()
             meta = {"correlation_id": request_id, **({"causation_id": caused_by} if caused_by else {})}
@@ -233,18 +232,19 @@ class ReportScheduler:
                     await self.leases.release(lease)
 
 
-def run_so_far(history: list[Recorded], generation: int) -> RunSoFar | None:
-    """None when the generation has completed; else how far it had got (a report on it is partial)."""
-    rounds: dict[str, int] = {}
-    actions = 0
-    for recorded in history:
-        d = recorded.data
-        if d["generation"] != generation:
-            continue
+async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar | None]:
+    """Per generation of the simulation: None once it completed, else how far it had got (a report on
+    it is partial). Read in batches: a simulation's stream holds one event per action."""
+    runs: dict[int, RunSoFar | None] = {}
+    rounds: dict[int, dict[str, int]] = {}
+    actions: dict[int, int] = {}
+    async for recorded in store.iter_stream(simulation_stream(simulation_id)):
+        d, generation = recorded.data, int(recorded.data["generation"])
+        rounds.setdefault(generation, {})
         if recorded.type == "SimulationCompleted":
-            return None
-        if recorded.type == "RoundEnded":
-            rounds[d["platform"]] = max(rounds.get(d["platform"], 0), d["round"])
+            runs[generation] = None
+        elif recorded.type == "RoundEnded":
+            rounds[generation][d["platform"]] = max(rounds[generation].get(d["platform"], 0), d["round"])
         elif recorded.type == "AgentActed":
-            actions += 1
-    return RunSoFar(rounds=rounds, actions=actions)
+            actions[generation] = actions.get(generation, 0) + 1
+    return {g: None if g in runs else RunSoFar(rounds=r, actions=actions.get(g, 0)) for g, r in rounds.items()}

@@ -133,9 +133,17 @@ class EventLog:
         """Up to `limit` events after global position `after`, optionally of some types or streams."""
         raise NotImplementedError
 
-    async def read_stream(self, stream: str, after_version: int = 0) -> list[Recorded]:
-        """The events of one stream after `after_version`, in order."""
+    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None) -> list[Recorded]:
+        """The events of one stream after `after_version`, in order (the first `limit` of them)."""
         raise NotImplementedError
+
+    async def iter_stream(self, stream: str, after_version: int = 0, batch: int = 1000) -> AsyncIterator[Recorded]:
+        """The events of one stream in order, read `batch` at a time: memory stays bounded however long
+        the stream is (a simulation's holds one event per action)."""
+        while chunk := await self.read_stream(stream, after_version, limit=batch):
+            for recorded in chunk:
+                yield recorded
+            after_version = chunk[-1].version
 
     async def stream_summaries(self) -> list[tuple[str, int, int]]:
         """(stream, events, last position) for every stream, for `simreportd events` and status."""

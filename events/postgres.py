@@ -154,10 +154,11 @@ class PostgresEventStore(EventLog):
         assert self._pool is not None
         return self._pool
 
-    async def read_stream(self, stream: str, after_version: int = 0) -> list[Recorded]:
-        """Every event of `stream` with a version above `after_version`, in order."""
+    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None) -> list[Recorded]:
+        """Every event of `stream` with a version above `after_version`, in order (the first `limit`)."""
         rows = await self._reader().fetch(
-            f"SELECT {COLUMNS} FROM {TABLE} WHERE stream = $1 AND version > $2 ORDER BY version", stream, after_version)
+            f"SELECT {COLUMNS} FROM {TABLE} WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3",
+            stream, after_version, limit)
         return [Recorded(*row) for row in rows]
 
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,

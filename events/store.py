@@ -188,11 +188,12 @@ class EventStore(EventLog):
                 " GROUP BY stream", (json.dumps(missing),))
             self._versions.update({**dict.fromkeys(missing, 0), **{stream: version for stream, version in rows}})
 
-    async def read_stream(self, stream: str, after_version: int = 0) -> list[Recorded]:
-        """Every event of `stream` with a version above `after_version`, in order."""
+    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None) -> list[Recorded]:
+        """Every event of `stream` with a version above `after_version`, in order (the first `limit`)."""
         conn = self._reader_conn()
-        sql = f"SELECT {SELECT_COLUMNS} FROM events WHERE stream = ? AND version > ? ORDER BY version"
-        return [Recorded(*row) for row in await conn.execute_fetchall(sql, (stream, after_version))]
+        sql = f"SELECT {SELECT_COLUMNS} FROM events WHERE stream = ? AND version > ? ORDER BY version LIMIT ?"
+        rows = await conn.execute_fetchall(sql, (stream, after_version, -1 if limit is None else limit))
+        return [Recorded(*row) for row in rows]
 
     async def read_all(
         self,

@@ -48,6 +48,15 @@ class EventStoreContract:
             assert versions == list(range(1, len(versions) + 1))
 
     @pytest.mark.anyio
+    async def test_a_stream_reads_in_pages_and_iterates_in_bounded_batches(self, store: EventStore) -> None:
+        await store.append("report-a", [planning("a")] * 7, expected_version=0)
+        await store.append("report-b", [planning("b")] * 2, expected_version=0)
+        page = await store.read_stream("report-a", after_version=2, limit=3)
+        assert [r.version for r in page] == [3, 4, 5]
+        assert [r.version async for r in store.iter_stream("report-a", batch=2)] == list(range(1, 8))
+        assert [r.version async for r in store.iter_stream("report-a", after_version=6, batch=4)] == [7]
+
+    @pytest.mark.anyio
     async def test_reappending_the_same_event_ids_writes_nothing_and_returns_original_positions(
         self, store: EventStore
     ) -> None:

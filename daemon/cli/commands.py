@@ -222,9 +222,10 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
 
 async def completed_generation(store: EventLog, simulation_id: str) -> int:
     """The latest generation of a simulation that has completed."""
-    for recorded in reversed(await store.read_stream(simulation_stream(simulation_id))):
-        if recorded.type == "SimulationCompleted":
-            return int(recorded.data["generation"])
+    completed = [r.data["generation"] async for r in store.iter_stream(simulation_stream(simulation_id))
+                 if r.type == "SimulationCompleted"]
+    if completed:
+        return int(completed[-1])
     raise UsageError(f"simulation {simulation_id} has not completed; is its folder complete?")
 
 

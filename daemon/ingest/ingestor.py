@@ -94,7 +94,7 @@ class SimulationIngestor:
     async def _state(self) -> IngestState:
         if self.state is None:
             state = IngestState(self.simulation_id)
-            for recorded in await self.store.read_stream(self.stream):
+            async for recorded in self.store.iter_stream(self.stream):  # a million actions do not fit at once
                 state.apply(recorded.event)
             self.state = state
         return self.state
