@@ -41,6 +41,7 @@ from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
+COPY_BATCH = 5000  # events copied per append when a replay builds its scratch store
 VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
 INPUTS = ("ReportResumed", "WriterChanged")  # a user's decisions during the writing, not the runner's steps
 REDONE_BY_A_FORK = ("LLMRequested", "LLMFailed", "ReportFailed", "ReportCompleted", "InterviewUnlocked")
@@ -119,8 +120,12 @@ async def copy_simulations(store: EventLog, copy: EventLog, before: int) -> None
     """Every simulation's events the report could see, not only its own: search ranks (FTS5 bm25)
     weigh each match against the whole index, so the other simulations shape a tool's results too."""
     for stream, _, _ in await store.stream_summaries():
-        if stream.startswith(simulation_stream("")):
-            await _copy(copy, stream, [r for r in await store.read_stream(stream) if r.position < before])
+        if not stream.startswith(simulation_stream("")):
+            continue
+        copied = 0
+        while chunk := [r for r in await store.read_stream(stream, copied, limit=COPY_BATCH) if r.position < before]:
+            await _copy(copy, stream, chunk, copied)  # a batch at a time: a run of a million actions does not fit
+            copied = chunk[-1].version
 
 
 async def run_with_inputs(copy: EventLog, runner: ReportRunner, report_id: str,
@@ -202,10 +207,11 @@ async def fork_report(store: EventLog, report_id: str, at: int, provider: str, m
     return new_id
 
 
-async def _copy(store: EventLog, stream: str, events: list[Recorded]) -> None:
-    for start in range(0, len(events), 5000):
-        chunk = events[start:start + 5000]
-        await store.append(stream, [NewEvent(r.event, r.event_id) for r in chunk], expected_version=start)
+async def _copy(store: EventLog, stream: str, events: list[Recorded], version: int = 0) -> None:
+    """Append `events` to `stream` of the copy, which is at `version`, as they were (ids kept)."""
+    for start in range(0, len(events), COPY_BATCH):
+        chunk = events[start:start + COPY_BATCH]
+        await store.append(stream, [NewEvent(r.event, r.event_id) for r in chunk], expected_version=version + start)
 
 
 async def _no_wait(seconds: float) -> None:
