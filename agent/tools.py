@@ -27,6 +27,7 @@ from .toolspec import REPORT_TOOLS
 MAX_RESULT = 16 * 1024  # bytes of JSON a tool result may take, whatever the simulation's size
 MAX_SERIES = 60  # per-round rows in an analytics result; longer runs are summed into spans of rounds
 MAX_POINTS = 10  # turning points in an analytics result, the sharpest first
+CAMPS_CACHED = 8  # simulations whose camps a SimulationTools keeps
 MAX_TIMELINE = 24  # entries in a panorama timeline; longer ones are grouped by spans of rounds
 
 
@@ -46,6 +47,7 @@ class SimulationTools:
     def __init__(self, views_path: Path, interviews: Interviews | None = None,
                  limiter: anyio.CapacityLimiter | None = None) -> None:
         self.views_path, self.interviews, self.limiter = views_path, interviews, limiter
+        self._camps: dict[tuple[str, int, int], dict[str, Any]] = {}  # (simulation, generation, views position)
 
     async def run(self, name: str, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
         """Run tool `name` and return its result as JSON text."""
@@ -101,8 +103,18 @@ class SimulationTools:
             "most_active_agents": simulation_queries.most_active(conn, key, 5),
             "most_engaged_agents": simulation_queries.most_engaged_agents(conn, key, 5),
             "action_mix": simulation_queries.action_mix(conn, key),
-            "camps": camps_from_statements(simulation_queries.statements(conn, key)),
+            "camps": self._camps_of(conn, key),
         }
+
+    def _camps_of(self, conn: sqlite3.Connection, key: tuple[str, int]) -> dict[str, Any]:
+        """Camps read from every statement of the run: the dearest part of an analytics call (seconds on a
+        run of a million actions), so kept until the run has a new statement; each section of a report asks."""
+        cached = (*key, simulation_queries.last_statement(conn, key))
+        if cached not in self._camps:
+            if len(self._camps) >= CAMPS_CACHED:
+                self._camps.pop(next(iter(self._camps)))
+            self._camps[cached] = camps_from_statements(simulation_queries.statements(conn, key))
+        return self._camps[cached]
 
     def quick_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,
                      limit: int = 10) -> dict[str, Any]:

@@ -275,6 +275,12 @@ def chains(conn: sqlite3.Connection, key: tuple[str, int], agent_ids: list[int])
              "undone": u} for s, sn, k, d, dn, c, u in rows]
 
 
+def last_statement(conn: sqlite3.Connection, key: Key) -> int:
+    """The row id of the run's newest post, quote, comment or profile (0 before any): it moves when they do."""
+    row = conn.execute(f"SELECT id FROM sim_posts WHERE {KEY} ORDER BY id DESC LIMIT 1", key).fetchone()
+    return int(row[0]) if row else 0
+
+
 def statements(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str, Any]]:
     """Every post, quote and comment with its author's name and stated stance, in log order."""
     rows = conn.execute(f"SELECT p.ref, p.kind, p.round, p.content, p.agent_id, coalesce(g.name, ''),"
