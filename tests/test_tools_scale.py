@@ -180,3 +180,29 @@ def test_a_result_too_big_loses_list_items_not_validity() -> None:
     data = json.loads(text)
     assert len(text.encode()) <= MAX_RESULT and 20 < len(data["results"]) < 200 and len(data["agents"]) == 5
     assert data["results"][0]["ref"] == "post:twitter:0" and "shortened" in data["truncated"]
+
+
+@pytest.mark.anyio
+async def test_camps_are_kept_only_until_the_run_has_new_statements(tmp_path: Path) -> None:
+    """The cached camps of a running simulation follow it: never older than what the tools can read."""
+    from simreportd.daemon.service import Daemon
+
+    from .conftest import make_config
+    from .test_first_hour import running_simulation
+
+    sim, rest = running_simulation(tmp_path)
+    async with Daemon(make_config(tmp_path), folders=[sim]) as daemon:
+        async def analytics(tools: SimulationTools) -> dict[str, Any]:
+            await daemon.watcher.rescan()
+            await daemon.views.catch_up()
+            return json.loads(await tools.run("simulation_analytics", {}, "sim_live", 1))
+
+        tools = SimulationTools(daemon.views.path)
+        early = await analytics(tools)
+        for platform, lines in rest.items():
+            with (sim / platform / "actions.jsonl").open("a", encoding="utf-8") as f:
+                f.writelines(lines)
+        late = await analytics(tools)
+        fresh = await analytics(SimulationTools(daemon.views.path))
+    assert late["total_actions"] > early["total_actions"]
+    assert late["camps"] == fresh["camps"] != early["camps"]
