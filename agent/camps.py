@@ -8,6 +8,7 @@ Authors of a statement never vote on their own statement's camp.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from typing import Any
@@ -15,9 +16,13 @@ from typing import Any
 Statement = dict[str, Any]  # ref, kind, round, content, agent (id), name, stance (the profile's)
 
 
+DIGITS, SPACES = re.compile(r"\d+"), re.compile(r"\s+")
+
+
+@functools.lru_cache(maxsize=1 << 16)  # asked several times per statement, and arguments repeat
 def argument_key(text: str) -> str:
     """The text of a statement with digits masked and spaces folded: one key per argument."""
-    return re.sub(r"\s+", " ", re.sub(r"\d+", "#", text.strip().lower()))
+    return SPACES.sub(" ", DIGITS.sub("#", text.strip().lower()))
 
 
 def camps_from_statements(statements: list[Statement], top: int = 3) -> dict[str, Any]:
@@ -39,19 +44,32 @@ def _voices(statements: list[Statement], moved: set[tuple[int, int]]) -> dict[st
     return authors
 
 
-def _camp(authors: Counter[tuple[int, str]] | None, excluding: int | None = None) -> str:
-    """The stance most of an argument's other authors hold ('' when none, or a tie)."""
-    votes = Counter(stance for agent, stance in (authors or {}) if agent != excluding)
-    ranked = votes.most_common(2)
-    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
-        return ""
-    return ranked[0][0]
+def _tallies(voices: dict[str, Counter[tuple[int, str]]]) -> dict[str, Counter[str]]:
+    """Per argument, how many of its authors speak for each stance (counted once, not per statement)."""
+    return {key: Counter(stance for _, stance in authors) for key, authors in voices.items()}
+
+
+def _camp(votes: Counter[str] | None, abstaining: str | None = None) -> str:
+    """The stance most of an argument's authors hold ('' when none, or a tie); `abstaining` is the stance
+    of an author whose own statement is being placed: theirs is not counted."""
+    best, top, tied = "", 0, False
+    for stance, count in (votes or {}).items():
+        count -= stance == abstaining
+        if count > top:
+            best, top, tied = stance, count, False
+        elif count == top and count > 0:
+            tied = True
+    return "" if tied else best
 
 
 def _shifts(statements: list[Statement], voices: dict[str, Counter[tuple[int, str]]]) -> list[dict[str, Any]]:
     by_agent: dict[int, list[tuple[Statement, str]]] = {}
+    tallies = _tallies(voices)
     for s in sorted(statements, key=lambda s: (s["round"], s["ref"])):
-        camp = _camp(voices.get(argument_key(s["content"])), excluding=s["agent"])
+        key = argument_key(s["content"])
+        votes = tallies.get(key)
+        own = votes is not None and (s["agent"], s["stance"]) in voices[key]  # never a vote on one's own words
+        camp = _camp(votes, s["stance"] if own else None)
         if camp:
             by_agent.setdefault(s["agent"], []).append((s, camp))
     out = []
@@ -78,8 +96,9 @@ def _arguments(statements: list[Statement], voices: dict[str, Counter[tuple[int,
         if s["kind"] in ("post", "quote"):
             groups.setdefault(argument_key(s["content"]), []).append(s)
     ranked: dict[str, list[dict[str, Any]]] = {}
+    tallies = _tallies(voices)
     for key, items in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        camp = _camp(voices.get(key))
+        camp = _camp(tallies.get(key))
         if camp and len(ranked.setdefault(camp, [])) < top:
             first = min(items, key=lambda s: (s["round"], s["ref"]))
             ranked[camp].append({"statements": len(items), "authors": len({s["agent"] for s in items}),
