@@ -167,6 +167,9 @@ class ReportScheduler:
         if not events:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         if events[-1].type != "ReportFailed":
+            if any(r.type == "ReportCompleted" for r in events):
+                raise UsageError(f"report {report_id} has completed; nothing to resume (`simreportd fork {report_id} "
+                                 "--at POSITION` writes it again from one of its steps)")
             raise UsageError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
         request = core.fold([r.event for r in events], report_id).request
         assert request is not None
