@@ -104,4 +104,4 @@ def test_report_for_a_missing_folder_says_what_to_pass(tmp_path: Path) -> None:
 def test_resume_of_a_completed_report_is_refused_clearly(demo: tuple) -> None:
     out, report_id, _ = demo
     result = simreportd("-c", str(write_config(out, auto=False)), "resume", report_id)
-    assert result.returncode == 2 and "has not failed" in result.stderr
+    assert result.returncode == 2 and "has completed; nothing to resume" in result.stderr and "simreportd fork" in result.stderr

@@ -55,7 +55,7 @@ def test_usage_and_configuration_errors_exit_2_with_a_message(store: tuple) -> N
         (2, "is not a folder", ["report", str(root / "nowhere")]),
         (2, "holds no simulation: none of simulation_config.json", ["report", str(root / "empty_sim")]),
         (2, "no report 'report_nope'", ["resume", "report_nope"]),
-        (2, "has not failed", ["resume", report_id]),
+        (2, "has completed; nothing to resume", ["resume", report_id]),
         (2, "pass either REPORT_ID or --all", ["replay"]),
         (2, "no report 'report_nope'", ["replay", "report_nope", "--verify"]),
         (2, "no report 'report_nope'", ["fork", "report_nope", "--at", "1"]),
