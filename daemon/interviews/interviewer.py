@@ -58,14 +58,14 @@ class Interviewer:
         agents = await self._in_thread(self._choose, simulation_id, generation, topic, count)
         asked = questions(topic)
         prompt = "Please answer these questions:\n" + "\n".join(f"{i}. {q}" for i, q in enumerate(asked, 1))
-        answers, mode, note = await self._answers(simulation_id, generation, agents, prompt)
+        answers, mode, note = await self._answers(simulation_id, generation, agents, prompt, topic)
         return json.dumps({"topic": topic, "questions": asked, "mode": mode, "note": note, "interviews": [
             {"agent": {"ref": f"agent:{a['agent_id']}", "name": a["name"], "stance": a["stance"]},
              "agent_id": a["agent_id"], "question": prompt, **answers[a["agent_id"]]} for a in agents]},
             sort_keys=True, ensure_ascii=False)
 
     async def _answers(self, simulation_id: str, generation: int, agents: list[dict[str, Any]],
-                       prompt: str) -> tuple[dict[int, dict[str, Any]], str, str]:
+                       prompt: str, topic: str) -> tuple[dict[int, dict[str, Any]], str, str]:
         folder = self.environment.folder_of(simulation_id)
         if folder and await self.environment.alive(simulation_id):
             try:
@@ -77,7 +77,8 @@ class Interviewer:
         else:
             note = "the simulation environment is not running; answered in persona from profiles and posts"
         persona = {a["agent_id"]: {"mode": "persona", "platform": None,
-                                   "answer": await self._persona(simulation_id, generation, a["agent_id"], prompt)}
+                                   "answer": await self._persona(simulation_id, generation, a["agent_id"], prompt,
+                                                                 about=topic)}
                    for a in agents}
         return persona, "persona", note
 
@@ -97,10 +98,12 @@ class Interviewer:
                     chosen.append(by_stance[stance].pop(0))
         return chosen
 
-    async def _persona(self, simulation_id: str, generation: int, agent_id: int, question: str) -> str:
-        """An answer in the agent's persona: from its profile and its own recorded posts."""
+    async def _persona(self, simulation_id: str, generation: int, agent_id: int, question: str,
+                       about: str | None = None) -> str:
+        """An answer in the agent's persona: from its profile and its own recorded posts, those on `about`
+        (the interview's topic; else the question's own words) first."""
         profile, posts = await self._in_thread(self._persona_material, simulation_id, generation, agent_id,
-                                                    question)
+                                                    about or question)
         if self.provider.name == "openai":
             try:
                 return await self._persona_by_model(profile, posts, question)
