@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,7 +48,8 @@ class SimulationTools:
     def __init__(self, views_path: Path, interviews: Interviews | None = None,
                  limiter: anyio.CapacityLimiter | None = None) -> None:
         self.views_path, self.interviews, self.limiter = views_path, interviews, limiter
-        self._camps: dict[tuple[str, int, int], dict[str, Any]] = {}  # (simulation, generation, views position)
+        self._camps: dict[tuple[str, int, int], dict[str, Any]] = {}  # (simulation, generation, last statement)
+        self._camps_lock = threading.Lock()  # tools of several reports run in worker threads at once
 
     async def run(self, name: str, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
         """Run tool `name` and return its result as JSON text."""
@@ -110,11 +112,15 @@ class SimulationTools:
         """Camps read from every statement of the run: the dearest part of an analytics call (seconds on a
         run of a million actions), so kept until the run has a new statement; each section of a report asks."""
         cached = (*key, simulation_queries.last_statement(conn, key))
-        if cached not in self._camps:
-            if len(self._camps) >= CAMPS_CACHED:
-                self._camps.pop(next(iter(self._camps)))
-            self._camps[cached] = camps_from_statements(simulation_queries.statements(conn, key))
-        return self._camps[cached]
+        with self._camps_lock:
+            found = self._camps.get(cached)
+        if found is None:
+            found = camps_from_statements(simulation_queries.statements(conn, key))  # outside the lock: seconds
+            with self._camps_lock:
+                while len(self._camps) >= CAMPS_CACHED:
+                    self._camps.pop(next(iter(self._camps)))
+                self._camps[cached] = found
+        return found
 
     def quick_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,
                      limit: int = 10) -> dict[str, Any]:
