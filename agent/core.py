@@ -194,8 +194,8 @@ def _tools_tokens(s: ReportState, tools: list[str]) -> int:
 
 
 def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]],
-             tools: list[str]) -> ContextCompacted | LLMRequested:
-    """The next request, or first the compaction that makes it fit the context."""
+             tools: list[str], named: str | None = None) -> ContextCompacted | LLMRequested:
+    """The next request, or first the compaction that makes it fit the context; `named` is a tool it must call."""
     assert s.request is not None
     c, context = s.conversation, _context_tokens(s)
     size = budget.estimate(c.messages + added, s.chars_per_token) + _tools_tokens(s, tools)
@@ -208,7 +208,9 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
             return compaction
     params: dict[str, Any] = {"temperature": s.rules.temperature,
                               "max_tokens": min(s.max_tokens, max(64, context - size - context // 20))}
-    if tools and s.protocol == "native" and s.rules.tool_protocol == "auto":
+    if tools and s.protocol == "native" and named is not None:
+        params["tool_choice"] = {"type": "function", "function": {"name": named}}
+    elif tools and s.protocol == "native" and s.rules.tool_protocol == "auto":
         params["tool_choice"] = "auto"  # some servers (llama.cpp's chatml-function-calling) ignore tools without it
     if "timeout_s" in s.overrides:
         params["timeout"] = s.overrides["timeout_s"]
@@ -292,7 +294,20 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
     if _spent(s, section):
         final = {"role": "user", "content": prompts.forced_final(s.protocol or "native")}
         return _emit(_request(s, "section", section.index, added + [final], []))
-    return _emit(_request(s, "section", section.index, added, list(s.tools)))
+    return _emit(_request(s, "section", section.index, added, list(s.tools), _named_tool(s, section)))
+
+
+def _named_tool(s: ReportState, section: SectionState) -> str | None:
+    """The tool the next request must call, once the model answered without one while evidence is short.
+
+    Weak models write the section before gathering anything, whatever the prompt says; a named
+    `tool_choice` makes the server return a call of that tool (OpenAI and vLLM by contract, llama.cpp by
+    grammar) with arguments the model writes: the first tool the section has not used, as the rejection said.
+    """
+    if not s.rules.name_tools or s.protocol != "native" or section.rejected_replies == 0 \
+            or section.tool_calls >= s.rules.min_tool_calls or not s.tools:
+        return None
+    return next((tool for tool in s.tools if tool not in section.used_tools), s.tools[0])
 
 
 def _tools_ignored(s: ReportState) -> bool:

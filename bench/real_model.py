@@ -124,6 +124,7 @@ def figures(protocol: str, events: list[Any], state: Any, wall_s: float) -> dict
         "protocol": protocol, "wall_s": round(wall_s, 1),
         "protocols": [e.protocol for e in by_type["ToolProtocolChosen"]],
         "sections": len(sections), "tool_calls": [s.tool_calls for s in sections],
+        "named_choices": sum(isinstance(e.params.get("tool_choice"), dict) for e in by_type["LLMRequested"]),
         "forced": sum(s.forced for s in sections),
         "rejections": dict(collections.Counter(e.reason for e in by_type["ResponseRejected"])),
         "grounded_quotes": sum(s.grounded_quotes for s in sections),
@@ -142,7 +143,7 @@ def show(result: dict[str, Any]) -> None:
     calls = result["tool_calls"]
     print(f"\n== protocol {result['protocol']} ({' -> '.join(result['protocols'])}), {result['wall_s']} s")
     print(f"  sections            {result['sections']}, tool calls per section {calls}, "
-          f"mean {sum(calls) / len(calls) if calls else 0:.1f}")
+          f"mean {sum(calls) / len(calls) if calls else 0:.1f} ({result['named_choices']} asked for by name)")
     print(f"  forced sections     {result['forced']}")
     print(f"  rejections          {json.dumps(result['rejections'])}")
     print(f"  quotes              {result['grounded_quotes']} grounded, {result['ungrounded_quotes']} ungrounded")

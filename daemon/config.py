@@ -95,6 +95,7 @@ class AgentConfig(Section):
     outline_retries: int = Field(default=2, ge=0)
     max_rejections: int = Field(default=4, ge=0)
     mirofish_budget: bool = False
+    name_tools: bool = True
 
 
 class ReportsConfig(Section):

@@ -171,6 +171,9 @@ class ReportRules(BaseModel):
     max_iterations: int = 5  # accepted steps per section
     max_rejections: int = 4  # rejected replies per section, counted apart (unless mirofish_budget)
     mirofish_budget: bool = False
+    # False for reports recorded before this rule existed (they never named a tool, and replay must
+    # ask what they asked); `[agent] name_tools` defaults to true for new reports.
+    name_tools: bool = False
     conflict_retries: int = 2
     outline_retries: int = 2
     max_retries: int = 4

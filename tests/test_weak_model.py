@@ -163,3 +163,29 @@ async def test_sections_without_tool_calls_make_a_degraded_report_everywhere_it_
     _, _, body = http_api.progress(conn, {}, report_id)
     assert "problem(s)" in json.loads(body)["data"]["message"]
     conn.close()
+
+
+def calls_only_named_tools(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """llama.cpp serving a weak model: it writes prose instead of calling tools, unless the request names
+    a tool, which the server's grammar then forces it to call."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        arguments = json.dumps({"query": "AI proctoring"})
+        return {"content": None, "tool_calls": [{"id": f"named{len(body['messages'])}", "type": "function",
+                                                 "function": {"name": choice["function"]["name"],
+                                                              "arguments": arguments}}]}
+    return {"content": "Students were worried about it."} if message.get("tool_calls") else None
+
+
+async def test_a_model_that_writes_before_it_looks_is_asked_for_named_tools(tmp_path: Path,
+                                                                           small_sim: Path) -> None:
+    with FakeLLM(script=calls_only_named_tools) as llm:
+        _, report_id, (state, events) = await report_once(llm_config(tmp_path, llm.base_url), small_sim)
+    assert state.verdict is not None and state.verdict.status == "completed", state.verdict.problems
+    done = [e.data for e in events if e.type == "SectionCompleted"]
+    assert done and all(d["tool_calls"] >= 3 and not d["forced"] for d in done)
+    named = [b["tool_choice"]["function"]["name"] for b in llm.requests if isinstance(b.get("tool_choice"), dict)]
+    called = [e.data["tool"] for e in events if e.type == "ToolCalled"]
+    assert named and called == named  # every call was one the request named, none made up by the script
+    assert [e.data["protocol"] for e in events if e.type == "ToolProtocolChosen"] == ["native"]
+    assert (await replay_report_in(tmp_path, report_id)).divergence is None
