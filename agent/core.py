@@ -311,8 +311,12 @@ def _named_tool(s: ReportState, section: SectionState) -> str | None:
 
 
 def _tools_ignored(s: ReportState) -> bool:
-    """`auto`: the server keeps answering offered tools with text; the text protocol is likelier to work."""
-    return s.rules.tool_protocol == "auto" and s.protocol == "native" and not s.native_calls_seen \
+    """`auto`: the model keeps answering offered tools with prose; the text protocol is likelier to work.
+
+    A call the model writes in its text (fenced JSON, tags) counts as a call: Qwen does that on llama.cpp,
+    and switching it to the text protocol made it stop calling tools at all.
+    """
+    return s.rules.tool_protocol == "auto" and s.protocol == "native" and not s.tool_calls_seen \
         and s.tools_ignored >= IGNORED_TOOLS_FALLBACK
 
 

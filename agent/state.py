@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simreportd.agent import budget, grounding, prompts
+from simreportd.agent.interpret import read_reply
 from simreportd.events.models import (
     ContextCompacted,
     ContextGathered,
@@ -118,8 +119,8 @@ class ReportState:
     failed: ReportFailed | None = None
     rules: ReportRules = field(default_factory=ReportRules)  # from ReportRequested: kept for the report's life
     overrides: dict[str, Any] = field(default_factory=dict)  # LLM settings changed by `resume`
-    tools_ignored: int = 0  # replies to native requests offering tools that held no native tool call
-    native_calls_seen: bool = False
+    tools_ignored: int = 0  # replies to native requests offering tools that held no tool call in any form
+    tool_calls_seen: bool = False  # a reply to such a request held one (native, tagged or JSON in the text)
     chars_per_token: float = budget.DEFAULT_CHARS_PER_TOKEN
     prompt_cap: int | None = None  # lowered when the server refused a request as too long
 
@@ -207,8 +208,9 @@ class ReportState:
         c.add(message)
         c.native_ids.update(t.id for t in e.tool_calls)
         if offered:
-            self.tools_ignored += not e.tool_calls
-            self.native_calls_seen |= bool(e.tool_calls)
+            called = bool(read_reply(e.content, e.tool_calls, e.call_id, "native").tool_calls)
+            self.tools_ignored += not called
+            self.tool_calls_seen |= called
         if (section := self.current) is not None and self.outline is not None:
             section.iterations += 1
             section.forced_replies += section.final_requested

@@ -258,3 +258,13 @@ def test_tools_are_never_named_when_the_rule_is_off_or_in_the_text_protocol() ->
     for s in (started(name_tools=False), started(protocol="text", name_tools=True)):
         reply(s, "Everything is fine.")
         assert "tool_choice" not in drive(s).request.params
+
+
+def test_tool_calls_written_in_the_text_keep_the_native_protocol() -> None:
+    s = started(protocol="auto")
+    for tool in REPORT_TOOLS[:2]:  # Qwen on llama.cpp: fenced JSON instead of native calls
+        events = reply(s, f'```json\n{{"name": "{tool}", "arguments": {{"query": "ban"}}}}\n```')
+        assert [type(e) for e in events] == [ToolCalled]
+        observe_all(s)
+    drive(s)
+    assert s.protocol == "native" and s.tools_ignored == 0

@@ -59,7 +59,8 @@ async def test_a_server_that_ignores_tools_gets_tool_choice_then_the_text_protoc
         llm.ignore_tools = True
         _, report_id, (state, events) = await report_once(llm_config(tmp_path, llm.base_url), small_sim)
     offered = [b for b in llm.requests if "tools" in b]
-    assert offered and all(b["tool_choice"] == "auto" for b in offered)
+    named = {"type": "function", "function": {"name": "insight_forge"}}  # asked for by name after one refusal
+    assert [b["tool_choice"] for b in offered] == ["auto", named]
     chosen = [e.data for e in events if e.type == "ToolProtocolChosen"]
     assert [c["protocol"] for c in chosen] == ["native", "text"]
     assert "ignored the offered tools in 2 replies" in chosen[1]["reason"]

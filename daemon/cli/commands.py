@@ -131,6 +131,8 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             await wait_for_run(daemon, simulation_id)
         report_id = await daemon.reports.request(simulation_id, trigger="cli")
         if not args.wait:
+            say("report requested; no daemon is running, so it is written when `simreportd run` starts "
+                "(pass --wait to write it here and now)")
             print(report_id)
             return 0
         state = await generate(daemon, report_id)
