@@ -79,7 +79,7 @@ def digest(result: str) -> str:
 def _trim_replies(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i in _older(messages):
         if messages[i].get("role") == "assistant":
-            messages[i]["content"] = _cut(str(messages[i].get("content") or ""), 200)
+            messages[i]["content"] = cut(str(messages[i].get("content") or ""), 200)
     return messages
 
 
@@ -87,12 +87,12 @@ def _trim_all(limit: int, newest: bool = False) -> Callable[[list[dict[str, Any]
     """A pass that cuts every message but the system prompt (and, unless `newest`, the last) to `limit`."""
     def trim(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for i in range(1, len(messages) if newest else len(messages) - 1):
-            messages[i]["content"] = _cut(str(messages[i].get("content") or ""), limit)
+            messages[i]["content"] = cut(str(messages[i].get("content") or ""), limit)
         return messages
     return trim
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
     """The head and the tail of a long text (a request's instruction often comes last)."""
     if len(text) <= limit:
         return text

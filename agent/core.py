@@ -87,6 +87,7 @@ class Stop:
 
 
 IGNORED_TOOLS_FALLBACK = 2  # `auto`: replies that ignore offered tools before switching to the text protocol
+LAST_WORD_OVERHEAD = 700  # tokens of a forced final request besides the evidence: instructions, requirement
 FORCED_RETRIES = 1  # an unusable forced final answer is sent back this often before the evidence stands in
 
 
@@ -194,12 +195,16 @@ def _tools_tokens(s: ReportState, tools: list[str]) -> int:
 
 
 def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]],
-             tools: list[str], named: str | None = None) -> ContextCompacted | LLMRequested:
-    """The next request, or first the compaction that makes it fit the context; `named` is a tool it must call."""
+             tools: list[str], named: str | None = None, fresh: bool = False) -> ContextCompacted | LLMRequested:
+    """The next request, or first the compaction that makes it fit the context.
+
+    `named` is a tool the reply must call; `fresh` makes `added` a conversation of its own.
+    """
     assert s.request is not None
     c, context = s.conversation, _context_tokens(s)
-    size = budget.estimate(c.messages + added, s.chars_per_token) + _tools_tokens(s, tools)
-    if c.messages and added[:len(c.pending)] == c.pending and size > _prompt_target(s, context):
+    before = [] if fresh else c.messages
+    size = budget.estimate(before + added, s.chars_per_token) + _tools_tokens(s, tools)
+    if before and added[:len(c.pending)] == c.pending and size > _prompt_target(s, context):
         movable = c.messages + c.pending  # the fold compacts these; the rest of `added` stays as it is
         target = _prompt_target(s, context) - (size - budget.estimate(movable, s.chars_per_token))
         compaction = _compaction(s, index, movable, target, "the conversation outgrew the context budget "
@@ -216,12 +221,12 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
         params["timeout"] = s.overrides["timeout_s"]
     model = s.request.model or s.request.provider
     protocol = s.protocol or "native"
-    digest = c.digest.copy()  # the messages so far are hashed already, as they were folded
+    digest = hashlib.sha256() if fresh else c.digest.copy()  # the messages so far are hashed already
     for message in added:
         digest.update(message_bytes(message))
     return LLMRequested(report_id=s.report_id, call_id=f"llm-{s.llm_calls + 1}", purpose=purpose,  # type: ignore[arg-type]
                         section_index=index, model=model, params=params, protocol=protocol,  # type: ignore[arg-type]
-                        tools=tools, messages_added=added,
+                        tools=tools, messages_added=added, fresh=fresh,
                         fingerprint=_seal(model, params, protocol, tools, digest.hexdigest()))
 
 
@@ -292,8 +297,7 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
     if section.final_requested:
         return _emit(_request(s, "section", section.index, added, []))
     if _spent(s, section):
-        final = {"role": "user", "content": prompts.forced_final(s.protocol or "native")}
-        return _emit(_request(s, "section", section.index, added + [final], []))
+        return _emit(_request(s, "section", section.index, _last_word_opening(s, section), [], fresh=True))
     return _emit(_request(s, "section", section.index, added, list(s.tools), _named_tool(s, section)))
 
 
@@ -332,6 +336,19 @@ def _spent(s: ReportState, section: SectionState) -> bool:
         return section.iterations >= rules.max_iterations
     return len(section.accepted) >= rules.max_iterations \
         or section.rejected_replies >= rules.max_rejections
+
+
+def _last_word_opening(s: ReportState, section: SectionState) -> list[dict[str, Any]]:
+    """The forced final answer, asked in a conversation of its own: the section's evidence, fitted to the
+    context, and no tool-call turns to imitate (weak models kept writing calls after being told to stop)."""
+    assert s.outline is not None and s.context is not None
+    room = int((_prompt_target(s, _context_tokens(s)) - LAST_WORD_OVERHEAD) * s.chars_per_token)
+    share = max(400, room // max(1, len(section.observations)))
+    evidence = [(o.tool, budget.cut(o.result, share)) for o in section.observations]
+    outlined = s.outline.sections[section.index - 1]
+    return prompts.last_word_messages(requirement=s.context.get("requirement", ""), report_title=s.outline.title,
+                                      title=outlined.title, description=outlined.description, evidence=evidence,
+                                      protocol=s.protocol or "native")
 
 
 def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, Any]]:

@@ -90,6 +90,23 @@ def section_messages(
     return [{"role": "system", "content": "\n".join(system)}, {"role": "user", "content": user}]
 
 
+def last_word_messages(*, requirement: str, report_title: str, title: str, description: str,
+                       evidence: list[tuple[str, str]], protocol: str) -> list[dict[str, Any]]:
+    """A section's forced final answer as a conversation of its own: the evidence as data, then the order."""
+    system = "\n".join([
+        "You are writing one section of an analytical report about a social-media simulation.",
+        DATA_RULE,
+        "Write the section text in plain prose from the evidence given; no headings, no tool calls, no JSON. "
+        "Quote agents only with text that appears verbatim in the evidence, as a Markdown blockquote followed "
+        "by its id, e.g. > \"text\" (post:twitter:42).",
+    ])
+    blocks = "\n".join(delimit("tool_result", result, name=tool) for tool, result in evidence) or "(none)"
+    user = (f"Report: {report_title}\nRequirement:\n{delimit('simulation_data', requirement)}\n\n"
+            f"Section: {title}. {description}\n\nEvidence gathered with the tools:\n{blocks}\n\n"
+            f"{forced_final(protocol)}")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def observation(tool: str, result: str, hint: str) -> str:
     return f"{delimit('tool_result', result, name=tool)}\n{hint}"
 

@@ -180,6 +180,8 @@ class ReportState:
 
     def _on_LLMRequested(self, e: LLMRequested) -> None:
         c = self.conversation
+        if e.fresh:
+            c.replace([])
         for message in e.messages_added:
             c.add(message)
         c.pending, c.awaiting, c.attempts, c.failures, c.last_failure = [], e, 0, 0, None

@@ -7,6 +7,7 @@ bytes on every machine: replay depends on it.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sqlite3
@@ -81,11 +82,15 @@ class SimulationTools:
         return bounded_json(self._call_raw(method, arguments, key), MAX_RESULT)
 
     def _call_raw(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> Any:
+        known, ignored = _split_args(method, arguments)
         with reading(self.views_path) as conn:
             try:
-                return method(conn, key, **_clean_args(arguments))
+                result = method(conn, key, **known)
             except TypeError as exc:
                 raise ToolError(f"bad arguments {sorted(arguments)}: {exc}") from None
+        if ignored and isinstance(result, dict):  # weak models invent arguments: answer, and say which were unused
+            result = {"ignored_arguments": ignored, **result}
+        return result
 
     # --- the tools --------------------------------------------------------------------------
 
@@ -243,8 +248,11 @@ def _sharpest(points: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     return sorted(sorted(points, key=lambda p: (-p["ratio"], p["round"]))[:limit], key=lambda p: p["round"])
 
 
-def _clean_args(arguments: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in arguments.items() if not k.startswith("_")}
+def _split_args(method: Any, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The arguments `method` takes, and the names of those it does not (ours start with `_`: dropped)."""
+    accepted = list(inspect.signature(method).parameters)[2:]  # after the connection and the run's key
+    known = {k: v for k, v in arguments.items() if k in accepted and not k.startswith("_")}
+    return known, sorted(k for k in arguments if k not in known and not k.startswith("_"))
 
 
 def _per_round(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str, Any]]:

@@ -234,6 +234,7 @@ class LLMRequested(ReportEvent):
     tools: list[str] = Field(default_factory=list)
     messages_added: list[dict[str, Any]]
     fingerprint: str
+    fresh: bool = False  # the messages start a conversation of their own (a section's forced last word)
 
 
 class ToolCallRequest(BaseModel):

@@ -268,3 +268,28 @@ def test_tool_calls_written_in_the_text_keep_the_native_protocol() -> None:
         observe_all(s)
     drive(s)
     assert s.protocol == "native" and s.tools_ignored == 0
+
+
+def test_the_forced_final_answer_is_asked_in_a_conversation_of_its_own() -> None:
+    s = started(max_tool_calls=3)
+    use_tools(s, 3)
+    effect = drive(s)
+    request = effect.request
+    assert request.fresh and request.tools == [] and [m["role"] for m in effect.messages] == ["system", "user"]
+    last = effect.messages[-1]["content"]
+    assert prompts.FORCED_FINAL in last and last.count("<tool_result") == 3  # the evidence, no tool-call turns
+    assert request.fingerprint == core.fingerprint(request.model, request.params, request.protocol, [],
+                                                   effect.messages)
+    events = reply(s, "Round 2 split the students.")
+    assert isinstance(events[-1], SectionCompleted) and events[-1].forced
+
+
+def test_the_forced_final_evidence_fits_the_context() -> None:
+    s = started(max_tool_calls=3, context_tokens=2048, max_tokens=256)
+    for tool in REPORT_TOOLS[:3]:
+        reply(s, calls=[(tool, {"query": "x"})])
+        s.apply(ToolObserved(report_id="r1", section_index=1, call_id=s.current.open_calls[0].call_id, tool=tool,
+                             result=big_result(60)))
+    effect = drive(s)
+    assert effect.request.fresh and effect.request.params["max_tokens"] >= 64
+    assert core.budget.estimate(effect.messages, s.chars_per_token) <= 2048 - 256

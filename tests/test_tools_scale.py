@@ -206,3 +206,20 @@ async def test_camps_are_kept_only_until_the_run_has_new_statements(tmp_path: Pa
         fresh = await analytics(SimulationTools(daemon.views.path))
     assert late["total_actions"] > early["total_actions"]
     assert late["camps"] == fresh["camps"] != early["camps"]
+
+
+async def test_arguments_a_tool_does_not_take_are_named_not_fatal(tmp_path: Path, small_sim: Path) -> None:
+    """Weak models invent arguments (`rounds`, `platforms`); the tool answers and says what it did not use."""
+    from simreportd.daemon.service import Daemon
+
+    from .conftest import make_config
+
+    async with Daemon(make_config(tmp_path), folders=[small_sim]) as daemon:
+        await daemon.watcher.check(small_sim)
+        await daemon.views.catch_up()
+        tools = SimulationTools(daemon.views.path)
+        plain = json.loads(await tools.run("simulation_analytics", {}, small_sim.name, 1))
+        invented = json.loads(await tools.run("simulation_analytics", {"rounds": 3, "_x": 1, "platforms": {}},
+                                              small_sim.name, 1))
+    assert invented.pop("ignored_arguments") == ["platforms", "rounds"]
+    assert invented == plain and plain["total_actions"] > 0

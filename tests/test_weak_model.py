@@ -125,7 +125,7 @@ async def test_a_forced_answer_echoing_our_prompt_is_sent_back_and_the_clean_tex
     def echo_once(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
         if is_forced(body) and not echoed:
             echoed.append(1)
-            return {"content": body["messages"][-1]["content"] + "\n</tool_result>"}
+            return {"content": prompts.forced_final("native") + "\n</tool_result>"}
         return None
 
     with FakeLLM(script=echo_once) as llm:

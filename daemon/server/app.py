@@ -2,9 +2,14 @@
 
 One broadcaster task follows the log and offers each event to every session. A session
 that subscribes with `after` first reads the history itself (buffering what the
-broadcaster offers meanwhile), then goes live: no gap, nothing twice. Each session
-sends from its own bounded queue, so a client that stops reading is disconnected
-(code 4008) instead of slowing anyone else.
+broadcaster offers meanwhile), then goes live: no gap, nothing twice.
+
+A live frame is written by the broadcaster straight into every connection that has nothing
+queued, with one `websockets.broadcast` call per frame: no task switch and no copy per
+client. Everything else (history, replies, frames behind those) goes through the session's
+bounded queue and its sender task, so order is kept. A client that stops reading is
+disconnected (code 4008) when its queue or its unsent bytes pass a bound, instead of
+slowing anyone else.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from websockets.asyncio.server import Server as WSServer
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection, broadcast, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -51,6 +56,7 @@ from .protocol import (
 log = logging.getLogger("simreportd.daemon.server.app")
 
 QUEUE_FRAMES = 1000  # frames a client may fall behind by before it is disconnected
+UNSENT_BYTES = 1 << 20  # bytes written to a client's connection but not yet sent, before it is disconnected
 BUFFER_EVENTS = 10_000
 MAX_MESSAGE = 64 * 1024
 SLOW_CLIENT = 4008
@@ -102,12 +108,14 @@ class Session:
         self.last = 0
         self.buffer: list[EventFrames] = []
         self.overflowed = False
+        self.queued = 0  # frames in the queue or being sent from it: live frames may skip it only at 0
 
     def start(self, sub: Subscribe) -> None:
         self.sub, self.live, self.last, self.buffer, self.overflowed = sub, False, sub.after, [], False
 
-    def offer(self, frames: EventFrames) -> None:
-        """Called by the broadcaster for every new event; never blocks."""
+    def offer(self, frames: EventFrames, direct: dict[bytes, list[ServerConnection]]) -> None:
+        """Called by the broadcaster for every new event; never blocks. Frames this connection can take
+        at once are added to `direct`, for the broadcaster to write to all such connections together."""
         if self.sub is None:
             return
         if not self.live:
@@ -116,21 +124,40 @@ class Session:
             else:
                 self.buffer.append(frames)
             return
-        self._deliver(frames)
+        self._deliver(frames, direct)
 
     def go_live(self) -> None:
         """After the history: deliver what was buffered beyond it, then take events as they come."""
         buffered, self.buffer = self.buffer, []
         self.live = True
         for frames in buffered:
-            self._deliver(frames)
+            self._deliver(frames, None)
 
-    def _deliver(self, frames: EventFrames) -> None:
+    async def send_history(self, data: bytes) -> None:
+        """Queue a frame of the history: it may wait for the client, live frames never do."""
+        await self.queue.send(data)
+        self.queued += 1
+
+    def sent(self) -> None:
+        self.queued -= 1
+
+    def _deliver(self, frames: EventFrames, direct: dict[bytes, list[ServerConnection]] | None) -> None:
         if frames.recorded.position <= self.last or self.sub is None:
             return
         self.last = frames.recorded.position
         for data in frames.for_subscription(self.sub):
-            self._enqueue(data)
+            if direct is not None and self.queued == 0 and not self._behind():
+                direct.setdefault(data, []).append(self.ws)
+            else:
+                self._enqueue(data)
+
+    def _behind(self) -> bool:
+        """Too many bytes written and not yet sent: the client stopped reading."""
+        transport = self.ws.transport
+        if transport is None or transport.get_write_buffer_size() <= UNSENT_BYTES:
+            return False
+        self._too_slow(transport.get_write_buffer_size(), "bytes")
+        return True
 
     def push(self, frame: dict[str, Any]) -> None:
         """Queue a reply to this client alone."""
@@ -141,11 +168,14 @@ class Session:
             return
         try:
             self.queue.send_nowait(data)
+            self.queued += 1
         except anyio.WouldBlock:
-            self.sub = None
-            log.warning("disconnecting a websocket client that fell %d frames behind",
-                        self.queue.statistics().current_buffer_used)
-            self.too_slow.set()  # the session's own task closes the connection
+            self._too_slow(self.queue.statistics().current_buffer_used, "frames")
+
+    def _too_slow(self, behind: int, unit: str) -> None:
+        self.sub = None
+        log.warning("disconnecting a websocket client that fell %d %s behind", behind, unit)
+        self.too_slow.set()  # the session's own task closes the connection
 
 
 class Server:
@@ -291,6 +321,7 @@ class Server:
         with contextlib.suppress(ConnectionClosed):
             async for data in session.outbox:
                 await session.ws.send(data, text=True)
+                session.sent()
 
     async def _close_when_too_slow(self, session: Session) -> None:
         await session.too_slow.wait()
@@ -306,12 +337,12 @@ class Server:
                 batch = await self.daemon.store.read_all(position, 500)
                 for recorded in batch:
                     for data in EventFrames(recorded, await self.report_info(recorded)).for_subscription(sub):
-                        await session.queue.send(data)  # history may wait for the client; live never does
+                        await session.send_history(data)
                     position = session.last = recorded.position
                 if len(batch) < 500 and not session.overflowed:
                     break
                 session.overflowed = False
-            await session.queue.send(encode({"type": "caught_up", "position": position}))
+            await session.send_history(encode({"type": "caught_up", "position": position}))
             session.go_live()
 
     async def _command(self, session: Session, command: GenerateReport | Interview | HandedOver | ProtocolError) -> None:
@@ -375,8 +406,11 @@ class Server:
                 if isinstance(item, CaughtUp):
                     continue
                 frames = EventFrames(item, await self.report_info(item))  # encoded once for every client
+                direct: dict[bytes, list[ServerConnection]] = {}
                 for session in list(self.sessions):
-                    session.offer(frames)
+                    session.offer(frames, direct)
+                for data, connections in direct.items():
+                    broadcast(connections, data, text=True)
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""
