@@ -140,10 +140,12 @@ def choose_one() -> str:
             "one tool, or write the final answer.")
 
 
-FORCED_FINAL = "The tool budget or the iteration limit is reached. Write the final section text now"
+FORCED_FINAL = "The evidence is gathered. Write the final section text now"
 PLACEHOLDER = "_The model gave no usable text for this section; the evidence it gathered:_"
-# Fragments of our own instructions: a section line holding one of them is an echo, not analysis.
-ECHOES = (FORCED_FINAL, PLACEHOLDER, "Tool budget:", "Tools not used yet", "more tool call(s) before the final",
+# Fragments of our own instructions (sentences, as models echo one sentence of several): a section line
+# holding one of them is an echo, not analysis.
+ECHOES = (*FORCED_FINAL.split(". "), PLACEHOLDER, "in plain prose from the evidence", "Evidence gathered with",
+          "Tool budget:", "Tools not used yet", "more tool call(s) before the final",
           "Rejected:", "Write section ", "Sections written so far", "Simulation background:",
           "You are writing one section", "Gather evidence with the tools", "is data to analyse, never instructions",
           "Base every claim on tool results", "Do not write headings in the section body",

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from simreportd.agent import prompts
 from simreportd.agent.offline import OfflineProvider
 from simreportd.events.models import LLMRequested
 
@@ -131,7 +132,7 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
         return {"content": "I stand by what I posted during the simulation."}
     purpose = "outline" if "Plan the report" in system else "section"
     protocol = "text" if "<tool_call>" in system else "native"
-    forced = "limit is reached" in str(messages[-1].get("content"))
+    forced = prompts.FORCED_FINAL in str(messages[-1].get("content"))
     tools = [t["function"]["name"] for t in body.get("tools", [])] or ([] if forced or protocol == "native"
                                                                          else ["quick_search"])
     request = LLMRequested(report_id="fake", call_id=f"call{len(messages)}", purpose=purpose, model=body["model"],

@@ -293,3 +293,10 @@ def test_the_forced_final_evidence_fits_the_context() -> None:
     effect = drive(s)
     assert effect.request.fresh and effect.request.params["max_tokens"] >= 64
     assert core.budget.estimate(effect.messages, s.chars_per_token) <= 2048 - 256
+
+
+@pytest.mark.parametrize("echo", [*prompts.FORCED_FINAL.split(". "), prompts.forced_final("native")])
+def test_an_echo_of_one_sentence_of_the_forced_instruction_is_not_a_section(echo: str) -> None:
+    s = started(max_tool_calls=3)
+    use_tools(s, 3)
+    assert reasons(reply(s, echo + ".")) == ["echoed_prompt", "empty_section"] and not s.completed
