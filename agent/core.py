@@ -489,10 +489,10 @@ def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
                             iterations=section.iterations, ungrounded_quotes=ungrounded,
                             grounded_quotes=check.quotes - len(check.ungrounded_quotes),
                             rejections=dict(sorted(rejections.items())),
-                            problems=_problems(s, section, body, ungrounded))
+                            problems=_problems(s, section, body, check))
 
 
-def _problems(s: ReportState, section: SectionState, body: str, ungrounded: int) -> list[str]:
+def _problems(s: ReportState, section: SectionState, body: str, check: grounding.Grounding) -> list[str]:
     """The [agent] rules a finished section does not meet: any one makes the report degraded."""
     problems = []
     minimum = s.rules.min_tool_calls
@@ -500,8 +500,11 @@ def _problems(s: ReportState, section: SectionState, body: str, ungrounded: int)
         problems.append(f"{section.tool_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
     if body.startswith(prompts.PLACEHOLDER):
         problems.append("no usable text from the model: the gathered evidence stands in")
-    if ungrounded:
+    if ungrounded := len(check.ungrounded_quotes) + len(check.unknown_ids):
         problems.append(f"{ungrounded} quote(s) or id(s) not found in the evidence")
+    if check.citations < s.rules.min_citations and not body.startswith(prompts.PLACEHOLDER):
+        problems.append(f"cites {check.citations} quote(s) or id(s) from its evidence, fewer than "
+                        f"[agent] min_citations = {s.rules.min_citations}")
     return problems
 
 

@@ -21,6 +21,12 @@ class Grounding:
     ungrounded_quotes: list[str]
     unknown_ids: list[str]
     quotes: int = 0  # every quote checked, grounded or not
+    known_ids: int = 0  # distinct ids cited that the tools returned
+
+    @property
+    def citations(self) -> int:
+        """What the section cites from its evidence: grounded quotes and known ids."""
+        return self.quotes - len(self.ungrounded_quotes) + self.known_ids
 
     @property
     def ok(self) -> bool:
@@ -70,8 +76,8 @@ def check(body: str, section_results: list[str], known_ids: set[str]) -> Groundi
     texts = evidence_texts(section_results)
     quotes = [q for q in (quoted_text(line) for line in QUOTE_LINE.findall(body)) if q]
     missing = [q for q in quotes if not any(q in text for text in texts)]
-    unknown = sorted(set(CITATION.findall(body)) - known_ids)
-    return Grounding(missing, unknown, len(quotes))
+    cited = set(CITATION.findall(body))
+    return Grounding(missing, sorted(cited - known_ids), len(quotes), len(cited & known_ids))
 
 
 def ids_in(results: list[str]) -> set[str]:

@@ -184,6 +184,7 @@ def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> ReportRules:
     return ReportRules(
         min_tool_calls=agent.min_tool_calls, max_tool_calls=agent.max_tool_calls, max_iterations=agent.max_iterations,
         max_rejections=agent.max_rejections, mirofish_budget=agent.mirofish_budget, name_tools=agent.name_tools,
-        conflict_retries=agent.conflict_retries, outline_retries=agent.outline_retries, max_retries=llm.max_retries,
+        min_citations=agent.min_citations, conflict_retries=agent.conflict_retries,
+        outline_retries=agent.outline_retries, max_retries=llm.max_retries,
         retry_backoff_s=llm.retry_backoff_s, tool_protocol=llm.tool_protocol, temperature=llm.temperature,
         max_tokens=llm.max_tokens, context_tokens=llm.context_tokens, tools=tools)

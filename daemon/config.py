@@ -96,6 +96,7 @@ class AgentConfig(Section):
     max_rejections: int = Field(default=4, ge=0)
     mirofish_budget: bool = False
     name_tools: bool = True
+    min_citations: int = Field(default=1, ge=0)
 
 
 class ReportsConfig(Section):

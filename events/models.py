@@ -160,10 +160,14 @@ class RunSoFar(BaseModel):
     actions: int
 
 
+RULES_ADDED_LATER = frozenset({"name_tools", "min_citations"})
+
+
 class ReportRules(BaseModel):
     """The rules a report keeps for its whole life, built once from `[agent]` and `[llm]` and recorded
     in its ReportRequested: changing the configuration later never changes how a report is replayed.
-    The defaults are the configuration's; they fill keys that events recorded by older versions lack."""
+    The defaults are the configuration's; they fill keys that events recorded by older versions lack.
+    Rules added later (RULES_ADDED_LATER) default to off instead: what the versions before them did."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
     min_tool_calls: int = 3
@@ -171,9 +175,8 @@ class ReportRules(BaseModel):
     max_iterations: int = 5  # accepted steps per section
     max_rejections: int = 4  # rejected replies per section, counted apart (unless mirofish_budget)
     mirofish_budget: bool = False
-    # False for reports recorded before this rule existed (they never named a tool, and replay must
-    # ask what they asked); `[agent] name_tools` defaults to true for new reports.
-    name_tools: bool = False
+    name_tools: bool = False  # `[agent] name_tools` defaults to true for new reports
+    min_citations: int = 0  # `[agent] min_citations` defaults to 1 for new reports
     conflict_retries: int = 2
     outline_retries: int = 2
     max_retries: int = 4

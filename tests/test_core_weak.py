@@ -300,3 +300,20 @@ def test_an_echo_of_one_sentence_of_the_forced_instruction_is_not_a_section(echo
     s = started(max_tool_calls=3)
     use_tools(s, 3)
     assert reasons(reply(s, echo + ".")) == ["echoed_prompt", "empty_section"] and not s.completed
+
+
+def test_a_section_that_cites_nothing_from_its_evidence_is_degraded() -> None:
+    s = started(min_citations=1)
+    for tool in REPORT_TOOLS[:3]:
+        reply(s, calls=[(tool, {"query": "x"})])
+        s.apply(ToolObserved(report_id="r1", section_index=1, call_id=s.current.open_calls[0].call_id, tool=tool,
+                             result='{"posts": [{"id": "post:twitter:7", "text": "Fares went up"}]}'))
+    events = reply(s, "Students were worried.")
+    assert events[-1].problems == ["cites 0 quote(s) or id(s) from its evidence, fewer than [agent] min_citations = 1"]
+    drive(s)
+    for tool in REPORT_TOOLS[:3]:
+        reply(s, calls=[(tool, {"query": "x"})])
+        s.apply(ToolObserved(report_id="r1", section_index=2, call_id=s.current.open_calls[0].call_id, tool=tool,
+                             result='{"posts": [{"id": "post:twitter:7", "text": "Fares went up"}]}'))
+    events = reply(s, '> "Fares went up" (post:twitter:7)')
+    assert isinstance(events[-1], SectionCompleted) and events[-1].problems == []
