@@ -51,3 +51,11 @@ class Projection(Protocol):
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         """The writes that fold `recorded` into this read model."""
         ...
+
+
+def batch_writes(projection: Projection, batch: list[Recorded]) -> Iterable[Write]:
+    """The writes that fold a batch: the projection's `apply_batch` if it has one, else `apply` on each."""
+    apply_batch = getattr(projection, "apply_batch", None)
+    if apply_batch is not None:
+        return apply_batch(batch)  # type: ignore[no-any-return]
+    return (write for recorded in batch for write in projection.apply(recorded))

@@ -9,9 +9,11 @@ a plain sqlite3 connection: one thread hop per batch instead of one per row.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
+import operator
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -23,7 +25,7 @@ from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 
-from .base import Projection
+from .base import Projection, Write, batch_writes
 
 log = logging.getLogger("simreportd.projections.runner")
 
@@ -190,12 +192,13 @@ class ProjectionRunner:
         conn = self._require()
         with transaction(conn):  # rows and checkpoint together
             done = self._read_checkpoint()  # another process may have folded some: never twice
-            for recorded in batch:
-                if recorded.position <= done:
-                    continue
-                for projection in self.projections:
-                    if recorded.type in projection.types:
-                        (self._fold_guarded if guarded else self._fold)(conn, projection, recorded)
+            for projection in self.projections:
+                events = [r for r in batch if r.position > done and r.type in projection.types]
+                if guarded:
+                    for recorded in events:
+                        self._fold_guarded(conn, projection, recorded)
+                else:
+                    _execute(conn, batch_writes(projection, events))
             conn.execute(
                 "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
@@ -205,8 +208,7 @@ class ProjectionRunner:
 
     @staticmethod
     def _fold(conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
-        for sql, params in projection.apply(recorded):
-            conn.execute(sql, params)
+        _execute(conn, projection.apply(recorded))
 
     def _fold_guarded(self, conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
         """Fold one event in a savepoint: if it fails, undo only it and leave a failure marker (issue 12)."""
@@ -256,6 +258,12 @@ class ProjectionRunner:
         if self._conn is None:
             raise RuntimeError("ProjectionRunner is not open; use `async with`")
         return self._conn
+
+def _execute(conn: sqlite3.Connection, writes: Iterable[Write]) -> None:
+    """Perform writes in order, runs of the same statement in one `executemany`."""
+    for sql, run in itertools.groupby(writes, key=operator.itemgetter(0)):
+        conn.executemany(sql, [params for _, params in run])
+
 
 def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
     """A sqlite3 connection to the read models, usable from worker threads."""

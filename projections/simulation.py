@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from simreportd.events.codec import Recorded
@@ -114,6 +114,10 @@ class SimulationModel:
         d = recorded.data
         return self.HANDLERS[recorded.type](self, d, (d["simulation_id"], d["generation"]), recorded.position)
 
+    def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
+        """The writes of a whole batch: those of `apply`, event by event, with the counters summed."""
+        return summed_counters(write for recorded in batch for write in self.apply(recorded))
+
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
                (*key, d["folder"], d.get("requirement", ""), json.dumps(d.get("config", {}), sort_keys=True), pos))
@@ -189,16 +193,41 @@ def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
     return f"{kind}:{platform}:{native_id}" if isinstance(native_id, int) else f"{kind}:{platform}:e{position}"
 
 
+# Counter upserts: the last `n` parameters are amounts added to the row the others name. Sums commute
+# with every other write of this model (none reads these columns), so a batch may add them up first.
+ROUND_ACTIONS = ("INSERT INTO sim_rounds (simulation_id, generation, platform, round, actions) VALUES (?, ?, ?, ?, ?)"
+                 " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
+AGENT_ACTIONS = ("INSERT INTO sim_activity VALUES (?, ?, ?, ?, ?, ?)"
+                 " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions, posts = posts + excluded.posts")
+ACTION_MIX = ("INSERT INTO sim_action_mix VALUES (?, ?, ?, ?, ?)"
+              " ON CONFLICT DO UPDATE SET count = count + excluded.count")
+PLATFORM_ACTIONS = ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, actions)"
+                    " VALUES (?, ?, ?, 'running', ?) ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
+COUNTERS = {ROUND_ACTIONS: 1, AGENT_ACTIONS: 2, ACTION_MIX: 1, PLATFORM_ACTIONS: 1}
+
+
 def _counts(key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> Iterable[Write]:
     is_post = int(kind in ("CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"))
-    yield ("INSERT INTO sim_rounds (simulation_id, generation, platform, round, actions) VALUES (?, ?, ?, ?, 1)"
-           " ON CONFLICT DO UPDATE SET actions = actions + 1", (*key, p, r))
-    yield ("INSERT INTO sim_activity VALUES (?, ?, ?, ?, 1, ?)"
-           " ON CONFLICT DO UPDATE SET actions = actions + 1, posts = posts + excluded.posts", (*key, p, agent, is_post))
-    yield ("INSERT INTO sim_action_mix VALUES (?, ?, ?, ?, 1) ON CONFLICT DO UPDATE SET count = count + 1",
-           (*key, p, kind))
-    yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, actions)"
-           " VALUES (?, ?, ?, 'running', 1) ON CONFLICT DO UPDATE SET actions = actions + 1", (*key, p))
+    yield ROUND_ACTIONS, (*key, p, r, 1)
+    yield AGENT_ACTIONS, (*key, p, agent, 1, is_post)
+    yield ACTION_MIX, (*key, p, kind, 1)
+    yield PLATFORM_ACTIONS, (*key, p, 1)
+
+
+def summed_counters(writes: Iterable[Write]) -> Iterator[Write]:
+    """The writes in order, but the counter upserts added up per row and written last: a few rows per
+    batch instead of four statements per action. The read model comes out the same."""
+    sums: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
+    for sql, params in writes:
+        n = COUNTERS.get(sql)
+        if n is None:
+            yield sql, params
+            continue
+        total = sums.setdefault((sql, params[:-n]), [0] * n)
+        for i, amount in enumerate(params[-n:]):
+            total[i] += amount
+    for (sql, row), amounts in sums.items():
+        yield sql, (*row, *amounts)
 
 
 def _post_row(key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, parent: Any, agent: int,

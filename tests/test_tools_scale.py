@@ -223,3 +223,28 @@ async def test_arguments_a_tool_does_not_take_are_named_not_fatal(tmp_path: Path
                                               small_sim.name, 1))
     assert invented.pop("ignored_arguments") == ["platforms", "rounds"]
     assert invented == plain and plain["total_actions"] > 0
+
+
+async def test_a_batch_fold_builds_the_same_simulation_model_as_one_event_at_a_time(dense: tuple) -> None:
+    """The runner folds batches with the counters summed; the rows must be those of event-by-event folding."""
+    from simreportd.events.store import EventStore
+
+    model = SimulationModel()
+    async with EventStore(dense[0]) as store:
+        events = [r for r in await store.read_all(0, 10_000_000) if r.type in model.types]
+    one, batched = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (one, batched):
+        conn.executescript(model.schema)
+    for recorded in events:
+        for sql, params in model.apply(recorded):
+            one.execute(sql, params)
+    for start in range(0, len(events), 777):
+        runner._execute(batched, model.apply_batch(events[start:start + 777]))
+
+    def rows(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}"), key=repr) for t in model.tables}  # noqa: S608
+
+    assert len(events) > 15_000 and rows(one) == rows(batched)
+    word = one.execute("SELECT content FROM sim_posts WHERE kind = 'post' LIMIT 1").fetchone()[0].split()[0]
+    search = "SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ? ORDER BY rowid"
+    assert one.execute(search, (f'"{word}"',)).fetchall() == batched.execute(search, (f'"{word}"',)).fetchall() != []
