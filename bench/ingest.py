@@ -26,6 +26,19 @@ from simreportd.simulator.scenario import make_story
 from simreportd.simulator.simulate import write_setup
 
 
+ID_STRIDE = 1_000_000  # more post and comment ids than one pass of the story uses
+POST_IDS = ("post_id", "comment_id", "new_post_id", "quoted_id")
+
+
+def shifted(line: dict, shift: int) -> dict:
+    """The action's arguments with its post and comment ids moved by `shift`, so every pass has its own."""
+    args = dict(line.get("action_args") or {})
+    for key in POST_IDS:
+        if isinstance(args.get(key), int):
+            args[key] += shift
+    return args
+
+
 def write_big_folder(folder: Path, actions: int) -> int:
     """Both platforms' actions.jsonl with `actions` action lines in all, streamed to disk."""
     story = make_story(seed=7, agents=200, rounds=40)
@@ -45,8 +58,10 @@ def write_big_folder(folder: Path, actions: int) -> int:
                 round_no += 1
                 f.write(json.dumps({"event_type": "round_start", "round": round_no, "simulated_hour": round_no % 24})
                         + "\n")
+                shift = ID_STRIDE * (round_no // len(rounds))  # a repeated round's posts are new posts
                 for line in rounds[round_no % len(rounds)][: target - n]:
-                    f.write(json.dumps({**line, "round": round_no}, ensure_ascii=False) + "\n")
+                    f.write(json.dumps({**line, "round": round_no, "action_args": shifted(line, shift)},
+                                       ensure_ascii=False) + "\n")
                     n += 1
                 f.write(json.dumps({"event_type": "round_end", "round": round_no, "actions_count": 0}) + "\n")
             f.write(json.dumps({"event_type": "simulation_end", "platform": platform, "total_rounds": round_no,
