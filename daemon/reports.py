@@ -241,13 +241,15 @@ async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar
     runs: dict[int, RunSoFar | None] = {}
     rounds: dict[int, dict[str, int]] = {}
     actions: dict[int, int] = {}
+    generation = 0
     async for recorded in store.iter_stream(simulation_stream(simulation_id)):
+        if recorded.type == "AgentActed":  # of the generation begun last: its data need not be read
+            actions[generation] = actions.get(generation, 0) + 1
+            continue
         d, generation = recorded.data, int(recorded.data["generation"])
         rounds.setdefault(generation, {})
         if recorded.type == "SimulationCompleted":
             runs[generation] = None
         elif recorded.type == "RoundEnded":
             rounds[generation][d["platform"]] = max(rounds[generation].get(d["platform"], 0), d["round"])
-        elif recorded.type == "AgentActed":
-            actions[generation] = actions.get(generation, 0) + 1
     return {g: None if g in runs else RunSoFar(rounds=r, actions=actions.get(g, 0)) for g, r in rounds.items()}

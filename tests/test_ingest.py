@@ -180,3 +180,19 @@ async def test_an_oasis_database_alone_is_ingested_with_its_joins(store: EventSt
     assert reddit_rounds == {r for r, lines in enumerate(story.lines["reddit"]) if lines}
     assert [e.data["platforms"] for e in events if e.type == "SimulationCompleted"] == [["reddit", "twitter"]]
     assert await ingest(store, folder) == events
+
+
+async def test_the_ingest_state_folds_recorded_actions_as_their_models_would(tmp_path: Path, small_sim: Path) -> None:
+    """A restart folds actions from their data, without building models: the state must be the same."""
+    from simreportd.daemon.ingest.state import IngestState
+    from simreportd.events.streams import simulation_stream
+
+    async with EventStore(tmp_path / "events.sqlite3") as store:
+        await SimulationIngestor(store, small_sim).check()
+        records = await store.read_stream(simulation_stream(small_sim.name))
+    by_model, by_record = IngestState(small_sim.name), IngestState(small_sim.name)
+    for recorded in records:
+        by_model.apply(recorded.event)
+        by_record.apply_recorded(recorded)
+    assert sum(r.type == "AgentActed" for r in records) > 50
+    assert by_record == by_model and by_model.files and by_model.last_round

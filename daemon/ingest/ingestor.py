@@ -95,7 +95,7 @@ class SimulationIngestor:
         if self.state is None:
             state = IngestState(self.simulation_id)
             async for recorded in self.store.iter_stream(self.stream):  # a million actions do not fit at once
-                state.apply(recorded.event)
+                state.apply_recorded(recorded)
             self.state = state
         return self.state
 

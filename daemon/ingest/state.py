@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simreportd.events.codec import Recorded
 from simreportd.events.models import (
     AgentActed,
     DomainEvent,
@@ -72,18 +73,30 @@ class IngestState:
         source = getattr(event, "source", None)
         if source is not None:
             self.files[source.file] = FileMark(source.ino, source.head, source.end, source.tail)
-        if isinstance(event, PlatformStarted):
+        if isinstance(event, AgentActed):
+            self.last_round[event.platform] = max(self.last_round.get(event.platform, 0), event.round)
+        elif isinstance(event, PlatformStarted):
             self.started.add(event.platform)
         elif isinstance(event, RoundEnded):
             self.last_round_end[event.platform] = event.round
-        elif isinstance(event, AgentActed):
-            self.last_round[event.platform] = max(self.last_round.get(event.platform, 0), event.round)
         elif isinstance(event, PlatformFinished):
             self.finished[event.platform] = event.all_rounds_ran
         elif isinstance(event, SimulationCompleted):
             self.completed = True
         elif isinstance(event, EnvironmentStatusChanged):
             self.env_status = event.status
+
+    def apply_recorded(self, recorded: Recorded) -> None:
+        """Fold one recorded event; an action (most of a stream) from its data, without building the model:
+        `apply` on a million recorded actions took most of a restart's time."""
+        if recorded.type != "AgentActed":
+            self.apply(recorded.event)
+            return
+        d = recorded.data
+        self.version += 1
+        if (source := d.get("source")) is not None:
+            self.files[source["file"]] = FileMark(source["ino"], source["head"], source["end"], source.get("tail"))
+        self.last_round[d["platform"]] = max(self.last_round.get(d["platform"], 0), d["round"])
 
     def _new_generation(self, generation: int) -> None:
         for key, mark in self.files.items():
