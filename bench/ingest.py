@@ -25,7 +25,6 @@ from simreportd.projections.simulation import SimulationModel
 from simreportd.simulator.scenario import make_story
 from simreportd.simulator.simulate import write_setup
 
-
 ID_STRIDE = 1_000_000  # more post and comment ids than one pass of the story uses
 POST_IDS = ("post_id", "comment_id", "new_post_id", "quoted_id")
 
