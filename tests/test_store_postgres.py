@@ -146,14 +146,17 @@ def test_three_daemons_share_the_work_and_one_killed_mid_report_is_taken_over(
                 daemons[n] = cli("run", "-c", str(config))
                 systemd.wait_for("READY=1")
             nodes.append(config)
-        wait_until(lambda: q("SELECT count(*) FROM simreportd_leases l JOIN pg_locks k ON k.locktype = 'advisory'"
-                             " AND k.objid::bigint = (l.key & x'ffffffff'::bigint) WHERE l.name LIKE 'report:%'") != "0",
-                   "a report in progress", timeout=TIMEOUT * 2)
-        owner = q("SELECT a.application_name FROM simreportd_leases l JOIN pg_locks k ON k.locktype = 'advisory'"
-                  " AND k.objid::bigint = (l.key & x'ffffffff'::bigint) JOIN pg_stat_activity a ON a.pid = k.pid"
-                  " WHERE l.name LIKE 'report:%' LIMIT 1")
-        victim = next(n for n, d in daemons.items() if owner.endswith(f":{d.pid}"))
-        kill9(daemons.pop(victim))
+        owners: list[int] = []
+
+        def writing_a_report() -> bool:  # asked in one query: a report may end between two
+            owner = q("SELECT a.application_name FROM simreportd_leases l JOIN pg_locks k ON k.locktype = 'advisory'"
+                      " AND k.objid::bigint = (l.key & x'ffffffff'::bigint) JOIN pg_stat_activity a ON a.pid = k.pid"
+                      " WHERE l.name LIKE 'report:%' LIMIT 1")
+            owners[:] = [n for n, d in daemons.items() if owner and owner.endswith(f":{d.pid}")]
+            return bool(owners)
+
+        wait_until(writing_a_report, "a daemon writing a report", timeout=TIMEOUT * 2)
+        kill9(daemons.pop(owners[0]))
         wait_until(lambda: q("SELECT count(DISTINCT stream) FROM simreportd_events WHERE type = 'ReportCompleted'")
                    == "6", "six reports to complete", timeout=TIMEOUT * 4)
         for daemon in daemons.values():
