@@ -309,9 +309,9 @@ def _named_tool(s: ReportState, section: SectionState) -> str | None:
     grammar) with arguments the model writes: the first tool the section has not used, as the rejection said.
     """
     if not s.rules.name_tools or s.protocol != "native" or section.rejected_replies == 0 \
-            or section.tool_calls >= s.rules.min_tool_calls or not s.tools:
+            or section.evidence_calls >= s.rules.min_tool_calls:
         return None
-    return next((tool for tool in s.tools if tool not in section.used_tools), s.tools[0])
+    return section.next_tool(s.tools)
 
 
 def _tools_ignored(s: ReportState) -> bool:
@@ -443,10 +443,10 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict[
                                           feedback=problem[1] if problem[0] == "empty_section"
                                           else prompts.wrong_format(s.protocol or "native"))]
     minimum = s.rules.min_tool_calls
-    if section.tool_calls < minimum:
-        unused = [t for t in s.tools if t not in section.used_tools]
+    if section.evidence_calls < minimum:
+        unused = section.unused(s.tools)
         return events + [ResponseRejected(**base, reason="too_few_tools",
-                                          feedback=prompts.too_few_tools(section.tool_calls, minimum, unused,
+                                          feedback=prompts.too_few_tools(section.evidence_calls, minimum, unused,
                                                                          s.protocol or "native", section.title))]
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
     if not check.ok and section.grounding_rejections < 1:  # one chance to fix it, then it is marked
@@ -496,8 +496,8 @@ def _problems(s: ReportState, section: SectionState, body: str, check: grounding
     """The [agent] rules a finished section does not meet: any one makes the report degraded."""
     problems = []
     minimum = s.rules.min_tool_calls
-    if section.tool_calls < minimum:
-        problems.append(f"{section.tool_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
+    if section.evidence_calls < minimum:
+        problems.append(f"{section.evidence_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
     if body.startswith(prompts.PLACEHOLDER):
         problems.append("no usable text from the model: the gathered evidence stands in")
     if ungrounded := len(check.ungrounded_quotes) + len(check.unknown_ids):

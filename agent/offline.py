@@ -100,7 +100,7 @@ def _section(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str
     background = json.loads(blocks[1]) if len(blocks) > 1 else {}
     seen = _observations(messages)
     done = sum(len(v) for v in seen.values())
-    plan = _plan(kind, background, requirement, seen)
+    plan = [(name, args) for name, args in _plan(kind, background, requirement, seen) if name in request.tools]
     if request.tools and done < len(plan):
         name, args = plan[done]
         return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
@@ -134,19 +134,19 @@ def _observations(messages: list[dict[str, Any]]) -> dict[str, list[dict[str, An
 
 def _plan(kind: str, background: dict[str, Any], requirement: str,
           seen: dict[str, list[dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """The tool calls a section makes, with queries drawn from its own topic (3 to 5: the default budget)."""
+    """The tool calls a section makes, with queries drawn from its own topic (3 to 4: the default budget is 5, and
+    a section that spends it all is asked for its last word in a conversation this writer cannot place)."""
     topics = list(background.get("hot_topics") or []) or [topic_of(background)]
     events = background.get("scheduled_events") or []
     trigger = events[0].get("description", "") if events else topics[0]
     analytics = (seen.get("simulation_analytics") or [{}])[0]
     if kind == "timeline":
         return [("simulation_analytics", {}), ("quick_search", {"query": trigger, "limit": 10}),
-                ("panorama_search", {"query": topics[0]})]
+                ("panorama_search", {"query": topics[0]}), *_rise(analytics, background)]
     if kind == "camps":
         return [("simulation_analytics", {}), ("insight_forge", {"query": _questions(requirement)[-1] if requirement
                                                                  else topics[0]}),
-                ("quick_search", {"query": " ".join(topics[1:3]) or topics[0], "limit": 10}),
-                ("interview_agents", {"interview_topic": topics[0], "max_agents": 4})]
+                ("coalitions", {}), ("interview_agents", {"interview_topic": topics[0], "max_agents": 4})]
     if kind == "platforms":
         return [("simulation_analytics", {}), ("panorama_search", {"query": trigger}),
                 ("quick_search", {"query": " ".join(topics[2:4]) or topics[0], "limit": 10})]
@@ -154,11 +154,22 @@ def _plan(kind: str, background: dict[str, Any], requirement: str,
         engaged = analytics.get("most_engaged_agents") or [{}]
         shifts = (analytics.get("camps") or {}).get("stance_shifts") or []
         about = shifts[0]["example"]["content"] if shifts else topics[0]
+        profile = [("agent_profile", {"agent": engaged[0]["ref"]})] if engaged[0] else []
         return [("simulation_analytics", {}), ("quick_search", {"query": engaged[0].get("name") or topics[0],
                                                                 "limit": 10}),
-                ("insight_forge", {"query": about})]
+                ("insight_forge", {"query": about}), *profile]
     asked = [("quick_search", {"query": q, "limit": 5}) for q in _questions(requirement)[:4]]
     return [("simulation_analytics", {}), *asked, ("panorama_search", {"query": topics[0]})][:max(3, 1 + len(asked))]
+
+
+def _rise(analytics: dict[str, Any], background: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The `calculate` call for how much busier the pivot round was than the rounds before it, in percent."""
+    f = Facts({"simulation_analytics": [analytics]}, background, "", set())
+    row = next((r for r in f.rounds if r["round"] == f.pivot), None)
+    before = [r["total"] for r in f.rounds if f.pivot is not None and 0 < r["round"] < f.pivot]
+    if row is None or not sum(before):
+        return []
+    return [("calculate", {"expression": f"({row['total']} / {sum(before)} * {len(before)} - 1) * 100"})]
 
 
 def _questions(requirement: str) -> list[str]:
@@ -261,7 +272,8 @@ def _timeline(f: Facts) -> str:
     if row and before and f.pivot is not None:
         mean = round(sum(before) / len(before), 2)
         out.append(f"Against all the rounds before it, round {f.pivot} with {row['total']} actions was "
-                   f"{round(row['total'] / mean, 2) if mean else 0}x the mean of rounds 1-{f.pivot - 1} ({mean}).")
+                   f"{round(row['total'] / mean, 2) if mean else 0}x the mean of rounds 1-{f.pivot - 1} ({mean})"
+                   + _percent_more(f) + ".")
     if f.event:
         out.append(f"Round {f.event['round']} is when the scenario's scheduled event landed:\n\n"
                    f"> \u201c{f.event.get('description', '')}\u201d")
@@ -270,6 +282,12 @@ def _timeline(f: Facts) -> str:
         out.append(f"What agents said in round {f.pivot}:\n\n" + "\n\n".join(_quote(p) for p in said))
     out.append(_phases(f))
     return "\n\n".join(p for p in out if p)
+
+
+def _percent_more(f: Facts) -> str:
+    """`, N% more than that mean`, as the calculate tool worked it out, or nothing."""
+    computed = (f.seen.get("calculate") or [{}])[0].get("result")
+    return f", {round(computed, 1):g}% more than that mean" if isinstance(computed, int | float) else ""
 
 
 def _phases(f: Facts) -> str:
@@ -312,8 +330,26 @@ def _camps(f: Facts) -> str:
     if agents:
         out.append("The agents behind the statements the question search found include " + _listing(
             [f"{_who(a)}, {a['stance']}: {a['actions']} actions)" for a in agents[:5]]) + ".")
+    out.append(_coalitions(f))
     out += _interviews(f)
-    return "\n\n".join(out)
+    return "\n\n".join(p for p in out if p)
+
+
+def _coalitions(f: Facts) -> str:
+    """The groups whose members follow each other within a camp, the largest first, and the bridges between camps."""
+    result = (f.seen.get("coalitions") or [{}])[0]
+    if not result:
+        return ""
+    found = result.get("coalitions", [])
+    bridges = result.get("cross_camp_mutual_follows", 0)
+    across = f" {bridges} mutual follows crossed camps." if bridges else " No mutual follow crossed camps."
+    if not found:
+        return (f"No group of {result.get('min_size', 3)} or more agents followed each other within a camp "
+                f"({result.get('mutual_follows', 0)} mutual follows in all).{across}")
+    groups = [f"{c['size']} {c['camp']} agents ({_listing([_who(m) + ')' for m in c['members']])}), "
+              f"together from round {c['formed_round']}" for c in found[:3]]
+    return (f"{result['coalitions_found']} coalition{'s' if result['coalitions_found'] > 1 else ''} of agents who follow "
+            f"each other and speak for the same camp formed: " + "; ".join(groups) + "." + across)
 
 
 def _interviews(f: Facts) -> list[str]:
@@ -388,10 +424,27 @@ def _drivers(f: Facts) -> str:
         out.append("The strongest interaction chains around them: " + "; ".join(
             f"{c['from_name']} ({c['from']}) {c['kind']} {c['to_name']} ({c['to']}) x{c['count']}"
             for c in chains[:5]) + ".")
+    out.append(_profile(f))
     posts = [p for p in f.posts() if engaged and p["agent"]["ref"] == engaged[0]["ref"]]
     if posts:
         out.append(f"In {engaged[0]['name']}'s own words:\n\n" + _quote(posts[0]))
     return "\n\n".join(out) or "The tools returned no activity data for this simulation."
+
+
+def _profile(f: Facts) -> str:
+    """The most engaged-with agent's trajectory: when and where they acted, with whom they engaged."""
+    p = (f.seen.get("agent_profile") or [{}])[0]
+    if not p or not p.get("actions"):
+        return ""
+    a, by = p["agent"], p["actions_by_platform"]
+    out = (f"{_who(a)}) acted in {p['active_rounds']} rounds, from round {p['first_round']} to round {p['last_round']}: "
+           f"{p['actions']} actions, {by['twitter']} on Twitter and {by['reddit']} on Reddit, "
+           f"{p['statements']} of them posts, quotes or comments.")
+    gave = [c for c in p.get("engaged_with", []) if c["count"] > 1][:3]
+    if gave:
+        out += " They engaged most with " + _listing(
+            [f"{c['to_name']} ({c['to']}, {c['kind']} x{c['count']})" for c in gave]) + "."
+    return out
 
 
 def _shifts(f: Facts) -> list[str]:

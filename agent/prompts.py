@@ -111,13 +111,13 @@ def observation(tool: str, result: str, hint: str) -> str:
     return f"{delimit('tool_result', result, name=tool)}\n{hint}"
 
 
-def budget_hint(unused: list[str], used: int, max_tools: int, min_tools: int) -> str:
-    """Restated after every observation: tools not tried yet and the budget."""
+def budget_hint(unused: list[str], used: int, max_tools: int, min_tools: int, evidence: int) -> str:
+    """Restated after every observation: tools not tried yet and the budget (`evidence`: calls counting toward it)."""
     parts = [f"Tool budget: {used} used, {max(0, max_tools - used)} remaining."]
     if unused:
         parts.append(f"Tools not used yet: {', '.join(unused)}.")
-    if used < min_tools:
-        parts.append(f"At least {min_tools - used} more tool call(s) before the final answer.")
+    if evidence < min_tools:
+        parts.append(f"At least {min_tools - evidence} more tool call(s) reading the simulation before the final answer.")
     return " ".join(parts)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from simreportd.agent import budget, grounding, prompts
 from simreportd.agent.interpret import read_reply
+from simreportd.agent.toolspec import counts_as_evidence
 from simreportd.events.models import (
     ContextCompacted,
     ContextGathered,
@@ -81,6 +82,7 @@ class SectionState:
     title: str
     iterations: int = 0
     tool_calls: int = 0
+    evidence_calls: int = 0  # the calls that count toward [agent] min_tool_calls (not `calculate`)
     used_tools: list[str] = field(default_factory=list)
     conflicts: int = 0
     grounding_rejections: int = 0
@@ -90,6 +92,14 @@ class SectionState:
     observations: list[ToolObserved] = field(default_factory=list)
     accepted: set[int] = field(default_factory=set)  # iterations whose reply led to a tool call
     rejections: dict[str, int] = field(default_factory=dict)
+
+    def unused(self, tools: tuple[str, ...]) -> list[str]:
+        """The tools the section has not called yet that would count toward [agent] min_tool_calls."""
+        return [t for t in tools if t not in self.used_tools and counts_as_evidence(t)]
+
+    def next_tool(self, tools: tuple[str, ...]) -> str | None:
+        """The tool to name when evidence is short: the first unused one that counts, else the first that counts."""
+        return next(iter(self.unused(tools) or [t for t in tools if counts_as_evidence(t)]), None)
 
     @property
     def rejected_replies(self) -> int:
@@ -248,6 +258,7 @@ class ReportState:
         section.open_calls.append(e)
         section.accepted.add(e.iteration)
         section.tool_calls += 1
+        section.evidence_calls += counts_as_evidence(e.tool)
         if e.tool not in section.used_tools:
             section.used_tools.append(e.tool)
 
@@ -307,9 +318,8 @@ class ReportState:
         """A tool result as the protocol wants it, with the budget hint restated after it."""
         hint = ""
         if section is not None:
-            unused = [t for t in self.tools if t not in section.used_tools]
-            hint = prompts.budget_hint(unused, section.tool_calls, self.rules.max_tool_calls,
-                                       self.rules.min_tool_calls)
+            hint = prompts.budget_hint(section.unused(self.tools), section.tool_calls, self.rules.max_tool_calls,
+                                       self.rules.min_tool_calls, section.evidence_calls)
         if self.protocol == "text" or call_id not in self.conversation.native_ids:  # a call written as text
             return {"role": "user", "content": "Observation:\n" + prompts.observation(tool, result, hint)}
         return {"role": "tool", "tool_call_id": call_id, "content": prompts.observation(tool, result, hint)}

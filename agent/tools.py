@@ -20,10 +20,12 @@ import anyio
 
 from simreportd.errors import ToolError
 from simreportd.projections import simulation_queries
-from simreportd.projections.chart import activity_rows, turning_points
+from simreportd.projections.chart import activity_rows, per_round_rows, turning_points
 from simreportd.projections.runner import in_thread, reading
 
+from .calculate import calculate
 from .camps import camps_from_statements
+from .coalitions import coalitions_of
 from .toolspec import REPORT_TOOLS
 
 MAX_RESULT = 16 * 1024  # bytes of JSON a tool result may take, whatever the simulation's size
@@ -31,6 +33,8 @@ MAX_SERIES = 60  # per-round rows in an analytics result; longer runs are summed
 MAX_POINTS = 10  # turning points in an analytics result, the sharpest first
 CAMPS_CACHED = 8  # simulations whose camps a SimulationTools keeps
 MAX_TIMELINE = 24  # entries in a panorama timeline; longer ones are grouped by spans of rounds
+MAX_AGENT_ROUNDS = 40  # per-round rows in an agent profile; longer runs are summed into spans of rounds
+MAX_STATEMENTS = 6  # an agent profile's first and newest statements, each
 
 
 class Interviews(Protocol):
@@ -58,6 +62,8 @@ class SimulationTools:
             raise ToolError(f"unknown tool {name!r}")
         if name == "interview_agents":
             return await self._interview(arguments, simulation_id, generation)
+        if name == "calculate":  # pure: no database
+            return _dumps(calculate(arguments.get("expression")))
         method = getattr(self, name)
         return await in_thread(self._call, method, arguments, (simulation_id, generation),
                                               limiter=self.limiter)
@@ -159,6 +165,57 @@ class SimulationTools:
         agent_ids = sorted({e["agent"]["id"] for f in findings for e in f["evidence"]})
         return {"query": query, "sub_questions": findings, "agents": simulation_queries.profiles(conn, key, agent_ids),
                 "interaction_chains": simulation_queries.chains(conn, key, agent_ids)}
+
+    def agent_profile(self, conn: sqlite3.Connection, key: tuple[str, int], agent: Any = None,
+                      agent_id: Any = None, name: Any = None) -> dict[str, Any]:
+        who = self._agent_named(conn, key, agent if agent is not None else agent_id if agent_id is not None else name)
+        profile = simulation_queries.agent_profile(conn, key, who)
+        assert profile is not None  # _agent_named found it
+        rows = per_round_rows(simulation_queries.agent_rounds(conn, key, who))
+        shifts = [s for s in self._camps_of(conn, key)["stance_shifts"] if s["agent_id"] == who]
+        links = simulation_queries.chains(conn, key, [who])
+        ref = f"agent:{who}"
+        return {
+            "agent": {"ref": ref, "name": profile["name"], "stance": profile["stance"],
+                      "entity_type": profile["entity_type"], "bio": profile["bio"][:300]},
+            "actions": sum(r["total"] for r in rows),
+            "actions_by_platform": {p: sum(r[p] for r in rows) for p in ("twitter", "reddit")},
+            "active_rounds": sum(1 for r in rows if r["total"]),
+            "first_round": rows[0]["round"] if rows else None, "last_round": rows[-1]["round"] if rows else None,
+            "per_round": [{k: v for k, v in r.items() if k != "divergence"} for r in compress_rounds(rows, MAX_AGENT_ROUNDS)],
+            "stance_shift": shifts[0] if shifts else None,
+            "statements": simulation_queries.agent_statement_count(conn, key, who),
+            "first_statements": simulation_queries.agent_statements(conn, key, who, MAX_STATEMENTS, newest=False),
+            "latest_statements": simulation_queries.agent_statements(conn, key, who, MAX_STATEMENTS, newest=True),
+            "reactions_received": simulation_queries.agent_reactions(conn, key, who),
+            "engaged_with": [c for c in links if c["from"] == ref and c["to"] != ref],
+            "engaged_by": [c for c in links if c["to"] == ref and c["from"] != ref],
+        }
+
+    def _agent_named(self, conn: sqlite3.Connection, key: tuple[str, int], given: Any) -> int:
+        """The id of the agent `given` names (agent:7, 7, "7" or a name), or a ToolError saying how to find one."""
+        text = str(given if given is not None else "").strip()
+        number = text.removeprefix("agent:")
+        if number.isdigit() and simulation_queries.agent_profile(conn, key, int(number)) is not None:
+            return int(number)
+        found = simulation_queries.agents_named(conn, key, text) if text and not number.isdigit() else []
+        if len(found) == 1 or (found and found[0]["name"].lower() == text.lower()):
+            return int(found[0]["agent_id"])
+        low, high = simulation_queries.agent_id_range(conn, key)
+        named = ", ".join(f"{a['name']} (agent:{a['agent_id']})" for a in found)
+        hint = f" Did you mean {named}?" if found else ""
+        raise ToolError(f"no agent {text!r} in this simulation.{hint} Give `agent` as an id from agent:{low} to "
+                        f"agent:{high}, or a name as the tools write it: simulation_analytics lists the most active and "
+                        "most engaged agents, quick_search finds agents by name or by words of their profile.")
+
+    def coalitions(self, conn: sqlite3.Connection, key: tuple[str, int], min_size: Any = 3) -> dict[str, Any]:
+        pairs = simulation_queries.mutual_follows(conn, key)
+        both_ways = [p for a, b in pairs for p in ((a, b), (b, a))]
+        firsts = simulation_queries.follow_rounds(conn, key, both_ways)
+        formed = {(a, b): max(firsts.get((a, b), 0), firsts.get((b, a), 0)) for a, b in pairs}
+        speaks_for = {s["agent_id"]: s["now_speaks_for"] for s in self._camps_of(conn, key)["stance_shifts"]}
+        size = min(max(int(min_size) if str(min_size).isdigit() else 3, 2), 20)
+        return coalitions_of(formed, simulation_queries.agent_stances(conn, key), speaks_for, size)
 
     def gather_context(self, conn: sqlite3.Connection, key: tuple[str, int]) -> dict[str, Any]:
         setup = simulation_queries.setup(conn, key)

@@ -41,9 +41,34 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "max_agents": {"type": "integer", "default": 5, "minimum": 1, "maximum": 10}},
             "required": ["interview_topic"]},
     },
+    "agent_profile": {
+        "description": "One agent's trajectory: who they are, their actions per round on each platform, whether "
+        "their statements changed sides, their posts and comments with ids, and whom they engaged with and who "
+        "engaged with them. `agent` is an id (agent:7 or 7) or a name, as other tools' results give them.",
+        "parameters": {"type": "object", "properties": {"agent": {"type": "string"}}, "required": ["agent"]},
+    },
+    "coalitions": {
+        "description": "Groups of agents held together by mutual follows and a shared stance: each group's size, "
+        "members, stance mix and the rounds it formed in, plus the mutual follows that cross camps.",
+        "parameters": {"type": "object", "properties": {
+            "min_size": {"type": "integer", "default": 3, "minimum": 2, "maximum": 20}}},
+    },
+    "calculate": {
+        "description": "Arithmetic for ratios, differences and percentages you state: numbers with + - * / ** % "
+        "and parentheses, e.g. \"(126 - 42) / 42 * 100\". It reads no data and does not count as evidence.",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}},
+                       "required": ["expression"]},
+    },
 }
 
-REPORT_TOOLS = ("insight_forge", "panorama_search", "quick_search", "simulation_analytics", "interview_agents")
+REPORT_TOOLS = ("insight_forge", "panorama_search", "quick_search", "simulation_analytics", "interview_agents",
+                "agent_profile", "coalitions", "calculate")
+UNCOUNTED_TOOLS = frozenset({"calculate"})  # cheap, no evidence: never counted toward [agent] min_tool_calls
+
+
+def counts_as_evidence(tool: str) -> bool:
+    """Whether a call of `tool` counts toward `[agent] min_tool_calls` (reading the simulation does)."""
+    return tool not in UNCOUNTED_TOOLS
 
 
 def openai_tools(names: list[str]) -> list[dict[str, Any]]:

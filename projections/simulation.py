@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS sim_rounds (
 CREATE TABLE IF NOT EXISTS sim_activity (
     simulation_id TEXT, generation INTEGER, platform TEXT, agent_id INTEGER, actions INTEGER DEFAULT 0,
     posts INTEGER DEFAULT 0, PRIMARY KEY (simulation_id, generation, platform, agent_id));
+CREATE TABLE IF NOT EXISTS sim_agent_rounds (
+    simulation_id TEXT, generation INTEGER, agent_id INTEGER, round INTEGER, platform TEXT, actions INTEGER DEFAULT 0,
+    PRIMARY KEY (simulation_id, generation, agent_id, round, platform));
 CREATE TABLE IF NOT EXISTS sim_action_mix (
     simulation_id TEXT, generation INTEGER, platform TEXT, action_type TEXT, count INTEGER DEFAULT 0,
     PRIMARY KEY (simulation_id, generation, platform, action_type));
@@ -106,7 +109,8 @@ class SimulationModel:
 
     name = "simulation"
     schema = SCHEMA
-    tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
+    tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_agent_rounds",
+              "sim_action_mix",
               "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections")
     extra_tables = ("sim_posts_fts",)
 
@@ -199,17 +203,20 @@ ROUND_ACTIONS = ("INSERT INTO sim_rounds (simulation_id, generation, platform, r
                  " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
 AGENT_ACTIONS = ("INSERT INTO sim_activity VALUES (?, ?, ?, ?, ?, ?)"
                  " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions, posts = posts + excluded.posts")
+AGENT_ROUNDS = ("INSERT INTO sim_agent_rounds VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
 ACTION_MIX = ("INSERT INTO sim_action_mix VALUES (?, ?, ?, ?, ?)"
               " ON CONFLICT DO UPDATE SET count = count + excluded.count")
 PLATFORM_ACTIONS = ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, actions)"
                     " VALUES (?, ?, ?, 'running', ?) ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
-COUNTERS = {ROUND_ACTIONS: 1, AGENT_ACTIONS: 2, ACTION_MIX: 1, PLATFORM_ACTIONS: 1}
+COUNTERS = {ROUND_ACTIONS: 1, AGENT_ACTIONS: 2, AGENT_ROUNDS: 1, ACTION_MIX: 1, PLATFORM_ACTIONS: 1}
 
 
 def _counts(key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> Iterable[Write]:
     is_post = int(kind in ("CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"))
     yield ROUND_ACTIONS, (*key, p, r, 1)
     yield AGENT_ACTIONS, (*key, p, agent, 1, is_post)
+    yield AGENT_ROUNDS, (*key, agent, r, p, 1)
     yield ACTION_MIX, (*key, p, kind, 1)
     yield PLATFORM_ACTIONS, (*key, p, 1)
 
@@ -256,8 +263,8 @@ def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dic
     target_id = args.get(id_key) if id_key else None
     name = str(args.get(name_key) or "") if name_key else ""
     target_ref = _ref("post", p, target_id, 0) if isinstance(target_id, int) else None
-    yield (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}), ?, ?, 0)",
-           (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, name, target_ref))
+    yield (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}, ?), ?, ?, 0)",
+           (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, _target_agent(edge, args), name, target_ref))
     yield ("INSERT INTO sim_links SELECT simulation_id, generation, src_agent, kind, dst_agent, 1, 0 FROM sim_edges"
            " WHERE position = ? AND dst_agent IS NOT NULL ON CONFLICT DO UPDATE SET count = count + 1", (pos,))
     yield ("INSERT INTO sim_engagement SELECT simulation_id, generation, dst_agent, 1, ?, ?, ? FROM sim_edges"
@@ -267,6 +274,14 @@ def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dic
     if target_ref is not None:
         yield (f"UPDATE sim_posts SET engagement = engagement + 1 WHERE {KEY} AND platform = ? AND post_id = ?"
                " AND ref = ?", (*key, p, target_id, target_ref))
+
+
+def _target_agent(edge: str, args: dict[str, Any]) -> int | None:
+    """A follow's or mute's target by id, when its name is missing: the native environment writes the followee
+    under `agent_id` (FORMATS.md; SimSwarm's coalition detector missed it), OASIS under `followee_id`."""
+    if edge not in ("follow", "mute"):
+        return None
+    return next((args[k] for k in ("agent_id", "followee_id") if type(args.get(k)) is int), None)
 
 
 def _undo(key: tuple[str, int], p: str, agent: int, edge: str, target: tuple[str, str]) -> Iterable[Write]:

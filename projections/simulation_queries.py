@@ -318,3 +318,62 @@ def relevant_statements(conn: sqlite3.Connection, key: Key, agent_id: int, quest
         f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
         " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
         (expression, *bounds, *key, agent_id)))
+
+
+# --- one agent's trajectory, and the coalitions (agent_profile, coalitions) --------------------------
+
+def agents_named(conn: sqlite3.Connection, key: Key, name: str, limit: int = 5) -> list[dict[str, Any]]:
+    """Agents whose name or username is `name` (any case); failing that, those whose name contains it."""
+    exact = rows_as_dicts(conn.execute(
+        f"SELECT agent_id, name FROM sim_agents WHERE {KEY} AND (lower(name) = lower(?) OR lower(username) = lower(?))"
+        " ORDER BY agent_id LIMIT ?", (*key, name, name, limit)))
+    return exact or rows_as_dicts(conn.execute(
+        f"SELECT agent_id, name FROM sim_agents WHERE {KEY} AND instr(lower(name), lower(?)) > 0"
+        " ORDER BY agent_id LIMIT ?", (*key, name, limit)))
+
+
+def agent_rounds(conn: sqlite3.Connection, key: Key, agent_id: int) -> list[tuple[str, int, int]]:
+    """(platform, round, actions) of one agent, in round order."""
+    return [(str(p), int(r), int(a)) for p, r, a in conn.execute(
+        f"SELECT platform, round, actions FROM sim_agent_rounds WHERE {KEY} AND agent_id = ? ORDER BY round, platform",
+        (*key, agent_id))]
+
+
+def agent_statements(conn: sqlite3.Connection, key: Key, agent_id: int, limit: int,
+                     newest: bool) -> list[dict[str, Any]]:
+    """An agent's first (or newest) posts, quotes and comments with their ids and the reactions each drew."""
+    rows = conn.execute(
+        f"SELECT {POST_COLUMNS}, p.engagement FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ?"
+        f" AND p.agent_id = ? AND p.kind IN ('post', 'quote', 'comment') ORDER BY p.id {'DESC' if newest else ''}"
+        " LIMIT ?", (*key, agent_id, limit)).fetchall()
+    return [{**post_dict(r[:-1]), "engagement": r[-1]} for r in rows]
+
+
+def agent_statement_count(conn: sqlite3.Connection, key: Key, agent_id: int) -> int:
+    return int(conn.execute(f"SELECT count(*) FROM sim_posts WHERE {KEY} AND agent_id = ?"
+                            " AND kind IN ('post', 'quote', 'comment')", (*key, agent_id)).fetchone()[0])
+
+
+def agent_reactions(conn: sqlite3.Connection, key: Key, agent_id: int) -> dict[str, int]:
+    """The reactions others gave an agent (likes, reposts and quotes, comments, follows...), from the counter."""
+    row = conn.execute(f"SELECT reactions, shares, comments, likes FROM sim_engagement WHERE {KEY} AND agent_id = ?",
+                       (*key, agent_id)).fetchone()
+    return dict(zip(("reactions", "shares", "comments", "likes"), row or (0, 0, 0, 0), strict=True))
+
+
+def mutual_follows(conn: sqlite3.Connection, key: Key) -> list[tuple[int, int]]:
+    """Pairs (a < b) of agents who follow each other, neither follow undone."""
+    return [(int(a), int(b)) for a, b in conn.execute(
+        "SELECT f.src_agent, f.dst_agent FROM sim_links f JOIN sim_links back ON back.simulation_id = f.simulation_id"
+        " AND back.generation = f.generation AND back.src_agent = f.dst_agent AND back.kind = 'follow'"
+        " AND back.dst_agent = f.src_agent WHERE f.simulation_id = ? AND f.generation = ? AND f.kind = 'follow'"
+        " AND f.src_agent < f.dst_agent AND f.count > f.undone AND back.count > back.undone ORDER BY 1, 2", key)]
+
+
+def follow_rounds(conn: sqlite3.Connection, key: Key, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """{(follower, followee): the first round of a follow still standing} for these pairs."""
+    return {(int(s), int(d)): int(r) for s, d, r in conn.execute(
+        "SELECT e.src_agent, e.dst_agent, min(e.round) FROM json_each(?) j CROSS JOIN sim_edges e"
+        " ON e.simulation_id = ? AND e.generation = ? AND e.src_agent = json_extract(j.value, '$[0]') AND e.kind = 'follow'"
+        " AND e.dst_agent = json_extract(j.value, '$[1]') AND e.undone = 0 GROUP BY e.src_agent, e.dst_agent",
+        (json.dumps(pairs), *key))}

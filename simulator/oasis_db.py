@@ -71,7 +71,7 @@ def _record(conn: sqlite3.Connection, line: dict[str, Any], when: int | str, by_
         info = {"post_id": args["post_id"]}
     elif kind == "FOLLOW":
         cur = conn.execute("INSERT INTO follow (follower_id, followee_id, created_at) VALUES (?, ?, ?)",
-                           (user, by_name.get(args["target_user_name"]), when))
+                           (user, args.get("agent_id", by_name.get(args.get("target_user_name", ""))), when))
         info = {"follow_id": cur.lastrowid}
     elif kind == "CREATE_COMMENT":
         conn.execute("INSERT INTO comment (comment_id, post_id, user_id, content, created_at) VALUES (?, ?, ?, ?, ?)",

@@ -218,6 +218,16 @@ class Agent:
     country: str
 
 
+@dataclass(frozen=True)
+class Coalition:
+    """Agents of one stance who follow each other: pair by pair, one pair a round, from `rounds[0]`."""
+
+    stance: str
+    members: tuple[int, ...]
+    rounds: tuple[int, ...]  # the round each pair (members[i], members[i + 1]) follows each other
+    native: bool  # the follows name their target as the native environment does (`agent_id`), not by name
+
+
 @dataclass
 class Story:
     """A whole simulation decided up front: agents, and per platform the lines of each round."""
@@ -231,6 +241,7 @@ class Story:
     loud_platform: str = "reddit"
     shifts: dict[int, str] = field(default_factory=dict)
     lines: dict[str, list[list[dict[str, Any]]]] = field(default_factory=dict)
+    coalitions: list[Coalition] = field(default_factory=list)
 
     def stance_at(self, agent: Agent, round_no: int) -> str:
         """The camp an agent speaks for in a round: a shifted agent changes sides at the trigger."""
@@ -276,7 +287,34 @@ def make_story(seed: int, agents: int, rounds: int) -> Story:
     story.shifts = {i: target for i in sorted(rng.sample(movable, min(len(movable), 1 + agents // 20)))}
     for platform in ("twitter", "reddit"):
         story.lines[platform] = PlatformWriter(story, platform, random.Random(f"{seed}:{platform}")).rounds()
+    story.coalitions = make_coalitions(rng, story)
+    for coalition in story.coalitions:
+        add_mutual_follows(story, coalition)
     return story
+
+
+def make_coalitions(rng: random.Random, story: Story) -> list[Coalition]:
+    """Per large camp, three agents (none changing sides) who follow each other after the trigger, pair by pair.
+
+    The second camp's follows carry their target as the native environment writes it (`agent_id`)."""
+    out = []
+    for i, stance in enumerate(("supportive", "opposing")):
+        pool = [a.agent_id for a in story.agents if a.stance == stance and a.agent_id not in story.shifts]
+        first = story.spike_round + 2 + i
+        if len(pool) >= 3 and first + 1 <= story.rounds:
+            out.append(Coalition(stance, tuple(rng.sample(pool, 3)), (first, first + 1), native=i == 1))
+    return out
+
+
+def add_mutual_follows(story: Story, coalition: Coalition) -> None:
+    """The coalition's follows, at the end of their rounds on the louder platform."""
+    members = [story.agents[i] for i in coalition.members]
+    for (a, b), round_no in zip(zip(members, members[1:]), coalition.rounds):
+        lines = story.lines[story.loud_platform][round_no]
+        ts = story.start + timedelta(minutes=60 * round_no, seconds=len(lines) * 7)
+        for src, dst in ((a, b), (b, a)):
+            args = {"agent_id": dst.agent_id} if coalition.native else {"target_user_name": dst.name}
+            lines.append(PlatformWriter.line(src, round_no, ts, "FOLLOW", args))
 class PlatformWriter:
     """Writes one platform's action lines, round by round, with the enriched args of the real runner."""
 
@@ -380,7 +418,8 @@ class PlatformWriter:
         self.posts.append(post)
         return self.line(agent, round_no, ts, "CREATE_POST", {"content": content, "post_id": post["post_id"]})
 
-    def line(self, agent: Agent, round_no: int, ts: datetime, kind: str, args: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def line(agent: Agent, round_no: int, ts: datetime, kind: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"round": round_no, "timestamp": ts.isoformat(), "agent_id": agent.agent_id,
                 "agent_name": agent.name, "action_type": kind, "action_args": args, "result": None,
                 "success": True}

@@ -48,6 +48,9 @@ def ground_truth(story: Story) -> dict[str, Any]:
         "shifts": [{"id": i, "name": story.agents[i].name, "from": story.agents[i].stance, "to": to,
                     "round": story.spike_round} for i, to in sorted(story.shifts.items())],
         "top_arguments": _top_arguments(story, actions),
+        "coalitions": [{"stance": c.stance, "members": [{"id": i, "name": story.agents[i].name} for i in c.members],
+                        "formed_round": c.rounds[-1], "platform": story.loud_platform,
+                        "target_key": "agent_id" if c.native else "target_user_name"} for c in story.coalitions],
         "reference": reference,
     }
 
@@ -93,6 +96,7 @@ def _reference(story: Story, actions: list[tuple[str, dict[str, Any]]]) -> dict[
         if kind in ("CREATE_POST", "QUOTE_POST"):
             authors[(platform, int(ref.split(":")[2]))] = who
         target = (authors.get((platform, args["post_id"])) if kind == "CREATE_COMMENT"
+                  else args["agent_id"] if kind == "FOLLOW" and "agent_id" in args  # the native environment's way
                   else by_name.get(args.get(TARGET_NAME.get(kind, ""), "")))
         if target is not None and target != who:
             agents[target]["reactions"] += 1

@@ -89,7 +89,7 @@ def test_final_answer_before_three_tool_calls_is_rejected_with_the_unused_tools(
     events = reply(s, "Everything is fine.")
     assert reasons(events) == ["too_few_tools"]
     feedback = s.conversation.pending[-1]["content"]
-    assert "not used yet: quick_search, simulation_analytics, interview_agents." in feedback
+    assert "not used yet: quick_search, simulation_analytics, interview_agents, agent_profile, coalitions." in feedback
     assert "insight_forge" not in feedback
 
 
