@@ -88,6 +88,9 @@ async def measure(folder: Path, store_path: Path, calls_each: int, only: list[st
             "simulation_analytics": lambda n: tools.run("simulation_analytics", {}, *key),
             "interview_agents": lambda n: tools.run("interview_agents", {"interview_topic": topics[n % len(topics)]},
                                                     *key),
+            "agent_profile": lambda n: tools.run("agent_profile", {"agent": f"agent:{n * 7 % 200}"}, *key),
+            "coalitions": lambda n: tools.run("coalitions", {"min_size": 2 + n % 3}, *key),
+            "calculate": lambda n: tools.run("calculate", {"expression": f"({n} + 126) / 42 * 100"}, *key),
         }
         return {name: await timed(call, calls_each) for name, call in calls.items() if not only or name in only}
 
