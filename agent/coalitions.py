@@ -47,7 +47,8 @@ class _Groups:
 
     def root(self, agent: int) -> int:
         while self.parent.setdefault(agent, agent) != agent:
-            agent = self.parent[agent] = self.parent[self.parent[agent]]
+            self.parent[agent] = self.parent[self.parent[agent]]  # path halving
+            agent = self.parent[agent]
         return agent
 
     def join(self, a: int, b: int, round_no: int) -> None:

@@ -436,10 +436,10 @@ def _profile(f: Facts) -> str:
     p = (f.seen.get("agent_profile") or [{}])[0]
     if not p or not p.get("actions"):
         return ""
-    a, by = p["agent"], p["actions_by_platform"]
-    out = (f"{_who(a)}) acted in {p['active_rounds']} rounds, from round {p['first_round']} to round {p['last_round']}: "
-           f"{p['actions']} actions, {by['twitter']} on Twitter and {by['reddit']} on Reddit, "
-           f"{p['statements']} of them posts, quotes or comments.")
+    a, by = p["agent"], p["by_platform"]
+    out = (f"{_who(a)}) took {p['actions']} actions; {by['twitter'] + by['reddit']} of them were posts or reactions, "
+           f"{by['twitter']} on Twitter and {by['reddit']} on Reddit, in {p['active_rounds']} rounds from round "
+           f"{p['first_round']} to round {p['last_round']}, {p['statements']} of them posts, quotes or comments.")
     gave = [c for c in p.get("engaged_with", []) if c["count"] > 1][:3]
     if gave:
         out += " They engaged most with " + _listing(

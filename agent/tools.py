@@ -169,17 +169,19 @@ class SimulationTools:
     def agent_profile(self, conn: sqlite3.Connection, key: tuple[str, int], agent: Any = None,
                       agent_id: Any = None, name: Any = None) -> dict[str, Any]:
         who = self._agent_named(conn, key, agent if agent is not None else agent_id if agent_id is not None else name)
-        profile = simulation_queries.agent_profile(conn, key, who)
-        assert profile is not None  # _agent_named found it
+        profile = simulation_queries.profiles(conn, key, [who])[0]  # _agent_named found it
         rows = per_round_rows(simulation_queries.agent_rounds(conn, key, who))
         shifts = [s for s in self._camps_of(conn, key)["stance_shifts"] if s["agent_id"] == who]
         links = simulation_queries.chains(conn, key, [who])
         ref = f"agent:{who}"
         return {
             "agent": {"ref": ref, "name": profile["name"], "stance": profile["stance"],
-                      "entity_type": profile["entity_type"], "bio": profile["bio"][:300]},
-            "actions": sum(r["total"] for r in rows),
-            "actions_by_platform": {p: sum(r[p] for r in rows) for p in ("twitter", "reddit")},
+                      "entity_type": profile["type"], "bio": (profile["bio"] or "")[:300]},
+            "actions": profile["actions"],
+            "per_round_counts": "posts, quotes, comments and reactions (likes, reposts, follows...); the other "
+                                "actions (searches, idle turns) have no round: other_actions",
+            "other_actions": profile["actions"] - sum(r["total"] for r in rows),
+            "by_platform": {p: sum(r[p] for r in rows) for p in ("twitter", "reddit")},
             "active_rounds": sum(1 for r in rows if r["total"]),
             "first_round": rows[0]["round"] if rows else None, "last_round": rows[-1]["round"] if rows else None,
             "per_round": [{k: v for k, v in r.items() if k != "divergence"} for r in compress_rounds(rows, MAX_AGENT_ROUNDS)],

@@ -47,9 +47,6 @@ CREATE TABLE IF NOT EXISTS sim_rounds (
 CREATE TABLE IF NOT EXISTS sim_activity (
     simulation_id TEXT, generation INTEGER, platform TEXT, agent_id INTEGER, actions INTEGER DEFAULT 0,
     posts INTEGER DEFAULT 0, PRIMARY KEY (simulation_id, generation, platform, agent_id));
-CREATE TABLE IF NOT EXISTS sim_agent_rounds (
-    simulation_id TEXT, generation INTEGER, agent_id INTEGER, round INTEGER, platform TEXT, actions INTEGER DEFAULT 0,
-    PRIMARY KEY (simulation_id, generation, agent_id, round, platform));
 CREATE TABLE IF NOT EXISTS sim_action_mix (
     simulation_id TEXT, generation INTEGER, platform TEXT, action_type TEXT, count INTEGER DEFAULT 0,
     PRIMARY KEY (simulation_id, generation, platform, action_type));
@@ -109,8 +106,7 @@ class SimulationModel:
 
     name = "simulation"
     schema = SCHEMA
-    tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_agent_rounds",
-              "sim_action_mix",
+    tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
               "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections")
     extra_tables = ("sim_posts_fts",)
 
@@ -203,20 +199,17 @@ ROUND_ACTIONS = ("INSERT INTO sim_rounds (simulation_id, generation, platform, r
                  " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
 AGENT_ACTIONS = ("INSERT INTO sim_activity VALUES (?, ?, ?, ?, ?, ?)"
                  " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions, posts = posts + excluded.posts")
-AGENT_ROUNDS = ("INSERT INTO sim_agent_rounds VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
 ACTION_MIX = ("INSERT INTO sim_action_mix VALUES (?, ?, ?, ?, ?)"
               " ON CONFLICT DO UPDATE SET count = count + excluded.count")
 PLATFORM_ACTIONS = ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, actions)"
                     " VALUES (?, ?, ?, 'running', ?) ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
-COUNTERS = {ROUND_ACTIONS: 1, AGENT_ACTIONS: 2, AGENT_ROUNDS: 1, ACTION_MIX: 1, PLATFORM_ACTIONS: 1}
+COUNTERS = {ROUND_ACTIONS: 1, AGENT_ACTIONS: 2, ACTION_MIX: 1, PLATFORM_ACTIONS: 1}
 
 
 def _counts(key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> Iterable[Write]:
     is_post = int(kind in ("CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"))
     yield ROUND_ACTIONS, (*key, p, r, 1)
     yield AGENT_ACTIONS, (*key, p, agent, 1, is_post)
-    yield AGENT_ROUNDS, (*key, agent, r, p, 1)
     yield ACTION_MIX, (*key, p, kind, 1)
     yield PLATFORM_ACTIONS, (*key, p, 1)
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from simreportd.agent.calculate import MAX_LENGTH, calculate
+from simreportd.agent.coalitions import coalitions_of
 from simreportd.agent.tools import MAX_RESULT, SimulationTools
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import ToolError
@@ -29,6 +30,8 @@ from .conftest import PYTHON, TIMEOUT, write_config
 from .test_core import drive, observe_all, reasons, reply, started
 
 SIM = "sim_known"
+VISIBLE = ("CREATE_POST", "QUOTE_POST", "CREATE_COMMENT", "LIKE_POST", "DISLIKE_POST", "REPOST", "LIKE_COMMENT",
+           "DISLIKE_COMMENT", "FOLLOW", "MUTE")  # the actions agent_profile counts per round
 
 
 # --- calculate ---------------------------------------------------------------------------------
@@ -153,15 +156,17 @@ async def test_coalitions_finds_the_built_in_groups_whichever_key_names_the_targ
 async def test_agent_profile_follows_one_agent_round_by_round(known: dict) -> None:
     shift = known["truth"]["shifts"][0]
     per_round: Counter[tuple[int, str]] = Counter()
+    actions = 0
     for platform in ("twitter", "reddit"):
         for line in (known["folder"] / platform / "actions.jsonl").read_text(encoding="utf-8").splitlines():
             action = json.loads(line)
-            if action.get("agent_id") == shift["id"] and "action_type" in action:
+            if action.get("agent_id") == shift["id"] and action.get("action_type") in VISIBLE:
                 per_round[(action["round"], platform)] += 1
+            actions += action.get("agent_id") == shift["id"] and "action_type" in action
     by_id, by_name = await run(known, "agent_profile", agent=f"agent:{shift['id']}"), \
         await run(known, "agent_profile", agent=shift["name"].upper())
     assert by_id == by_name and by_id["agent"]["name"] == shift["name"]
-    assert by_id["actions"] == sum(per_round.values())
+    assert by_id["actions"] == actions and by_id["other_actions"] == actions - sum(per_round.values())
     assert {(r["round"], p): r[p] for r in by_id["per_round"] for p in ("twitter", "reddit") if r[p]} == dict(per_round)
     assert by_id["stance_shift"]["now_speaks_for"] == shift["to"]
     assert by_id["stance_shift"]["from_round"] == shift["round"]
@@ -229,3 +234,20 @@ def test_the_offline_report_uses_the_new_tools_and_states_what_they_found(known:
     built = known["truth"]["coalitions"][0]
     assert f"agent:{built['members'][0]['id']}" in text and "% more than that mean" in text
     assert f"together from round {built['formed_round']}" in text
+
+
+def test_coalitions_join_pairs_in_the_order_they_formed_and_keep_camps_apart() -> None:
+    """Two pairs that merge later, a chain grown one by one, a side-changer joining the camp it speaks for."""
+    agents = {i: {"name": f"a{i}", "stance": "opposing" if i >= 10 else "supportive"} for i in range(20)}
+    formed = {(0, 1): 3, (2, 3): 4, (1, 2): 6,  # two pairs, one group of 4 from round 6
+              (10, 11): 2, (11, 12): 2, (12, 13): 5, (13, 14): 7, (14, 15): 8,  # a chain: 3 at round 2, 6 at 8
+              (5, 16): 4, (4, 15): 9}  # 5 stays supportive (a bridge); 4 speaks for the opposing camp now
+    result = coalitions_of(formed, agents, {4: "opposing"}, 3)
+    big, small = result["coalitions"]
+    assert [m["ref"] for m in big["members"]] == [f"agent:{i}" for i in (4, 10, 11, 12, 13, 14, 15)]
+    assert (big["camp"], big["size"], big["formed_round"], big["complete_round"]) == ("opposing", 7, 2, 9)
+    assert big["stance_mix"] == {"opposing": 6, "supportive": 1}
+    assert big["growth"] == [{"round": r, "members": n} for r, n in ((2, 3), (5, 4), (7, 5), (8, 6), (9, 7))]
+    assert (small["size"], small["formed_round"], small["complete_round"]) == (4, 6, 6)
+    assert result["cross_camp_mutual_follows"] == 1 and result["mutual_follows"] == 10
+    assert coalitions_of(formed, agents, {4: "opposing"}, 5)["coalitions_found"] == 1
