@@ -100,7 +100,7 @@ def _section(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str
     background = json.loads(blocks[1]) if len(blocks) > 1 else {}
     seen = _observations(messages)
     done = sum(len(v) for v in seen.values())
-    plan = [(name, args) for name, args in _plan(kind, background, requirement, seen) if name in request.tools]
+    plan = _plan(kind, background, requirement, seen)
     if request.tools and done < len(plan):
         name, args = plan[done]
         return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
@@ -149,7 +149,7 @@ def _plan(kind: str, background: dict[str, Any], requirement: str,
                 ("coalitions", {}), ("interview_agents", {"interview_topic": topics[0], "max_agents": 4})]
     if kind == "platforms":
         return [("simulation_analytics", {}), ("panorama_search", {"query": trigger}),
-                ("quick_search", {"query": " ".join(topics[2:4]) or topics[0], "limit": 10})]
+                ("quick_search", {"query": " ".join(topics[2:4]) or topics[0], "limit": 6})]
     if kind == "drivers":
         engaged = analytics.get("most_engaged_agents") or [{}]
         shifts = (analytics.get("camps") or {}).get("stance_shifts") or []

@@ -117,7 +117,7 @@ def budget_hint(unused: list[str], used: int, max_tools: int, min_tools: int, ev
     if unused:
         parts.append(f"Tools not used yet: {', '.join(unused)}.")
     if evidence < min_tools:
-        parts.append(f"At least {min_tools - evidence} more tool call(s) reading the simulation before the final answer.")
+        parts.append(f"At least {min_tools - evidence} more tool call(s) before the final answer.")
     return " ".join(parts)
 
 

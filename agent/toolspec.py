@@ -42,22 +42,16 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "required": ["interview_topic"]},
     },
     "agent_profile": {
-        "description": "One agent's trajectory: who they are, their actions per round on each platform, whether "
-        "their statements changed sides, their posts and comments with ids, and whom they engaged with and who "
-        "engaged with them. `agent` is an id (agent:7 or 7) or a name, as other tools' results give them.",
+        "description": "One agent's actions per round, side change, posts and interactions. agent: an id or name.",
         "parameters": {"type": "object", "properties": {"agent": {"type": "string"}}, "required": ["agent"]},
     },
     "coalitions": {
-        "description": "Groups of agents held together by mutual follows and a shared stance: each group's size, "
-        "members, stance mix and the rounds it formed in, plus the mutual follows that cross camps.",
-        "parameters": {"type": "object", "properties": {
-            "min_size": {"type": "integer", "default": 3, "minimum": 2, "maximum": 20}}},
+        "description": "Agents who follow each other and share a stance: size, members, round formed.",
+        "parameters": {"type": "object", "properties": {"min_size": {"type": "integer"}}},
     },
     "calculate": {
-        "description": "Arithmetic for ratios, differences and percentages you state: numbers with + - * / ** % "
-        "and parentheses, e.g. \"(126 - 42) / 42 * 100\". It reads no data and does not count as evidence.",
-        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}},
-                       "required": ["expression"]},
+        "description": "Arithmetic for the ratios you state: numbers, + - * / ** %, parentheses. Not evidence.",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
     },
 }
 
