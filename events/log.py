@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -302,7 +302,7 @@ class EventLog:
         types: Sequence[str] | None = None,
         streams: Sequence[str] | None = None,
         page: int = 500,
-    ) -> AsyncIterator[list[Recorded] | CaughtUp]:
+    ) -> AsyncGenerator[list[Recorded] | CaughtUp, None]:
         """`subscribe`, a read at a time: for a consumer that does its work once per batch (a fan-out
         writing each client one message per batch instead of one per event)."""
         position, caught_up = after, False

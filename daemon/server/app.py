@@ -6,10 +6,10 @@ broadcaster offers meanwhile), then goes live: no gap, nothing twice.
 
 Live frames are written by the broadcaster straight into every connection that has nothing
 queued: all the frames of one read of the log in one write per client, so a burst of events
-costs each client one `send()`, not one per event, and no task switch. Everything else (history, replies, frames behind those) goes through the session's
-bounded queue and its sender task, so order is kept. A client that stops reading is
-disconnected (code 4008) when its queue or its unsent bytes pass a bound, instead of
-slowing anyone else.
+costs each client one `send()`, not one per event, and no task switch. Everything else
+(history, replies, frames behind those) goes through the session's bounded queue and its
+sender task, so order is kept. A client that stops reading is disconnected (code 4008) when
+its queue or its unsent bytes pass a bound, instead of slowing anyone else.
 """
 
 from __future__ import annotations
