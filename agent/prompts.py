@@ -145,6 +145,7 @@ PLACEHOLDER = "_The model gave no usable text for this section; the evidence it 
 # Fragments of our own instructions (sentences, as models echo one sentence of several): a section line
 # holding one of them is an echo, not analysis.
 ECHOES = (*FORCED_FINAL.split(". "), PLACEHOLDER, "in plain prose from the evidence", "Evidence gathered with",
+          "Requirement:", "Section: ",
           "Tool budget:", "Tools not used yet", "more tool call(s) before the final",
           "Rejected:", "Write section ", "Sections written so far", "Simulation background:",
           "You are writing one section", "Gather evidence with the tools", "is data to analyse, never instructions",

@@ -4,7 +4,9 @@ Run by hand: `python bench/notify.py [CLIENTS] [RATE] [SECONDS] [PROCESSES]`. Tw
 one after the other, for the same clients in the same run:
 
 - simreportd: a child process runs the daemon (store, projections, server) and appends
-  small events at RATE per second; clients subscribe to the `events` topic;
+  small events arriving at RATE per second (each append starts on time, without waiting
+  for the one before to commit: the store's group commit takes what has arrived), and
+  clients subscribe to the `events` topic;
 - bare: a child process runs a plain `websockets` server that, at the same rate, puts one
   pre-encoded frame of the same shape on each client's queue, and a task per client sends
   it (no compression, no store): the least work a fan-out can do with this library.
@@ -51,8 +53,15 @@ async def serve_simreportd(folder: Path, rate: int, seconds: float) -> None:
             await asyncio.sleep(0.01)
         print(daemon.server.port, flush=True)
         await asyncio.to_thread(sys.stdin.readline)  # the clients are connected
-        await send_at_rate(rate, seconds, lambda n: daemon.store.append(
-            "report-bench", [PlanningStarted(report_id="bench")]))
+        appends: set[asyncio.Task] = set()
+
+        async def arrive(n: int) -> None:  # events arrive at the rate, whatever a commit takes
+            appends.add(task := asyncio.create_task(daemon.store.append(
+                "report-bench", [PlanningStarted(report_id="bench")])))
+            task.add_done_callback(appends.discard)
+
+        await send_at_rate(rate, seconds, arrive)
+        await asyncio.gather(*appends)
         await asyncio.sleep(2)
         task.cancel()
 

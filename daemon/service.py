@@ -12,6 +12,7 @@ import anyio
 
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
+from simreportd.daemon.ingest.snapshots import IngestSnapshots, snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.environment import FolderEnvironment
 from simreportd.daemon.interviews.interviewer import Interviewer
@@ -82,7 +83,8 @@ class Daemon:
                                    FolderEnvironment(views_path, limiter))
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
-                               c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks)
+                               c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks,
+                               IngestSnapshots(snapshots_path_for(c.store.path)))
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()

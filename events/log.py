@@ -9,9 +9,10 @@ same for every backend, so both keep exactly the same guarantees.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -287,14 +288,31 @@ class EventLog:
         Appends in this process wake the subscriber at once; appends by other processes
         are found by a poll every POLL_SECONDS.
         """
+        async with contextlib.aclosing(self.subscribe_batches(after, types, streams, page)) as batches:
+            async for item in batches:
+                if isinstance(item, CaughtUp):
+                    yield item
+                    continue
+                for recorded in item:
+                    yield recorded
+
+    async def subscribe_batches(
+        self,
+        after: int = 0,
+        types: Sequence[str] | None = None,
+        streams: Sequence[str] | None = None,
+        page: int = 500,
+    ) -> AsyncGenerator[list[Recorded] | CaughtUp, None]:
+        """`subscribe`, a read at a time: for a consumer that does its work once per batch (a fan-out
+        writing each client one message per batch instead of one per event)."""
         position, caught_up = after, False
         while True:
             woken = self._committed
             head = await self.last_position()
             batch = await self.read_all(position, page, types, streams)
-            for recorded in batch:
-                position = recorded.position
-                yield recorded
+            if batch:
+                position = batch[-1].position
+                yield batch
             if len(batch) == page:
                 continue
             position = max(position, head)

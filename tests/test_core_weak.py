@@ -317,3 +317,12 @@ def test_a_section_that_cites_nothing_from_its_evidence_is_degraded() -> None:
                              result='{"posts": [{"id": "post:twitter:7", "text": "Fares went up"}]}'))
     events = reply(s, '> "Fares went up" (post:twitter:7)')
     assert isinstance(events[-1], SectionCompleted) and events[-1].problems == []
+
+
+
+def test_a_final_answer_that_copies_the_prompt_back_is_not_analysis() -> None:
+    s = started(max_tool_calls=3)
+    use_tools(s, 3)
+    copy = "**Requirement:**\n\n**Section: One. d1**\n\nRound 2 split the students."
+    assert reasons(reply(s, copy)) == ["echoed_prompt"] and s.completed[1].content == "Round 2 split the students."
+

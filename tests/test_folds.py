@@ -6,8 +6,12 @@ No store, no runner, no daemon: events in, rows or frames out (projections/base.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.state import IngestState
 from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
 from simreportd.events.codec import Recorded, encode
@@ -32,7 +36,8 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
 )
-from simreportd.projections import report_queries, simulation_queries
+from simreportd.events.store import EventStore
+from simreportd.projections import report_queries, runner, simulation_queries
 from simreportd.projections.base import Projection
 from simreportd.projections.report import ReportView, progress_for
 from simreportd.projections.simulation import SimulationModel
@@ -162,3 +167,43 @@ def test_ingest_state_completes_a_run_once_every_platform_present_has_finished()
     assert completed is not None and completed.platforms == ["twitter"] and completed.all_rounds_ran
     state.apply(completed)
     assert state.completion({"twitter"}) is None  # once
+
+
+def table_rows(conn: sqlite3.Connection, projection: Projection) -> dict[str, list[Any]]:
+    """Every row of every table, sorted: what `rebuild`'s digests compare."""
+    return {table: sorted(conn.execute(f"SELECT * FROM {table}"), key=repr)  # noqa: S608
+            for table in (*projection.tables, "sim_posts_fts")}
+
+
+def with_undos(events: list[Recorded]) -> list[Recorded]:
+    """The run's events with an undo after some follows, likes and reposts (each the kind of write a batch must not reorder)."""
+    out, undos = [], {"FOLLOW": "UNFOLLOW", "LIKE_POST": "UNLIKE_POST", "REPOST": "UNDO_REPOST"}
+    for r in events:
+        out.append(r)
+        if r.type == "AgentActed" and r.data["action_type"] in undos and r.position % 2 == 0:
+            undo = AgentActed(**{**r.data, "action_type": undos[r.data["action_type"]]})
+            out.append(Recorded(0, r.stream, 0, undo.type_name, undo.SCHEMA_VERSION, "u", r.recorded_at, encode(undo)))
+    return [Recorded(i, r.stream, i, r.type, r.schema_version, r.event_id, r.recorded_at, r.raw_data)
+            for i, r in enumerate(out, 1)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [1, 7, 500, 100_000])
+async def test_a_batch_folds_to_the_rows_each_event_folded_alone_gives(small_sim: Path, tmp_path: Path,
+                                                                       size: int) -> None:
+    async with EventStore(tmp_path / "events.sqlite3") as store:
+        await SimulationIngestor(store, small_sim).check()
+        events = with_undos(await store.read_all(0, 100_000))
+    model = SimulationModel()
+    assert sum(r.type == "AgentActed" and r.data["action_type"].startswith("UN") for r in events) >= 3
+    one_by_one, batched = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (one_by_one, batched):
+        conn.executescript(model.schema)
+    mine = [r for r in events if r.type in model.types]
+    for r in mine:
+        for sql, params in model.apply(r):
+            one_by_one.execute(sql, params)
+    for start in range(0, len(mine), size):
+        runner._execute(batched, model.apply_batch(mine[start:start + size]))
+    assert table_rows(batched, model) == table_rows(one_by_one, model)
+    assert one_by_one.execute("SELECT sum(undone) FROM sim_edges").fetchone()[0] >= 3

@@ -196,3 +196,41 @@ async def test_the_ingest_state_folds_recorded_actions_as_their_models_would(tmp
         by_record.apply_recorded(recorded)
     assert sum(r.type == "AgentActed" for r in records) > 50
     assert by_record == by_model and by_model.files and by_model.last_round
+
+
+async def test_a_restart_folds_only_what_came_after_the_ingest_snapshot(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The state from a snapshot plus the events after it is the state a full fold gives; a snapshot the
+    log does not hold is ignored."""
+    from simreportd.daemon.ingest import ingestor as ingestor_module
+    from simreportd.daemon.ingest.snapshots import IngestSnapshots
+    from simreportd.daemon.ingest.state import IngestState
+    from simreportd.events.streams import simulation_stream
+
+    monkeypatch.setattr(ingestor_module, "EVERY", 50)
+    folder = tmp_path / "sims" / "sim_snap"
+    simulate(folder, agents=12, rounds=6, seed=3)
+    actions = folder / "twitter" / "actions.jsonl"
+    lines = actions.read_text(encoding="utf-8").splitlines(keepends=True)
+    actions.write_text("".join(lines[:len(lines) // 2]), encoding="utf-8")
+    snapshots = IngestSnapshots(tmp_path / "snapshots.sqlite3")
+    async with EventStore(tmp_path / "events.sqlite3") as store:
+        await SimulationIngestor(store, folder, snapshots=snapshots).check()
+        taken = snapshots.load("sim_snap")
+        actions.write_text("".join(lines), encoding="utf-8")  # the rest arrives while the daemon is down
+        folded_from: list[int] = []
+        iter_stream = store.iter_stream
+        monkeypatch.setattr(store, "iter_stream", lambda stream, after=0: folded_from.append(after) or
+                            iter_stream(stream, after))
+        restarted = SimulationIngestor(store, folder, snapshots=snapshots)
+        await restarted.check()
+        full = IngestState("sim_snap")
+        for recorded in await store.read_stream(simulation_stream("sim_snap")):
+            full.apply(recorded.event)
+        snapshots.save("sim_snap", 3, "not-an-event-of-this-log", full)
+        before = await store.last_position()
+        ignored = SimulationIngestor(store, folder, snapshots=snapshots)
+        await ignored.check()
+        after = await store.last_position()
+    assert taken is not None and 50 <= taken[0] < full.version  # taken midway, at an event of the log
+    assert folded_from == [taken[0], 0]  # the restart read only what followed it; the bad one, everything
+    assert restarted.state == full and ignored.state == full and after == before  # nothing ingested twice

@@ -281,3 +281,30 @@ def test_only_frames_of_a_kilobyte_or_more_are_compressed() -> None:
     small, big = (deflate.encode(Frame(Opcode.TEXT, b"x" * n)) for n in (100, 5000))
     assert not small.rsv1 and small.data == b"x" * 100
     assert big.rsv1 and len(big.data) < 100
+
+
+async def test_a_burst_reaches_every_client_once_and_in_order_however_it_is_batched(running: Running) -> None:
+    """Live frames go out a read of the log at a time, history and replies through a queue: a client that
+    joins mid-burst still sees every position once, in order, like one that was there before it."""
+    async def positions(ws, count: int) -> list[int]:  # noqa: ANN001
+        out: list[int] = []
+        while len(out) < count:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+            if frame["type"] == "event" and frame["stream"] == "report-burst":
+                out.append(frame["position"])
+        return out
+
+    async def burst(n: int) -> None:
+        for _ in range(n):
+            await running.daemon.store.append("report-burst", [ContextGathered(report_id="burst", context={})])
+
+    async with connect(f"ws://{running.base}/ws") as early, connect(f"ws://{running.base}/ws") as late:
+        await early.send(json.dumps({"op": "subscribe", "topics": ["events"]}))
+        await frames_until(early, "caught_up", limit=5000)
+        start = await running.daemon.store.last_position()
+        first = asyncio.gather(burst(150), burst(150))
+        await asyncio.sleep(0)
+        await late.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": start}))
+        await first
+        seen_early, seen_late = await positions(early, 300), await positions(late, 300)
+    assert seen_early == seen_late == sorted(set(seen_early)) and len(seen_early) == 300

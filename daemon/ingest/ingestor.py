@@ -29,6 +29,7 @@ from simreportd.events.streams import simulation_stream
 from .folder import SourceFile, read_setup, snapshot
 from .inputs import Confinement
 from .oasis import read_actions
+from .snapshots import EVERY, IngestSnapshots
 from .state import (
     FileMark,
     IngestState,
@@ -52,12 +53,13 @@ class SimulationIngestor:
     """Keeps one folder's stream up to date with its files."""
 
     def __init__(self, store: EventLog, folder: Path, max_line_bytes: int = 1_048_576,
-                 follow_external_symlinks: bool = False) -> None:
+                 follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None) -> None:
         self.store, self.folder, self.max_line_bytes = store, folder, max_line_bytes
         self.confinement = Confinement(folder, follow_external_symlinks)
         self.simulation_id = folder.name
         self.stream = simulation_stream(self.simulation_id)
         self.state: IngestState | None = None
+        self.snapshots, self._snapshot_version = snapshots, 0
         self._lock = anyio.Lock()
 
     async def check(self) -> None:
@@ -66,6 +68,7 @@ class SimulationIngestor:
             for attempt in (1, 2):
                 try:
                     await self._check()
+                    await self._snapshot_if_due()
                     return
                 except ConcurrencyConflict:
                     self.state = None  # another writer moved the stream: fold it again
@@ -93,11 +96,38 @@ class SimulationIngestor:
 
     async def _state(self) -> IngestState:
         if self.state is None:
-            state = IngestState(self.simulation_id)
-            async for recorded in self.store.iter_stream(self.stream):  # a million actions do not fit at once
+            state = await self._from_snapshot() or IngestState(self.simulation_id)
+            self._snapshot_version = state.version
+            async for recorded in self.store.iter_stream(self.stream, state.version):  # never all at once
                 state.apply_recorded(recorded)
             self.state = state
         return self.state
+
+    async def _from_snapshot(self) -> IngestState | None:
+        """The last snapshot's state, if the event it was taken at is in the log as it names it."""
+        found = None if self.snapshots is None else \
+            await anyio.to_thread.run_sync(self.snapshots.load, self.simulation_id)
+        if found is None:
+            return None
+        version, event_id, state = found
+        if await self._event_id_at(version) != event_id:
+            log.warning("simulation %s: ignoring an ingest snapshot that does not match the log", self.simulation_id)
+            return None
+        return state
+
+    async def _event_id_at(self, version: int) -> str | None:
+        at = await self.store.read_stream(self.stream, version - 1, limit=1) if version > 0 else []
+        return at[0].event_id if at and at[0].version == version else None
+
+    async def _snapshot_if_due(self) -> None:
+        """Keep a snapshot of the state every EVERY events, taken at an event the log holds."""
+        state = self.state
+        if self.snapshots is None or state is None or state.version - self._snapshot_version < EVERY:
+            return
+        if (event_id := await self._event_id_at(state.version)) is None:
+            return  # the state is not in step with the log: no snapshot of it
+        await anyio.to_thread.run_sync(self.snapshots.save, self.simulation_id, state.version, event_id, state)
+        self._snapshot_version = state.version
 
     async def _start_generation(self, kind: type[SimulationDiscovered | SimulationGenerationStarted],
                                 reason: str) -> None:

@@ -23,6 +23,7 @@ from simreportd.events.models import IngestFailed
 
 from .folder import is_simulation_folder
 from .ingestor import SimulationIngestor
+from .snapshots import IngestSnapshots
 from .values import clean_text
 
 FIRST_RETRY_S, LAST_RETRY_S = 1.0, 300.0
@@ -35,8 +36,8 @@ class Watcher:
 
     def __init__(self, store: EventLog, roots: Sequence[Path], folders: Sequence[Path] = (),
                  rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576, leases: Leases | None = None,
-                 follow_external_symlinks: bool = False) -> None:
-        self.store, self.roots, self.folders = store, list(roots), list(folders)
+                 follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None) -> None:
+        self.store, self.roots, self.folders, self.snapshots = store, list(roots), list(folders), snapshots
         self.leases = leases or SoleNode()
         self.rescan_seconds, self.max_line_bytes = rescan_seconds, max_line_bytes
         self.follow_external_symlinks = follow_external_symlinks
@@ -67,7 +68,7 @@ class Watcher:
                 if not await self.leases.take(f"ingest:{folder.name}"):
                     return  # another daemon on this store ingests it; it is ours if that one dies
                 ingestor = self.ingestors[folder] = SimulationIngestor(
-                    self.store, folder, self.max_line_bytes, self.follow_external_symlinks)
+                    self.store, folder, self.max_line_bytes, self.follow_external_symlinks, self.snapshots)
             await ingestor.check()
         except Exception as exc:  # noqa: BLE001 (isolation: one folder's failure must not stop the others)
             await self._failed(folder, failures + 1, exc)

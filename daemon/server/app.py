@@ -4,12 +4,12 @@ One broadcaster task follows the log and offers each event to every session. A s
 that subscribes with `after` first reads the history itself (buffering what the
 broadcaster offers meanwhile), then goes live: no gap, nothing twice.
 
-A live frame is written by the broadcaster straight into every connection that has nothing
-queued, with one `websockets.broadcast` call per frame: no task switch and no copy per
-client. Everything else (history, replies, frames behind those) goes through the session's
-bounded queue and its sender task, so order is kept. A client that stops reading is
-disconnected (code 4008) when its queue or its unsent bytes pass a bound, instead of
-slowing anyone else.
+Live frames are written by the broadcaster straight into every connection that has nothing
+queued: all the frames of one read of the log in one write per client, so a burst of events
+costs each client one `send()`, not one per event, and no task switch. Everything else
+(history, replies, frames behind those) goes through the session's bounded queue and its
+sender task, so order is kept. A client that stops reading is disconnected (code 4008) when
+its queue or its unsent bytes pass a bound, instead of slowing anyone else.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from websockets.asyncio.server import Server as WSServer
-from websockets.asyncio.server import ServerConnection, broadcast, serve
+from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from simreportd.daemon import actions
 from simreportd.daemon.config import ServerConfig
@@ -113,9 +114,9 @@ class Session:
     def start(self, sub: Subscribe) -> None:
         self.sub, self.live, self.last, self.buffer, self.overflowed = sub, False, sub.after, [], False
 
-    def offer(self, frames: EventFrames, direct: dict[bytes, list[ServerConnection]]) -> None:
+    def offer(self, frames: EventFrames, direct: dict[ServerConnection, list[bytes]]) -> None:
         """Called by the broadcaster for every new event; never blocks. Frames this connection can take
-        at once are added to `direct`, for the broadcaster to write to all such connections together."""
+        at once are added to `direct[connection]`, for the broadcaster to write in one go."""
         if self.sub is None:
             return
         if not self.live:
@@ -141,13 +142,13 @@ class Session:
     def sent(self) -> None:
         self.queued -= 1
 
-    def _deliver(self, frames: EventFrames, direct: dict[bytes, list[ServerConnection]] | None) -> None:
+    def _deliver(self, frames: EventFrames, direct: dict[ServerConnection, list[bytes]] | None) -> None:
         if frames.recorded.position <= self.last or self.sub is None:
             return
         self.last = frames.recorded.position
         for data in frames.for_subscription(self.sub):
             if direct is not None and self.queued == 0 and not self._behind():
-                direct.setdefault(data, []).append(self.ws)
+                direct.setdefault(self.ws, []).append(data)
             else:
                 self._enqueue(data)
 
@@ -402,15 +403,17 @@ class Server:
 
     async def _broadcast(self, after: int) -> None:
         with contextlib.suppress(StoreClosed):  # the daemon is shutting down
-            async for item in self.daemon.store.subscribe(after=after):
-                if isinstance(item, CaughtUp):
+            async for batch in self.daemon.store.subscribe_batches(after=after):
+                if isinstance(batch, CaughtUp):
                     continue
-                frames = EventFrames(item, await self.report_info(item))  # encoded once for every client
-                direct: dict[bytes, list[ServerConnection]] = {}
-                for session in list(self.sessions):
-                    session.offer(frames, direct)
-                for data, connections in direct.items():
-                    broadcast(connections, data, text=True)
+                infos = [await self.report_info(recorded) for recorded in batch]  # before: no await below
+                direct: dict[ServerConnection, list[bytes]] = {}
+                for recorded, info in zip(batch, infos, strict=True):
+                    frames = EventFrames(recorded, info)  # encoded once for every client
+                    for session in list(self.sessions):
+                        session.offer(frames, direct)
+                for connection, data in direct.items():  # nothing was queued meanwhile: order is kept
+                    write_frames(connection, data)
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""
@@ -428,6 +431,18 @@ class Server:
             simulation_id = requested[0].data["simulation_id"] if requested else ""
             self.reports[report_id] = ReportInfo(simulation_id, total)
         return self.reports[report_id]
+
+
+def write_frames(connection: ServerConnection, frames: list[bytes]) -> None:
+    """Text frames to one client in one write: what `websockets.broadcast` does for one frame, for many."""
+    if connection.protocol.state is not State.OPEN or connection.transport.is_closing():
+        return
+    for data in frames:
+        connection.protocol.send_text(data)
+    chunks = connection.protocol.data_to_send()
+    connection.transport.write(b"".join(chunks))
+    if b"" in chunks and connection.transport.can_write_eof():  # only after a close: as websockets does
+        connection.transport.write_eof()
 
 
 def _response(status: int, content_type: str, body: bytes) -> Response:

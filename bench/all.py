@@ -1,0 +1,178 @@
+"""Every throughput figure of the pipeline, each beside the baseline measured in the same run, as one table.
+
+Run by hand: `python bench/all.py [ACTIONS] [--repeat N]` (default 100,000 actions, 3 repeats; `1000000`
+for the issue's scale). Prints one Markdown table, best and median of the repeats:
+
+- ingest: `simreportd`'s ingestor (read, check, build events, append) against a bare `json.loads` +
+  `executemany` of the same lines into a table with the events table's columns;
+- catch-up: the simulation model folding those events, against ingest (it must never be slower, or the
+  read models fall behind a big run);
+- appends: batched, and 64 concurrent appenders, against the eventsourcing package's SQLite recorder at the
+  same `synchronous` (when `pip install -e ".[bench]"` installed it);
+- end to end: the last line written to the report completed by the offline writer, against the bare
+  parse + insert of the same lines;
+- the report tools' p50/p95 on the run, and the store's size beside the raw `actions.jsonl`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import resource
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from ingest import write_big_folder  # noqa: E402  (a sibling bench script)
+from tools import measure, p95  # noqa: E402
+
+from simreportd.daemon.cli.commands import generate  # noqa: E402
+from simreportd.daemon.config import Config  # noqa: E402
+from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
+from simreportd.daemon.service import Daemon, tune_gc  # noqa: E402
+from simreportd.events.store import EventStore  # noqa: E402
+from simreportd.projections.runner import ProjectionRunner, views_path_for  # noqa: E402
+from simreportd.projections.simulation import SimulationModel  # noqa: E402
+
+Row = tuple[str, list[float], list[float], str, str]  # measure, ours, baseline, unit, goal
+
+
+def bare_insert(folder: Path, db: Path) -> float:
+    """Seconds to parse every action line and insert it into a table with the events table's columns."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE events (position INTEGER PRIMARY KEY, stream TEXT, version INTEGER, type TEXT,"
+                 " schema_version INTEGER, event_id TEXT, recorded_at TEXT, data TEXT, meta TEXT)")
+    started, version = time.perf_counter(), 0
+    for path in sorted(folder.glob("*/actions.jsonl")):
+        with path.open(encoding="utf-8") as lines:
+            while chunk := lines.readlines(1 << 20):
+                rows = []
+                for line in chunk:
+                    version += 1
+                    rows.append((None, "simulation-bare", version, json.loads(line).get("action_type", "x"), 1,
+                                 str(version), "", line, "{}"))
+                conn.execute("BEGIN")
+                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                conn.execute("COMMIT")
+    conn.close()
+    return time.perf_counter() - started
+
+
+async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[float, float, int]:
+    """Seconds to ingest the folder, seconds to fold the simulation model, and the events appended."""
+    async with EventStore(store_path) as store:
+        started = time.perf_counter()
+        await SimulationIngestor(store, folder).check()
+        ingest = time.perf_counter() - started
+        events = await store.last_position()
+        async with ProjectionRunner(store, views_path_for(store_path), [SimulationModel()]) as views:
+            started = time.perf_counter()
+            await views.catch_up()
+            fold = time.perf_counter() - started
+    return ingest, fold, events
+
+
+async def end_to_end(root: Path, folder: Path) -> float:
+    """Seconds from a fresh daemon seeing the written folder to its report completed (offline writer)."""
+    config = Config().with_paths(root / "e2e" / "events.sqlite3", [folder.parent], root / "e2e" / "reports")
+    config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
+    started = time.perf_counter()
+    async with Daemon(config, folders=[folder]) as daemon:
+        await daemon.watcher.check(folder)
+        report_id = await daemon.reports.request(folder.name)
+        state = await generate(daemon, report_id)
+    assert state.verdict is not None, "the report did not complete"
+    return time.perf_counter() - started
+
+
+def appends() -> list[Row]:
+    """Our store against eventsourcing's recorder, both at NORMAL, both encoding inside the timer."""
+    if importlib.util.find_spec("eventsourcing") is None:
+        return []
+    from store import es_batched, es_single, ours_batched, ours_concurrent
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = iter(range(100))
+        fresh: Callable[[str], Path] = lambda name: Path(tmp) / f"{name}-{next(runs)}.sqlite3"  # noqa: E731
+        ours_b = [asyncio.run(ours_batched(fresh("o"), "NORMAL")) for _ in range(3)]
+        es_b = [es_batched(fresh("e"), "NORMAL") for _ in range(3)]
+        ours_c = [asyncio.run(ours_concurrent(fresh("oc"), "NORMAL"))[0] for _ in range(3)]
+        es_c = [es_single(fresh("ec"), "NORMAL") for _ in range(3)]
+    return [("batched append, 1000 events a call (NORMAL)", ours_b, es_b, "events/s", ">= 1.2x eventsourcing"),
+            ("64 concurrent appenders (NORMAL)", ours_c, es_c, "events/s", ">= 10x eventsourcing, one a txn")]
+
+
+def best_of(values: list[float], unit: str) -> float:
+    return (min if unit in ("s", "ms", "MB") else max)(values)
+
+
+def number(value: float) -> str:
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def cell(values: list[float], unit: str) -> str:
+    median = f" (median {number(statistics.median(values))})" if len(values) > 1 else ""
+    return number(best_of(values, unit)) + median
+
+
+def table(rows: list[Row]) -> str:
+    out = ["| measure | simreportd | baseline | ratio | unit | goal |", "|---|---|---|---|---|---|"]
+    for name, ours, base, unit, goal in rows:
+        pick = lambda values: best_of(values, unit)  # noqa: E731
+        ratio = f"{pick(ours) / pick(base):.2f}x" if base and pick(base) else ""
+        out.append(f"| {name} | {cell(ours, unit)} | {cell(base, unit) if base else ''} | {ratio} | {unit} | {goal} |")
+    return "\n".join(out)
+
+
+async def run(actions: int, repeat: int) -> list[Row]:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        folder = root / "sims" / "sim_all"
+        lines = write_big_folder(folder, actions)
+        raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
+        bare = [bare_insert(folder, root / f"bare{i}.sqlite3") for i in range(repeat)]
+        ingests, folds = [], []
+        for i in range(repeat):
+            ingest, fold, events = await ingest_and_fold(folder, root / f"store{i}" / "events.sqlite3")
+            ingests.append(ingest)
+            folds.append(fold)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        store_path = root / "store0" / "events.sqlite3"
+        size = (store_path.stat().st_size + views_path_for(store_path).stat().st_size) / 1e6
+        e2e = await end_to_end(root, folder)
+        tools = await measure(folder, store_path, 10, [])
+    rows += [
+        ("ingest", [lines / t for t in ingests], [lines / t for t in bare], "lines/s", ">= 1.0x bare parse + insert"),
+        ("simulation-model catch-up", [events / t for t in folds], [lines / t for t in ingests], "events/s",
+         ">= 1.0x ingest (lag stays bounded)"),
+        ("end to end: folder written -> report completed", [e2e], bare, "s", "<= 2x bare parse + insert"),
+        ("peak RSS of this process", [rss], [], "MB", "< 150 MB at 1M actions"),
+        ("store + read models on disk", [size], [raw / 1e6], "MB", "beside the raw actions.jsonl"),
+    ]
+    return rows + [(f"tool {name} p95", [p95(times)], [], "ms", "< 200 ms") for name, (times, _) in tools.items()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("actions", type=int, nargs="?", default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    tune_gc()  # as the daemon does
+    rows = asyncio.run(run(args.actions, args.repeat)) + appends()
+    print(f"{args.actions:,} actions, best of {args.repeat} (median beside it), {time.strftime('%Y-%m-%d')}\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
