@@ -43,7 +43,12 @@ class OfflineProvider:
         return 1_000_000
 
     async def complete(self, request: LLMRequested, messages: list[dict[str, Any]], attempt: int) -> Completion:
-        content, calls = (_outline(messages) if request.purpose == "outline" else _section(request, messages))
+        if request.purpose == "chat":
+            from .offline_chat import chat_reply  # it builds on this module's writers
+
+            content, calls = chat_reply(request, messages)
+        else:
+            content, calls = _outline(messages) if request.purpose == "outline" else _section(request, messages)
         if request.protocol == "text" and calls:
             content = "".join(f'<tool_call>{json.dumps({"name": c.name, "parameters": c.arguments})}</tool_call>'
                               for c in calls[:1])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 
+from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.snapshots import IngestSnapshots, snapshots_path_for
@@ -23,6 +24,7 @@ from simreportd.events.streams import is_report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
+from .chat import chat_writer
 from .config import Config, LLMConfig
 from .exporter import Exporter
 from .leases import leases_for
@@ -81,6 +83,7 @@ class Daemon:
                                       limiter)
         self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.writers,
                                    FolderEnvironment(views_path, limiter))
+        self.chats = ChatRunner(self.store, self.runner.tools, self.writers, chat_writer(c))
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
                                c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks,
@@ -127,9 +130,10 @@ class Daemon:
         old, self.config = self.config, config
         self.watcher.roots, self.watcher.rescan_seconds = list(config.watch.roots), config.watch.rescan_seconds
         self.reports.config = config
+        self.chats.writer = chat_writer(config)
         if config.llm != old.llm:
             self._use_writers(config.llm)
-            self.runner.writers, self.interviews.provider = self.writers, self.provider
+            self.runner.writers, self.interviews.provider, self.chats.writers = self.writers, self.provider, self.writers
             self.reports.provider_name = self.provider.name
         return [f"[{name}] changes take effect after a restart" for name in ("store", "server")
                 if getattr(config, name) != getattr(old, name)]

@@ -229,7 +229,7 @@ class SectionStarted(ReportEvent):
 class LLMRequested(ReportEvent):
     type: Literal["LLMRequested"] = "LLMRequested"
     call_id: str
-    purpose: Literal["outline", "section", "interview"]
+    purpose: Literal["outline", "section", "interview", "chat"]
     section_index: int = 0
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -434,6 +434,90 @@ class InterviewAnswered(ReportEvent):
     platform: Platform | None = None
 
 
+# --- chat stream: chat-<chat_id> ----------------------------------------------------------------
+# A conversation about a completed report. Its steps are report-shaped events (an LLM request, a tool
+# call...) wrapped in chat types, so no read model of reports ever folds them; measured latencies sit
+# on the wrapper, where replay leaves them out of the comparison.
+
+
+class ChatEvent(DomainEvent):
+    chat_id: str
+    turn: int = 0  # the question this step belongs to (1-based); 0 before the first
+
+
+class ChatStarted(ChatEvent):
+    type: Literal["ChatStarted"] = "ChatStarted"
+    report_id: str
+    simulation_id: str
+    generation: int
+    provider: str
+    model: str
+    protocol: Literal["native", "text"]
+    settings: ReportRules
+    surface: str = "cli"  # where the chat was opened: cli, websocket, http
+
+
+class ChatAsked(ChatEvent):
+    type: Literal["ChatAsked"] = "ChatAsked"
+    question: str
+    history: list[dict[str, str]] = Field(default_factory=list)  # earlier turns a client sent (MiroFish chat_history)
+
+
+class ChatLLMRequested(ChatEvent):
+    type: Literal["ChatLLMRequested"] = "ChatLLMRequested"
+    request: LLMRequested
+
+
+class ChatLLMResponded(ChatEvent):
+    type: Literal["ChatLLMResponded"] = "ChatLLMResponded"
+    response: LLMResponded
+    latency_ms: float = 0.0
+
+
+class ChatLLMFailed(ChatEvent):
+    type: Literal["ChatLLMFailed"] = "ChatLLMFailed"
+    failure: LLMFailed
+
+
+class ChatToolCalled(ChatEvent):
+    type: Literal["ChatToolCalled"] = "ChatToolCalled"
+    call: ToolCalled
+
+
+class ChatToolObserved(ChatEvent):
+    type: Literal["ChatToolObserved"] = "ChatToolObserved"
+    observation: ToolObserved
+    latency_ms: float = 0.0
+
+
+class ChatToolFailed(ChatEvent):
+    type: Literal["ChatToolFailed"] = "ChatToolFailed"
+    failure: ToolFailed
+
+
+class ChatReplyRejected(ChatEvent):
+    type: Literal["ChatReplyRejected"] = "ChatReplyRejected"
+    rejection: ResponseRejected
+
+
+class ChatAnswered(ChatEvent):
+    """A turn's answer with its verdict: what it cites from the evidence, and what the evidence lacks."""
+
+    type: Literal["ChatAnswered"] = "ChatAnswered"
+    answer: str
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)  # the ids the answer cites that the tools returned
+    grounded_quotes: int = 0
+    ungrounded_quotes: list[str] = Field(default_factory=list)
+    unknown_ids: list[str] = Field(default_factory=list)
+    forced: bool = False
+
+
+class ChatTurnFailed(ChatEvent):
+    type: Literal["ChatTurnFailed"] = "ChatTurnFailed"
+    error: str
+
+
 AnyEvent = Annotated[
     Union[
         SimulationDiscovered,
@@ -471,6 +555,17 @@ AnyEvent = Annotated[
         ReportForked,
         InterviewRequested,
         InterviewAnswered,
+        ChatStarted,
+        ChatAsked,
+        ChatLLMRequested,
+        ChatLLMResponded,
+        ChatLLMFailed,
+        ChatToolCalled,
+        ChatToolObserved,
+        ChatToolFailed,
+        ChatReplyRejected,
+        ChatAnswered,
+        ChatTurnFailed,
     ],
     Field(discriminator="type"),
 ]

@@ -1,9 +1,10 @@
-"""Stream names: one stream per simulation and one per report, named here and nowhere else."""
+"""Stream names: one stream per simulation, one per report and one per chat, named here and nowhere else."""
 
 from __future__ import annotations
 
 REPORT_PREFIX = "report-"
 SIMULATION_PREFIX = "simulation-"
+CHAT_PREFIX = "chat-"
 
 
 def report_stream(report_id: str) -> str:
@@ -16,3 +17,8 @@ def simulation_stream(simulation_id: str) -> str:
 
 def is_report_stream(stream: str) -> bool:
     return stream.startswith(REPORT_PREFIX)
+
+
+def chat_stream(chat_id: str) -> str:
+    """A conversation about a completed report: its own stream, so the report's never changes."""
+    return CHAT_PREFIX + chat_id

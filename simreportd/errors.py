@@ -8,7 +8,8 @@ again as it is will fail again; 1: it failed now, and may succeed once the cause
     ├── ConfigError (config, 2)              the configuration file or an override is invalid
     ├── UsageError (usage, 2)                asked for something that cannot be done as asked
     │   ├── NotFound (not_found, 2)          no such report, simulation or agent
-    │   └── InterviewLocked (locked, 2)      interviews wait for the report to complete
+    │   ├── InterviewLocked (locked, 2)      interviews wait for the report to complete
+    │   └── ChatLocked (chat_locked, 2)      a chat waits for its report to complete
     ├── StoreUnusable (store_unusable, 2)    the store file is not a database we can use
     ├── StoreLocked (store_locked, 2)        another daemon holds the store
     ├── StoreFull (store_full, 1)            the disk is full; nothing was written
@@ -28,6 +29,7 @@ again as it is will fail again; 1: it failed now, and may succeed once the cause
     ├── ReportInterrupted (report_interrupted, 1)  the daemon stopped before the report ended
     ├── SchedulerStopped (scheduler_stopped, 1)  a report was started outside the scheduler's run()
     ├── RPCFailed (rpc_failed, 1)            the live simulator did not answer an interview usefully
+    ├── ChatFailed (chat_failed, 1)          a chat question could not be answered (the LLM failed)
     └── HandoverFailed (handover_failed, 1 or 2)  the running daemon refused or could not be reached
 """
 
@@ -165,6 +167,12 @@ class InterviewLocked(UsageError):
     code = "locked"
 
 
+class ChatLocked(UsageError):
+    """A chat opens on a completed report only (a usage error: exit code 2)."""
+
+    code = "chat_locked"
+
+
 class LLMError(SimreportdError):
     """A failed LLM call, described well enough for the core to decide what to do next."""
 
@@ -217,6 +225,12 @@ class RPCFailed(SimreportdError):
     """The live environment did not answer usefully (timeout, failed status, unreadable response)."""
 
     code = "rpc_failed"
+
+
+class ChatFailed(SimreportdError):
+    """A chat question could not be answered now (the LLM failed after its retries); the chat goes on."""
+
+    code = "chat_failed"
 
 
 PROTOCOL_USAGE_CODES = frozenset({"bad_request", "bad_after", "unsupported"})  # frames no error class stands for

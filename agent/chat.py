@@ -1,0 +1,468 @@
+"""Chat with a completed report, sans I/O: the chat's state is a fold of its `chat-<id>` stream, and
+`decide(chat, report)` returns the next effect, as `core.decide` does for a report.
+
+A chat is one conversation across its questions. Each question is a turn run like a report section:
+tool calls within `[agent]`'s budget (at least `CHAT_MIN_TOOLS`), replies read by the same
+interpreter, the answer checked by the same grounding check against every tool result of the report
+and of the chat, sent back once when it quotes what the evidence lacks, then flagged and recorded
+with its verdict. The report's own state is an input (its text, its context, its evidence): a chat
+never writes to the report's stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simreportd.errors import UsageError
+from simreportd.events.models import (
+    ChatAnswered,
+    ChatAsked,
+    ChatEvent,
+    ChatLLMFailed,
+    ChatLLMRequested,
+    ChatLLMResponded,
+    ChatReplyRejected,
+    ChatStarted,
+    ChatToolCalled,
+    ChatToolFailed,
+    ChatToolObserved,
+    ChatTurnFailed,
+    DomainEvent,
+    LLMRequested,
+    LLMResponded,
+    RejectionReason,
+    ReportRules,
+    ResponseRejected,
+    ToolCalled,
+    ToolCallRequest,
+    ToolObserved,
+)
+
+from . import budget, chat_prompts, grounding, prompts
+from .core import CallLLM, Emit, RunTool, Stop, fingerprint
+from .interpret import clean_body, is_raw_tool_call, read_reply, strip_echoes
+from .state import Conversation, ReportState
+from .toolspec import counts_as_evidence
+
+CHAT_MIN_TOOLS = 1  # a chat answer checks the report against the simulation at least once
+MAX_QUESTION = 4000  # characters of one question
+MAX_HISTORY = 40  # earlier turns a client may send along (MiroFish's chat_history), each at most MAX_QUESTION
+REPORT_SHARE = 0.4  # of the prompt budget the report's text may take in the opening
+EARLIER_TURNS = 6  # answered turns restated when a chat's conversation starts over
+OVERFLOW_RETRIES = 2  # requests the server refused as too long, shrunk and asked again, per turn
+
+ChatEffect = Emit | CallLLM | RunTool | Stop
+
+
+def check_question(question: object) -> str:
+    """The question, or a UsageError that says what a question must be."""
+    if not isinstance(question, str) or not question.strip():
+        raise UsageError("a chat question must be a non-empty string")
+    if len(question) > MAX_QUESTION:
+        raise UsageError(f"the question has {len(question)} characters; ask in at most {MAX_QUESTION}")
+    if "\x00" in question:
+        raise UsageError("the question holds a NUL character")
+    return question.strip()
+
+
+def check_history(history: object) -> list[dict[str, str]]:
+    """A client's chat history as `[{role, content}]` (user or assistant turns), or a UsageError."""
+    if history is None:
+        return []
+    if not isinstance(history, list) or len(history) > MAX_HISTORY:
+        raise UsageError(f"chat_history must be a list of at most {MAX_HISTORY} {{role, content}} objects")
+    out = []
+    for item in history:
+        if not isinstance(item, dict) or item.get("role") not in ("user", "assistant") \
+                or not isinstance(item.get("content"), str) or len(item["content"]) > MAX_QUESTION:
+            raise UsageError("each chat_history item must be {\"role\": \"user\"|\"assistant\", \"content\": string "
+                             f"of at most {MAX_QUESTION} characters}}")
+        out.append({"role": item["role"], "content": item["content"]})
+    return out
+
+
+@dataclass
+class Turn:
+    """One question and the steps taken to answer it."""
+
+    number: int
+    question: str
+    history: list[dict[str, str]] = field(default_factory=list)
+    iterations: int = 0
+    accepted: set[int] = field(default_factory=set)  # iterations whose reply led to a tool call
+    rejected: int = 0
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    evidence_calls: int = 0
+    used_tools: list[str] = field(default_factory=list)
+    open_calls: list[ToolCalled] = field(default_factory=list)
+    conflicts: int = 0
+    grounding_rejections: int = 0
+    tool_rejections: int = 0
+    final_requested: bool = False
+    overflows: int = 0
+    answer: ChatAnswered | None = None
+    failed: ChatTurnFailed | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.answer is not None or self.failed is not None
+
+
+@dataclass
+class ChatState:
+    """Fold of a `chat-<id>` stream."""
+
+    chat_id: str
+    version: int = 0
+    started: ChatStarted | None = None
+    turns: dict[int, Turn] = field(default_factory=dict)
+    conversation: Conversation = field(default_factory=Conversation)
+    observations: list[ToolObserved] = field(default_factory=list)  # every turn's: the chat's evidence
+    llm_calls: int = 0
+
+    @property
+    def rules(self) -> ReportRules:
+        assert self.started is not None
+        return self.started.settings
+
+    @property
+    def protocol(self) -> str:
+        return self.started.protocol if self.started else "native"
+
+    @property
+    def current(self) -> Turn | None:
+        """The question being answered, if one is open."""
+        last = self.turns.get(len(self.turns))
+        return last if last is not None and not last.closed else None
+
+    def apply(self, event: DomainEvent) -> None:
+        self.version += 1
+        if (handler := HANDLERS.get(type(event))) is not None:
+            handler(self, event)
+
+    def _on_started(self, e: ChatStarted) -> None:
+        self.started = e
+
+    def _on_asked(self, e: ChatAsked) -> None:
+        self.turns[e.turn] = Turn(e.turn, e.question, e.history)
+        if self.conversation.messages:
+            self.conversation.pending.append(chat_prompts.question_message(e.turn, e.question))
+
+    def _on_requested(self, e: ChatLLMRequested) -> None:
+        c, request = self.conversation, e.request
+        turn = self.turns.get(e.turn)
+        if c.awaiting is not None and turn is not None:  # the server refused the outstanding one as too long
+            turn.overflows += 1
+        if request.fresh:
+            c.replace([])
+        for message in request.messages_added:
+            c.add(message)
+        c.pending, c.awaiting, c.attempts, c.failures, c.last_failure = [], request, 0, 0, None
+        self.llm_calls += 1
+        if turn is not None and not request.tools:
+            turn.final_requested = True
+
+    def _on_failed(self, e: ChatLLMFailed) -> None:
+        c = self.conversation
+        c.attempts, c.last_failure = e.failure.attempt, e.failure
+        c.failures += 1
+
+    def _on_responded(self, e: ChatLLMResponded) -> None:
+        c, response = self.conversation, e.response
+        c.attempts, c.awaiting, c.unread, c.last_failure = response.attempt, None, response, None
+        c.add(assistant_message(response))
+        c.native_ids.update(t.id for t in response.tool_calls)
+        if (turn := self.turns.get(e.turn)) is not None:
+            turn.iterations += 1
+
+    def _on_rejected(self, e: ChatReplyRejected) -> None:
+        c, rejection = self.conversation, e.rejection
+        c.unread = None
+        for call_id in rejection.tool_call_ids:
+            c.pending.append(self._result(call_id, "not executed", f"Not executed. {rejection.feedback}"))
+        if rejection.feedback and not rejection.tool_call_ids:
+            c.pending.append({"role": "user", "content": rejection.feedback})
+        turn = self.turns[e.turn]
+        turn.rejected += rejection.reason not in REPAIRS
+        turn.conflicts += rejection.reason == "tool_and_final_answer"
+        turn.grounding_rejections += rejection.reason == "ungrounded"
+        turn.tool_rejections += rejection.reason == "too_few_tools"
+
+    def _on_called(self, e: ChatToolCalled) -> None:
+        self.conversation.unread = None
+        turn = self.turns[e.turn]
+        turn.accepted.add(e.call.iteration)
+        turn.open_calls.append(e.call)
+        turn.tool_calls.append(ToolCallRequest(id=e.call.call_id, name=e.call.tool, arguments=e.call.arguments))
+        turn.evidence_calls += counts_as_evidence(e.call.tool)
+        if e.call.tool not in turn.used_tools:
+            turn.used_tools.append(e.call.tool)
+
+    def _on_observed(self, e: ChatToolObserved) -> None:
+        turn = self._close_call(e.turn, e.observation.call_id)
+        self.observations.append(e.observation)
+        self.conversation.pending.append(self._result(e.observation.call_id, e.observation.tool,
+                                                      e.observation.result, turn))
+
+    def _on_tool_failed(self, e: ChatToolFailed) -> None:
+        turn = self._close_call(e.turn, e.failure.call_id)
+        self.conversation.pending.append(self._result(e.failure.call_id, e.failure.tool,
+                                                      f"Tool error: {e.failure.error}", turn))
+
+    def _on_answered(self, e: ChatAnswered) -> None:
+        self.turns[e.turn].answer = e
+        self.conversation.unread = None
+
+    def _on_turn_failed(self, e: ChatTurnFailed) -> None:
+        self.turns[e.turn].failed = e
+        self.conversation = Conversation()  # the next question starts over, restating the answered turns
+
+    def _close_call(self, number: int, call_id: str) -> Turn:
+        turn = self.turns[number]
+        turn.open_calls = [c for c in turn.open_calls if c.call_id != call_id]
+        return turn
+
+    def _result(self, call_id: str, tool: str, result: str, turn: Turn | None = None) -> dict[str, Any]:
+        """A tool result as the protocol wants it, with the turn's budget restated after it."""
+        hint = ""
+        if turn is not None:
+            used = len(turn.tool_calls)
+            hint = prompts.budget_hint([], used, self.rules.max_tool_calls, CHAT_MIN_TOOLS, turn.evidence_calls)
+        content = prompts.observation(tool, result, hint)
+        if self.protocol == "text" or call_id not in self.conversation.native_ids:
+            return {"role": "user", "content": "Observation:\n" + content}
+        return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+REPAIRS = frozenset({"hallucinated_observation", "echoed_prompt"})  # fixed in place: the reply still counts
+
+HANDLERS: dict[type[DomainEvent], Callable[[ChatState, Any], None]] = {
+    ChatStarted: ChatState._on_started, ChatAsked: ChatState._on_asked, ChatLLMRequested: ChatState._on_requested,
+    ChatLLMFailed: ChatState._on_failed, ChatLLMResponded: ChatState._on_responded,
+    ChatReplyRejected: ChatState._on_rejected, ChatToolCalled: ChatState._on_called,
+    ChatToolObserved: ChatState._on_observed, ChatToolFailed: ChatState._on_tool_failed,
+    ChatAnswered: ChatState._on_answered, ChatTurnFailed: ChatState._on_turn_failed,
+}
+
+
+def assistant_message(response: LLMResponded) -> dict[str, Any]:
+    """A reply as the conversation keeps it: its text and its native tool calls."""
+    message: dict[str, Any] = {"role": "assistant", "content": response.content}
+    if response.tool_calls:
+        message["tool_calls"] = [{"id": t.id, "type": "function", "function": {
+            "name": t.name, "arguments": prompts.dumps(t.arguments)}} for t in response.tool_calls]
+    return message
+
+
+def fold(events: list[DomainEvent], chat_id: str) -> ChatState:
+    state = ChatState(chat_id)
+    for event in events:
+        state.apply(event)
+    return state
+
+
+# --- deciding -------------------------------------------------------------------------------------
+
+
+def decide(s: ChatState, report: ReportState) -> ChatEffect:
+    """The next step of the chat `s` about `report` (a completed report's fold)."""
+    if s.started is None:
+        return Stop("no ChatStarted in this stream")
+    turn = s.current
+    if turn is None:
+        return Stop("answered")
+    if turn.open_calls:
+        return RunTool(turn.open_calls[0])
+    if (effect := _llm_step(s, turn, report)) is not None:
+        return effect
+    c = s.conversation
+    if c.unread is not None:
+        return Emit(tuple(_read_reply(s, turn, report, c.unread)))
+    if not c.messages:
+        return _emit(s, turn, _request(s, turn, _opening(s, turn, report), list(s.rules.tools), fresh=True))
+    if turn.final_requested or _spent(s, turn):
+        added = c.pending if turn.final_requested else [*c.pending, chat_prompts.answer_now(s.protocol)]
+        return _emit(s, turn, _request(s, turn, added, []))
+    return _emit(s, turn, _request(s, turn, c.pending, list(s.rules.tools)))
+
+
+def _llm_step(s: ChatState, turn: Turn, report: ReportState) -> ChatEffect | None:
+    """While a request is outstanding: send it, retry it, shrink it, or give the turn up."""
+    c = s.conversation
+    if c.awaiting is None:
+        return None
+    failure = c.last_failure
+    if failure is None:
+        return CallLLM(c.awaiting, c.messages, c.attempts + 1, 0.0)
+    if failure.kind == "context_overflow" and turn.overflows < OVERFLOW_RETRIES:
+        target = budget.estimate(c.messages, budget.DEFAULT_CHARS_PER_TOKEN) * 3 // 4
+        shrunk = budget.compact(c.messages, target, budget.DEFAULT_CHARS_PER_TOKEN)
+        return _emit(s, turn, _request(s, turn, shrunk, c.awaiting.tools, fresh=True, compacted=False))
+    if not failure.retryable or c.failures > s.rules.max_retries:
+        return _emit(s, turn, ChatTurnFailed(chat_id=s.chat_id, turn=turn.number, error=(
+            f"the model could not answer: {failure.kind}: {failure.message} (after {failure.attempt} attempt"
+            f"{'s' * (failure.attempt != 1)}); ask again once the LLM server works")))
+    delay = failure.retry_after_s if failure.retry_after_s is not None \
+        else s.rules.retry_backoff_s * 2 ** (c.failures - 1)
+    return CallLLM(c.awaiting, c.messages, c.attempts + 1, min(delay, 120.0))
+
+
+def _spent(s: ChatState, turn: Turn) -> bool:
+    rules = s.rules
+    return len(turn.tool_calls) >= rules.max_tool_calls or len(turn.accepted) >= rules.max_iterations \
+        or turn.rejected >= rules.max_rejections
+
+
+def _opening(s: ChatState, turn: Turn, report: ReportState) -> list[dict[str, Any]]:
+    """System prompt, then the report (shortened to its share of the budget), background and question."""
+    assert report.outline is not None
+    rules = s.rules
+    context = report.context or {}
+    room = int(_prompt_target(s) * REPORT_SHARE * budget.DEFAULT_CHARS_PER_TOKEN)
+    sections = [done for _, done in sorted(report.completed.items())]
+    share = max(300, room // max(1, len(sections)))
+    text = "\n\n".join([f"# {report.outline.title}", report.outline.summary,
+                        *(f"## {d.title}\n{budget.cut(d.content, share)}" for d in sections)])
+    background = {k: context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
+                                          "scheduled_events") if k in context}
+    earlier = [(t.question, budget.cut(t.answer.answer, 600)) for n, t in sorted(s.turns.items())
+               if t.answer is not None and n < turn.number][-EARLIER_TURNS:]
+    return [chat_prompts.system_message(s.protocol, list(rules.tools), CHAT_MIN_TOOLS, rules.max_tool_calls),
+            chat_prompts.opening(report=text, requirement=str(context.get("requirement", "")), background=background,
+                                 earlier=earlier, history=turn.history, turn=turn.number, question=turn.question)]
+
+
+def _prompt_target(s: ChatState) -> int:
+    context = s.rules.context_tokens or budget.DEFAULT_CONTEXT_TOKENS
+    return budget.prompt_budget(context, s.rules.max_tokens)
+
+
+def _request(s: ChatState, turn: Turn, added: list[dict[str, Any]], tools: list[str], fresh: bool = False,
+             compacted: bool = True) -> LLMRequested:
+    """The next request; a conversation grown past the budget is sent again shortened, as a fresh one."""
+    assert s.started is not None
+    before = [] if fresh else s.conversation.messages
+    messages = before + added
+    cpt = budget.DEFAULT_CHARS_PER_TOKEN
+    if compacted and budget.estimate(messages, cpt) > _prompt_target(s):
+        messages, fresh = budget.compact(messages, _prompt_target(s), cpt), True
+        added = messages
+    context = s.rules.context_tokens or budget.DEFAULT_CONTEXT_TOKENS
+    size = budget.estimate(messages, cpt)
+    params: dict[str, Any] = {"temperature": s.rules.temperature,
+                              "max_tokens": min(s.rules.max_tokens, max(64, context - size - context // 20))}
+    if tools and s.protocol == "native" and s.rules.tool_protocol == "auto":
+        params["tool_choice"] = "auto"
+    model = s.started.model or s.started.provider
+    return LLMRequested(report_id=s.started.report_id, call_id=f"chat-llm-{s.llm_calls + 1}", purpose="chat",
+                        section_index=turn.number, model=model, params=params, protocol=s.protocol,  # type: ignore[arg-type]
+                        tools=tools, messages_added=added, fresh=fresh,
+                        fingerprint=fingerprint(model, params, s.protocol, tools, messages))
+
+
+def _emit(s: ChatState, turn: Turn, event: LLMRequested | ChatTurnFailed) -> Emit:
+    if isinstance(event, LLMRequested):
+        return Emit((ChatLLMRequested(chat_id=s.chat_id, turn=turn.number, request=event),))
+    return Emit((event,))
+
+
+# --- reading a reply ------------------------------------------------------------------------------
+
+
+def _read_reply(s: ChatState, turn: Turn, report: ReportState, response: LLMResponded) -> list[ChatEvent]:
+    reply = read_reply(response.content, response.tool_calls, response.call_id, s.protocol)
+    reject = _rejecter(s, turn, response.call_id)
+    events: list[ChatEvent] = []
+    if reply.stripped_observation:
+        events.append(reject("hallucinated_observation", "", detail="removed tool results the model wrote itself"))
+    if turn.final_requested:
+        return events + _answer(s, turn, report, reply.final if reply.final is not None else reply.thought, True)
+    calls, final = reply.tool_calls, reply.final
+    if response.finish_reason == "length" and not calls:
+        return events + [reject("length_cut", prompts.cut_off(s.rules.max_tokens))]
+    if calls and final is not None:
+        ids = [c.id for c in calls]
+        if turn.conflicts < s.rules.conflict_retries:
+            return events + [reject("tool_and_final_answer", prompts.choose_one(), ids)]
+        events.append(reject("tool_and_final_answer", "Only the first tool call of that reply was executed.", ids[1:]))
+        calls, final = calls[:1], None
+    if calls:
+        return events + _tool_calls(s, turn, calls, reject)
+    if final is not None:
+        return events + _final(s, turn, report, final, reject)
+    return events + [reject("no_action", "Rejected: no tool call and no answer. Call a tool, or answer the question.")]
+
+
+Rejecter = Callable[..., ChatReplyRejected]
+
+
+def _rejecter(s: ChatState, turn: Turn, call_id: str) -> Rejecter:
+    def reject(reason: RejectionReason, feedback: str, ids: list[str] | None = None,
+               detail: str = "") -> ChatReplyRejected:
+        assert s.started is not None
+        return ChatReplyRejected(chat_id=s.chat_id, turn=turn.number, rejection=ResponseRejected(
+            report_id=s.started.report_id, section_index=turn.number, iteration=turn.iterations, call_id=call_id,
+            reason=reason, detail=detail, feedback=feedback, tool_call_ids=ids or []))
+    return reject
+
+
+def _tool_calls(s: ChatState, turn: Turn, calls: list[ToolCallRequest], reject: Rejecter) -> list[ChatEvent]:
+    assert s.started is not None
+    events: list[ChatEvent] = []
+    remaining = s.rules.max_tool_calls - len(turn.tool_calls)
+    for call in calls:
+        if call.name not in s.rules.tools:
+            events.append(reject("unknown_tool", prompts.unknown_tool(call.name, list(s.rules.tools)), [call.id],
+                                 detail=call.name))
+        elif remaining <= 0:
+            events.append(reject("tool_budget_spent", "The tool budget is spent: answer now.", [call.id]))
+        else:
+            remaining -= 1
+            events.append(ChatToolCalled(chat_id=s.chat_id, turn=turn.number, call=ToolCalled(
+                report_id=s.started.report_id, section_index=turn.number, iteration=turn.iterations,
+                call_id=call.id, tool=call.name, arguments=call.arguments)))
+    return events
+
+
+def _final(s: ChatState, turn: Turn, report: ReportState, final: str, reject: Rejecter) -> list[ChatEvent]:
+    """An answer, accepted once it used the tools and cites only what the evidence holds (one chance to fix it)."""
+    body = _body(final)
+    if is_raw_tool_call(body):
+        return [reject("raw_tool_call_as_content", prompts.wrong_format(s.protocol), detail=body[:200])]
+    if not body:
+        return [reject("empty_section", "Rejected: the answer is empty (or only repeated the instructions).")]
+    if turn.evidence_calls < CHAT_MIN_TOOLS and turn.tool_rejections < 1:
+        return [reject("too_few_tools", chat_prompts.too_few_tools(turn.evidence_calls, CHAT_MIN_TOOLS))]
+    check = _check(s, report, body)
+    if not check.ok and turn.grounding_rejections < 1:
+        return [reject("ungrounded", check.feedback().replace("section", "answer"), detail=check.feedback()[:500])]
+    return _answer(s, turn, report, final, False)
+
+
+def _body(text: str) -> str:
+    return strip_echoes(clean_body(text or ""))[0]
+
+
+def _answer(s: ChatState, turn: Turn, report: ReportState, text: str, forced: bool) -> list[ChatEvent]:
+    """The turn's answer with its verdict; an unusable one says so and lists the evidence instead."""
+    body = _body(text)
+    if not body or is_raw_tool_call(body):
+        results = [o for o in s.observations if o.section_index == turn.number]
+        evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in results) or "- (no evidence)"
+        body = f"_The model gave no usable answer to this question; the evidence it gathered:_\n\n{evidence}"
+    check = _check(s, report, body)
+    cited = sorted(set(grounding.CITATION.findall(body)) - set(check.unknown_ids))
+    return [ChatAnswered(chat_id=s.chat_id, turn=turn.number, answer=grounding.mark(body, check),
+                         tool_calls=turn.tool_calls, sources=cited,
+                         grounded_quotes=check.quotes - len(check.ungrounded_quotes),
+                         ungrounded_quotes=check.ungrounded_quotes, unknown_ids=check.unknown_ids, forced=forced)]
+
+
+def _check(s: ChatState, report: ReportState, body: str) -> grounding.Grounding:
+    """Quotes must occur in a tool result of the report or of this chat; ids must be ids the tools returned."""
+    results = [o.result for sec in report.sections.values() for o in sec.observations] + \
+        [o.result for o in s.observations]
+    return grounding.check(body, results, grounding.ids_in(results))
+

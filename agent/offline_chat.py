@@ -1,0 +1,142 @@
+"""The offline writer's chat answers: the tools the question calls for, then an answer written only from
+what they returned (figures with their baselines, verbatim quotes with their ids), saying it was
+answered without a language model. Pure and deterministic, like the rest of the offline writer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from simreportd.events.models import LLMRequested, ToolCallRequest
+
+from .chat_prompts import BACKGROUND, OFFLINE_LEAD, QUESTION_TAG
+from .offline import RESULT_BLOCK, Facts, _coalitions, _divergence_sentence, _listing, _profile, _quote, _shifts, _who
+
+QUESTION = re.compile(rf"<{QUESTION_TAG}>\n(.*?)\n</{QUESTION_TAG}>", re.S)
+BACKGROUND_BLOCK = re.compile(rf'<simulation_data kind="{BACKGROUND}">\n(.*?)\n</simulation_data>', re.S)
+AGENT = re.compile(r"\bagent[:\s#]*(\d+)\b", re.I)
+TOPICS = {  # what a question asks about, by its words (English and Chinese), and the tool that answers it
+    "platforms": ("twitter", "reddit", "platform", "diverg", "平台"),
+    "timeline": ("round", "spike", "turning", "when", "peak", "busiest", "轮", "峰"),
+    "sides": ("mind", "side", "chang", "shift", "switch", "camp", "stance", "立场", "阵营"),
+    "groups": ("coalition", "group", "follow", "together", "alliance", "联盟", "关注"),
+    "drivers": ("who", "active", "influen", "drove", "engag", "谁"),
+}
+
+
+def chat_reply(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str, list[ToolCallRequest]]:
+    """The next tool call the question needs, or the answer once every planned call has returned."""
+    asked = _last_question(messages)
+    question = asked[1] if asked else ""
+    seen = _results_since(messages, asked[0] if asked else 0)
+    background = _background(messages)
+    plan = _plan(question)
+    done = sum(len(v) for v in seen.values())
+    if request.tools and done < len(plan):
+        name, args = plan[done]
+        return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
+    return answer(question, Facts(seen, background, "", set())), []
+
+
+def _last_question(messages: list[dict[str, Any]]) -> tuple[int, str] | None:
+    for i in range(len(messages) - 1, -1, -1):
+        found = QUESTION.findall(str(messages[i].get("content") or ""))
+        if found and messages[i].get("role") == "user":
+            return i, found[-1].replace(f"<\\/{QUESTION_TAG}", f"</{QUESTION_TAG}")
+    return None
+
+
+def _results_since(messages: list[dict[str, Any]], start: int) -> dict[str, list[dict[str, Any]]]:
+    """The tool results that answer the latest question, by tool."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for message in messages[start:]:
+        for name, body in RESULT_BLOCK.findall(str(message.get("content") or "")):
+            try:
+                found.setdefault(name, []).append(json.loads(body.replace("<\\/tool_result", "</tool_result")))
+            except ValueError:
+                found.setdefault(name, []).append({})  # a tool error: the call was made, nothing to cite
+    return found
+
+
+def _background(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    for message in messages:
+        if match := BACKGROUND_BLOCK.search(str(message.get("content") or "")):
+            try:
+                value = json.loads(match.group(1).replace("<\\/simulation_data", "</simulation_data"))
+            except ValueError:
+                return {}
+            return value if isinstance(value, dict) else {}
+    return {}
+
+
+def topics(question: str) -> list[str]:
+    q = question.lower()
+    return [name for name, words in TOPICS.items() if any(w in q for w in words)]
+
+
+def _plan(question: str) -> list[tuple[str, dict[str, Any]]]:
+    """Analytics and a search on the question's own words, plus an agent's profile or the coalitions when asked."""
+    calls: list[tuple[str, dict[str, Any]]] = [("simulation_analytics", {}),
+                                               ("quick_search", {"query": question[:200] or "debate", "limit": 5})]
+    if match := AGENT.search(question):
+        calls.append(("agent_profile", {"agent": f"agent:{match.group(1)}"}))
+    if "groups" in topics(question):
+        calls.append(("coalitions", {}))
+    return calls
+
+
+def answer(question: str, f: Facts) -> str:
+    """The answer: what the tools say about each thing the question asks, then what agents said."""
+    used = sorted(f.seen)
+    parts = [f"{OFFLINE_LEAD} ({', '.join(used) or 'none returned anything'})."]
+    asked = topics(question)
+    profile = (f.seen.get("agent_profile") or [{}])[0]
+    general = not asked and not profile  # nothing in particular: the run's shape
+    if "timeline" in asked or general:
+        parts.append(_turning_point(f))
+    if "platforms" in asked or general:
+        parts.append(_divergence_sentence(f) or _totals(f))
+    if "sides" in asked:
+        parts += _shifts(f)
+    if "groups" in asked:
+        parts.append(_coalitions(f))
+    if "drivers" in asked:
+        parts.append(_active(f))
+    parts.append(_profile(f))
+    if statements := profile.get("latest_statements"):
+        parts.append("Their latest statement:\n\n" + _quote(statements[0]))
+    posts = f.posts()[:2]
+    if posts:
+        parts.append("What agents said that matches the question:\n\n" + "\n\n".join(_quote(p) for p in posts))
+    elif "quick_search" in f.seen:
+        parts.append("The search found no post that matches the question's words.")
+    return "\n\n".join(p for p in parts if p)
+
+
+def _turning_point(f: Facts) -> str:
+    points = f.analytics.get("turning_points") or []
+    if not points:
+        busiest = f.analytics.get("busiest_round")
+        return f"No round reached twice its rolling mean; the busiest was round {busiest['round']} with " \
+               f"{busiest['total']} actions." if busiest else ""
+    p = points[0]
+    return (f"The sharpest turning point was round {p['round']}: {p['volume']} actions, {p['ratio']}x the rolling "
+            f"mean of the rounds before it ({p['rolling_mean']}).")
+
+
+def _totals(f: Facts) -> str:
+    totals = f.analytics.get("actions_by_platform") or {}
+    if not totals:
+        return ""
+    return (f"The simulation recorded {f.analytics.get('total_actions', 0)} actions: {totals.get('twitter', 0)} on "
+            f"Twitter and {totals.get('reddit', 0)} on Reddit.")
+
+
+def _active(f: Facts) -> str:
+    active = f.analytics.get("most_active_agents") or []
+    if not active:
+        return ""
+    return "The most active agents were " + _listing(
+        [f"{_who(x)}, {x['stance']}: {x['actions']} actions)" for x in active[:3]]) + "."
