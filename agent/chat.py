@@ -325,7 +325,7 @@ def _opening(s: ChatState, turn: Turn, report: ReportState) -> list[dict[str, An
     share = max(300, room // max(1, len(sections)))
     text = "\n\n".join([f"# {report.outline.title}", report.outline.summary,
                         *(f"## {d.title}\n{budget.cut(d.content, share)}" for d in sections)])
-    background = {k: context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
+    background: dict[str, Any] = {k: context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
                                           "scheduled_events") if k in context}
     earlier = [(t.question, budget.cut(t.answer.answer, 600)) for n, t in sorted(s.turns.items())
                if t.answer is not None and n < turn.number][-EARLIER_TURNS:]

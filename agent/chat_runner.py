@@ -55,8 +55,11 @@ class ChatWriter:
     settings: ReportRules
 
 
+CHAT_ID_PREFIX = "chat_"
+
+
 def new_chat_id() -> str:
-    return "chat_" + uuid.uuid4().hex[:12]
+    return CHAT_ID_PREFIX + uuid.uuid4().hex[:12]
 
 
 class ChatRunner:
@@ -81,7 +84,7 @@ class ChatRunner:
                               generation=request.generation, provider=w.provider, model=w.model,
                               protocol=protocol, settings=await self._sized(w), surface=surface)  # type: ignore[arg-type]
         await self.store.append(chat_stream(chat_id), caused([started], correlation_id=chat_id), expected_version=0)
-        log.info("chat %s opened on report %s (%s)", chat_id, report_id, surface)
+        log.debug("chat %s opened on report %s (%s)", chat_id, report_id, surface)
         return chat_id
 
     async def _sized(self, w: ChatWriter) -> ReportRules:
@@ -91,6 +94,13 @@ class ChatRunner:
         ask = getattr(self.writers(w.provider), "context_window", None)
         size = (await ask(w.model) if ask else None) or budget.DEFAULT_CONTEXT_TOKENS
         return w.settings.model_copy(update={"context_tokens": size})
+
+    async def about(self, chat_id: str) -> ChatStarted:
+        """How a chat began: its report, simulation and writer (NotFound when there is no such chat)."""
+        first = await self.store.read_stream(chat_stream(chat_id), limit=1)
+        if not first or not isinstance(first[0].event, ChatStarted):
+            raise NotFound(f"no chat {chat_id!r}; open one with `simreportd chat REPORT_ID`")
+        return first[0].event
 
     async def ask(self, chat_id: str, question: object, history: object = None,
                   on_event: OnEvent | None = None) -> ChatAnswered:

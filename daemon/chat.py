@@ -3,14 +3,21 @@ on each surface (the websocket's `chat_answer` frames, MiroFish's `POST /api/rep
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from simreportd.agent.chat_runner import ChatWriter, chat_settings
+from simreportd.agent.chat import check_history, check_question
+from simreportd.agent.chat_runner import ChatRunner, ChatWriter, chat_settings
 from simreportd.agent.runner import settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import ChatAnswered, ChatEvent, ChatLLMRequested, ChatToolCalled
+from simreportd.projections import report_queries
+from simreportd.projections.runner import ProjectionRunner, reading
 
 from .config import Config
+from .server.posts import MAX_BODY
 from .writers import model_for
 
 
@@ -51,3 +58,55 @@ def mirofish_reply(chat_id: str, report_id: str, answered: ChatAnswered) -> dict
     fields = answer_fields(answered)
     return {"success": True, "data": {"response": fields.pop("answer"), "chat_id": chat_id, "report_id": report_id,
                                       **fields}}
+
+
+async def chat_target(chats: ChatRunner, report_id: str | None, chat_id: str | None, surface: str) -> tuple[str, str]:
+    """(chat id, report id): the chat named, checked against the report named, or a new chat on the report."""
+    if chat_id:
+        about = (await chats.about(chat_id)).report_id
+        if report_id and report_id != about:
+            raise UsageError(f"chat {chat_id} is about report {about}, not {report_id}")
+        return chat_id, about
+    if not report_id:
+        raise UsageError("name the report to chat about (report_id) or an open chat (chat_id)")
+    return await chats.open(report_id, surface), report_id
+
+
+async def chat_request(chats: ChatRunner, views: ProjectionRunner, body: bytes, too_large: bool) -> tuple[int, dict[str, Any]]:
+    """`POST /api/report/chat` in MiroFish's shape: `{simulation_id, message, chat_history}` in, `{success, data}` out."""
+    if too_large:
+        return 413, {"success": False, "code": "too_large", "error": "the request body is larger than "
+                     f"{MAX_BODY // 1024} KiB: send a shorter message and chat_history"}
+    try:
+        try:
+            request = json.loads(body or b"null")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise UsageError(f"the body is not JSON: {exc}") from exc
+        if not isinstance(request, dict):
+            raise UsageError("send a JSON object: {\"simulation_id\", \"message\", \"chat_history\"}")
+        message = check_question(request.get("message", request.get("question")))
+        history = check_history(request.get("chat_history"))
+        report_id = request.get("report_id") or await _latest_report(views, request.get("simulation_id"))
+        chat_id, report_id = await chat_target(chats, report_id, request.get("chat_id"), "http")
+        answered = await chats.ask(chat_id, message, history)
+    except SimreportdError as exc:
+        return HTTP_STATUS.get(exc.code, 400 if exc.exit_code == 2 else 500), \
+            {"success": False, "error": str(exc), "code": exc.code}
+    return 200, mirofish_reply(chat_id, report_id, answered)
+
+
+HTTP_STATUS = {"not_found": 404, "chat_locked": 409, "chat_failed": 502}
+
+
+async def _latest_report(views: ProjectionRunner, simulation_id: object) -> str:
+    if not isinstance(simulation_id, str) or not simulation_id:
+        raise UsageError("Please provide simulation_id (or report_id)")
+
+    def latest(path: Path) -> dict[str, Any] | None:
+        with reading(path) as conn:
+            return report_queries.latest_report(conn, simulation_id)
+
+    row = await views.in_thread(latest, views.path)
+    if row is None:
+        raise NotFound(f"simulation {simulation_id} has no report; `simreportd report SIM_DIR --wait` writes one")
+    return str(row["report_id"])

@@ -130,7 +130,7 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
     system = messages[0]["content"]
     if "You answer as one simulated" in system:  # a persona interview
         return {"content": "I stand by what I posted during the simulation."}
-    purpose = "outline" if "Plan the report" in system else "section"
+    purpose = "outline" if "Plan the report" in system else "chat" if "follow-up questions" in system else "section"
     protocol = "text" if "<tool_call>" in system else "native"
     forced = prompts.FORCED_FINAL in str(messages[-1].get("content"))
     tools = [t["function"]["name"] for t in body.get("tools", [])] or ([] if forced or protocol == "native"

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 IO_MODULES = {"anyio", "aiosqlite", "openai", "websockets", "watchfiles", "sqlite3", "socket", "asyncio", "os",
               "httpx", "subprocess", "time", "random", "uuid"}
 PURE = ["agent/core.py", "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py",
-        "agent/toolspec.py", "agent/offline.py", "events/models.py", "events/codec.py", "simreportd/errors.py",
+        "agent/toolspec.py", "agent/offline.py", "agent/chat.py", "agent/chat_prompts.py", "agent/offline_chat.py",
+        "events/models.py", "events/codec.py", "simreportd/errors.py",
         "projections/base.py", "projections/simulation.py", "projections/report.py", "projections/trace.py",
         "daemon/ingest/parse.py", "daemon/ingest/state.py", "daemon/server/protocol.py"]
 

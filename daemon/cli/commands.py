@@ -17,8 +17,10 @@ from typing import Any
 import anyio
 
 from simreportd.agent import core
+from simreportd.agent.chat_runner import CHAT_ID_PREFIX
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
+from simreportd.daemon.chat_replay import replay_chat
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.exporter import Exporter
 from simreportd.daemon.leases import leases_for
@@ -296,11 +298,12 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
 
 
 async def replay_one(store: EventLog, report_id: str, into: str | None) -> ReplayResult:
-    """Replay into --into, or into a scratch store that is removed afterwards."""
+    """Replay into --into, or into a scratch store that is removed afterwards (a chat's id replays the chat)."""
+    replay = replay_chat if report_id.startswith(CHAT_ID_PREFIX) else replay_report
     if into:
-        return await replay_report(store, report_id, Path(into))
+        return await replay(store, report_id, Path(into))
     with tempfile.TemporaryDirectory(prefix="simreportd-replay-") as tmp:
-        return await replay_report(store, report_id, Path(tmp) / "events.sqlite3")
+        return await replay(store, report_id, Path(tmp) / "events.sqlite3")
 
 
 def completed_report_ids(config: Config) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 
 from simreportd import __version__, entry
-from simreportd.daemon.cli import commands
+from simreportd.daemon.cli import chat, commands
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.logs import setup_logging
 from simreportd.daemon.service import tune_gc
@@ -174,9 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="continue with this LLM request timeout "
                    "(recorded)")
     strict(p)
-    p = command("replay", commands.replay, "Re-run a completed report with LLM answers served from the log "
-                "and tools re-run against the rebuilt simulation model; compare every step.")
-    p.add_argument("report_id", nargs="?", metavar="REPORT_ID")
+    p = command("replay", commands.replay, "Re-run a completed report (or a chat) with LLM answers served from "
+                "the log and tools re-run against the rebuilt simulation model; compare every step.")
+    p.add_argument("report_id", nargs="?", metavar="REPORT_ID|CHAT_ID")
     p.add_argument("--verify", action="store_true", help="exit 1 and show the first divergence, if any")
     p.add_argument("--all", action="store_true", help="replay every completed report; print a summary table")
     p.add_argument("--into", metavar="PATH", help="the store to replay into (default: a scratch file)")
@@ -192,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", type=int, required=True, metavar="N")
     p.add_argument("--platform", choices=["twitter", "reddit"])
     p.add_argument("question")
+    p = command("chat", chat.chat, "Ask follow-up questions about a completed report: one per line, or at a prompt "
+                "when stdin is a terminal. Answers cite the simulation's ids; the chat is recorded as stream "
+                "chat-CHAT_ID.")
+    p.add_argument("report_id", metavar="REPORT_ID")
+    p.add_argument("--chat", metavar="CHAT_ID", help="continue this chat instead of opening a new one")
     command("rebuild", commands.rebuild, "Drop every read model and export, replay the log, compare digests.")
     p = command("export", commands.export, "Write a report's MiroFish-compatible folder into DIR.")
     p.add_argument("report_id", metavar="REPORT_ID")

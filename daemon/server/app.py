@@ -32,17 +32,21 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from simreportd.daemon import actions
+from simreportd.daemon.chat import answer_frame, chat_request, chat_target, step_frame
 from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.server import http_api
 from simreportd.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.codec import Recorded
+from simreportd.events.models import ChatEvent
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import is_report_stream
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import reading
 
 from .deflate import SmallFramesPlainFactory
+from .posts import BodyConnection
 from .protocol import (
+    Chat,
     EventFrames,
     GenerateReport,
     HandedOver,
@@ -95,6 +99,7 @@ def host_allowed(header: str, config: ServerConfig) -> bool:
 
 WILDCARDS = ("0.0.0.0", "::", "")
 SINGLE_HEADERS = ("Host", "Authorization", "Origin")
+POST_PATHS = frozenset({"/api/report/chat"})  # MiroFish's chat endpoint; everything else is GET
 
 
 class Session:
@@ -196,7 +201,8 @@ class Server:
         try:
             self._ws = await serve(self._handler, self.config.host, self.config.port, max_size=MAX_MESSAGE,
                                    process_request=self._process_request, server_header="simreportd",
-                                   extensions=[SmallFramesPlainFactory()])
+                                   extensions=[SmallFramesPlainFactory()], create_connection=BodyConnection,
+                                   open_timeout=None)  # BodyConnection bounds the wait for the request
         except OSError as exc:
             raise ConfigError(f"cannot listen on {self.config.host}:{self.config.port} ({exc.strerror}); "
                                   "stop the other process or set [server] port") from exc
@@ -238,6 +244,11 @@ class Server:
                     and urlsplit(origin).netloc != request.headers.get("Host"):
                 return _response(403, "text/plain", f"origin {origin} is not allowed".encode())
             return None
+        if request.method == "POST":
+            assert isinstance(connection, BodyConnection)
+            status, reply = await chat_request(self.daemon.chats, self.daemon.views, connection.body,
+                                               connection.too_large)
+            return _response(*http_api.json_reply(reply, status))
         if url.path == "/healthz":
             return _response(*http_api.json_reply(await self._health()))
         if url.path == "/metrics":
@@ -248,9 +259,10 @@ class Server:
 
     def _refusal(self, request: Request) -> Response | None:
         """The answer to a request we do not serve at all: bad method, doubled header, foreign Host."""
-        if request.method != "GET":
-            response = _response(405, "text/plain", f"{request.method} is not allowed here; use GET".encode())
-            response.headers["Allow"] = "GET"
+        allowed = "POST" if urlsplit(request.path).path in POST_PATHS else "GET"
+        if request.method != allowed:
+            response = _response(405, "text/plain", f"{request.method} is not allowed here; use {allowed}".encode())
+            response.headers["Allow"] = allowed
             return response
         for name in SINGLE_HEADERS:
             if len(request.headers.get_all(name)) > 1:
@@ -346,9 +358,12 @@ class Server:
             await session.send_history(encode({"type": "caught_up", "position": position}))
             session.go_live()
 
-    async def _command(self, session: Session, command: GenerateReport | Interview | HandedOver | ProtocolError) -> None:
+    async def _command(self, session: Session,
+                       command: GenerateReport | Interview | Chat | HandedOver | ProtocolError) -> None:
         if isinstance(command, ProtocolError):
             session.push(command.frame())
+        elif isinstance(command, Chat):
+            await self._chat(session, command)
         elif isinstance(command, HandedOver):
             await self._handed_over(session, command)
         elif isinstance(command, GenerateReport):
@@ -400,6 +415,25 @@ class Server:
             session.push(ProtocolError(exc.code, str(exc)).frame())
             return
         session.push({"type": "interview_answer", **answer})
+
+    async def _chat(self, session: Session, command: Chat) -> None:
+        """Open a chat (no question) or answer a question in it, its steps streamed as `chat_answer` frames."""
+        chats = self.daemon.chats
+        try:
+            chat_id, report_id = await chat_target(chats, command.report_id, command.chat_id, "websocket")
+            if command.question is None:
+                session.push({"type": "chat_opened", "chat_id": chat_id, "report_id": report_id})
+                return
+
+            async def step(event: ChatEvent) -> None:
+                if (frame := step_frame(chat_id, event)) is not None:
+                    session.push(frame)
+
+            answered = await chats.ask(chat_id, command.question, command.history, on_event=step)
+        except SimreportdError as exc:
+            session.push(ProtocolError(exc.code, str(exc)).frame())
+            return
+        session.push(answer_frame(chat_id, report_id, answered))
 
     async def _broadcast(self, after: int) -> None:
         with contextlib.suppress(StoreClosed):  # the daemon is shutting down

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from simreportd.agent.chat import check_history, check_question
+from simreportd.errors import UsageError
 from simreportd.events.codec import Recorded
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.report import STATUS_AFTER, progress_for, shown_progress
@@ -50,6 +52,16 @@ class Interview:
 
 
 @dataclass(frozen=True)
+class Chat:
+    """A question about a completed report (a new chat unless `chat_id` names one); no question: just open it."""
+
+    report_id: str | None
+    chat_id: str | None
+    question: str | None
+    history: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
 class ProtocolError:
     code: str
     message: str
@@ -72,7 +84,7 @@ class HandedOver:
     timeout_s: float | None = None
 
 
-Command = Subscribe | GenerateReport | Interview | HandedOver
+Command = Subscribe | GenerateReport | Interview | Chat | HandedOver
 HANDED_OVER = {"ingest": ("folder",), "request_report": ("folder",), "resume": ("report_id",),
                "fork": ("report_id", "at"), "rebuild": ()}
 
@@ -94,9 +106,11 @@ def parse_message(text: str | bytes) -> Command | ProtocolError:
         return GenerateReport(message["simulation_id"])
     if op == "interview":
         return _interview(message)
+    if op == "chat":
+        return parse_chat(message)
     if op in HANDED_OVER:
         return _handed_over(op, message)
-    return ProtocolError("unknown_op", f"unknown op {op!r}; use subscribe, generate_report or interview")
+    return ProtocolError("unknown_op", f"unknown op {op!r}; use subscribe, generate_report, interview or chat")
 
 
 def _handed_over(op: str, message: dict[str, Any]) -> HandedOver | ProtocolError:
@@ -138,6 +152,20 @@ def _interview(message: dict[str, Any]) -> Interview | ProtocolError:
     if platform not in (None, "twitter", "reddit"):
         return ProtocolError("bad_request", "platform must be twitter, reddit or absent")
     return Interview(message.get("simulation_id"), message.get("report_id"), agent, question, platform)
+
+
+def parse_chat(message: dict[str, Any]) -> Chat | ProtocolError:
+    """A `chat` op: `report_id` and/or `chat_id`, a `question` (or `message`, as MiroFish names it), `history`."""
+    report_id, chat_id = message.get("report_id"), message.get("chat_id")
+    if any(v is not None and not isinstance(v, str) for v in (report_id, chat_id)) or not (report_id or chat_id):
+        return ProtocolError("bad_request", "chat needs a report_id (string) or the chat_id of an open chat")
+    question = message.get("question", message.get("message"))
+    try:
+        text = None if question is None else check_question(question)
+        history = check_history(message.get("history", message.get("chat_history")))
+    except UsageError as exc:
+        return ProtocolError("bad_request", str(exc))
+    return Chat(report_id, chat_id, text, history)
 
 
 def matches(sub: Subscribe, recorded: Recorded, info: ReportInfo | None) -> bool:

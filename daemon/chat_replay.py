@@ -1,0 +1,80 @@
+"""Reproduce a chat from its log, as `daemon/replay.py` reproduces a report, with no call to the outside.
+
+The scratch store gets the simulation events and the report's stream as they stood when the chat
+opened, so the tools run again against the same simulation model; the LLM answers and the
+interview results come from the chat's own events. The user's inputs (the `ChatStarted` and each
+`ChatAsked`) are appended where the original received them, the chat runs after each, and the
+replayed stream is compared with the original, step by step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from simreportd.agent.chat_runner import ChatRunner, ChatWriter
+from simreportd.agent.replay import RecordedInterviews, ReplayProvider
+from simreportd.agent.tools import SimulationTools
+from simreportd.errors import NotFound
+from simreportd.events.codec import Recorded
+from simreportd.events.log import EventLog
+from simreportd.events.models import ChatLLMFailed, ChatLLMResponded, ChatStarted, ChatToolObserved, DomainEvent
+from simreportd.events.store import EventStore, NewEvent
+from simreportd.events.streams import chat_stream, report_stream
+from simreportd.projections.catalogue import projections
+from simreportd.projections.runner import ProjectionRunner, views_path_for
+
+from .replay import ReplayResult, _no_wait, copy_simulations, first_divergence
+
+INPUTS = ("ChatStarted", "ChatAsked")  # the user's part of a chat; everything else is the runner's
+
+
+class RecordedAnswers(ReplayProvider):
+    """The chat's recorded LLM answers (and failures), served by call id and attempt."""
+
+    def __init__(self, original: list[Recorded]) -> None:
+        super().__init__([])
+        for event in _events(original, ChatLLMResponded, ChatLLMFailed):
+            answer = event.response if isinstance(event, ChatLLMResponded) else event.failure
+            self.answers[(answer.call_id, answer.attempt)] = answer
+
+
+class RecordedChatInterviews(RecordedInterviews):
+    """The chat's interview_agents results, in order."""
+
+    def __init__(self, original: list[Recorded]) -> None:
+        super().__init__([])
+        self.results = [e.observation.result for e in _events(original, ChatToolObserved)
+                        if e.observation.tool == "interview_agents"]
+
+
+def _events(original: list[Recorded], *types: type[DomainEvent]) -> Iterable[Any]:
+    return (r.event for r in original if isinstance(r.event, types))
+
+
+async def replay_chat(store: EventLog, chat_id: str, scratch: Path) -> ReplayResult:
+    """Re-run a chat in `scratch` and compare it with the original stream."""
+    original = await store.read_stream(chat_stream(chat_id))
+    if not original or not isinstance(started := original[0].event, ChatStarted):
+        raise NotFound(f"no chat {chat_id!r}; `simreportd events --type ChatStarted` lists the chats")
+    opened = original[0].position
+    report = [r for r in await store.read_stream(report_stream(started.report_id)) if r.position < opened]
+    async with EventStore(scratch) as copy:
+        await copy_simulations(store, copy, before=opened)
+        await copy.append(report_stream(started.report_id), [NewEvent(r.event, r.event_id) for r in report],
+                          expected_version=0)
+        async with ProjectionRunner(copy, views_path_for(scratch), projections()) as views:
+            await views.catch_up()
+        tools = SimulationTools(views_path_for(scratch), RecordedChatInterviews(original))
+        provider = RecordedAnswers(original)
+        runner = ChatRunner(copy, tools, lambda _: provider,
+                            ChatWriter(started.provider, started.model, started.settings), sleep=_no_wait)
+        for recorded in original:
+            if recorded.type in INPUTS:
+                replayed = await copy.read_stream(chat_stream(chat_id))
+                await copy.append(chat_stream(chat_id), [NewEvent(recorded.event, recorded.event_id)],
+                                  expected_version=len(replayed))
+                await runner.drive(chat_id)
+        replayed = await copy.read_stream(chat_stream(chat_id))
+    return ReplayResult(chat_id, len(original), first_divergence(original, replayed))
