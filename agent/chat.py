@@ -275,7 +275,7 @@ def decide(s: ChatState, report: ReportState) -> ChatEffect:
         return Stop("answered")
     if turn.open_calls:
         return RunTool(turn.open_calls[0])
-    if (effect := _llm_step(s, turn, report)) is not None:
+    if (effect := _llm_step(s, turn)) is not None:
         return effect
     c = s.conversation
     if c.unread is not None:
@@ -288,7 +288,7 @@ def decide(s: ChatState, report: ReportState) -> ChatEffect:
     return _emit(s, turn, _request(s, turn, c.pending, list(s.rules.tools)))
 
 
-def _llm_step(s: ChatState, turn: Turn, report: ReportState) -> ChatEffect | None:
+def _llm_step(s: ChatState, turn: Turn) -> ChatEffect | None:
     """While a request is outstanding: send it, retry it, shrink it, or give the turn up."""
     c = s.conversation
     if c.awaiting is None:
