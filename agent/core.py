@@ -371,8 +371,8 @@ def _last_word_opening(s: ReportState, section: SectionState) -> list[dict[str, 
 
 def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, Any]]:
     assert s.outline is not None and s.context is not None
-    previous = [(done.title, prompts.previous_section(done.content)) for i, done in sorted(s.completed.items())
-                if i < section.index and s.rules.parallel_sections == 1]  # in parallel, no section waits for another
+    previous = None if s.rules.parallel_sections > 1 else \
+        [(done.title, prompts.previous_section(done.content)) for i, done in sorted(s.completed.items()) if i < section.index]
     background: dict[str, Any] = {k: s.context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
                                              "scheduled_events") if k in s.context}
     return prompts.section_messages(
