@@ -14,7 +14,6 @@ from simreportd.events.models import DomainEvent, LLMFailed, LLMRequested, LLMRe
 
 from .providers import Completion
 
-
 VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
 
 

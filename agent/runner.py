@@ -106,10 +106,11 @@ class ReportRunner:
                         busy.add(core.lane(effect))
                         group.start_soon(self._perform_into, send.clone(), state, effect)
                 if not busy:
-                    return state
+                    break
                 lane, outcome = await self._next_outcome(state.version, ready, receive, len(busy))
                 busy.discard(lane)
                 await self._record(state, outcome)
+        return state
 
     async def _next_outcome(self, version: int, ready: list[tuple[int, Outcome]], receive: Any,
                             in_flight: int) -> tuple[int, Outcome]:
