@@ -44,7 +44,7 @@ from .interpret import (
     strip_echoes,
 )
 from .outline import fallback_outline
-from .state import ReportState, SectionState, message_bytes
+from .state import Conversation, ReportState, SectionState, message_bytes
 from .toolspec import openai_tools
 
 
@@ -103,40 +103,59 @@ def fold(events: list[DomainEvent], report_id: str) -> ReportState:
 
 
 def decide(s: ReportState) -> Effect:
-    """The next step of the report whose state is `s`."""
+    """The next step of the report whose state is `s` (the first lane's, when sections run in parallel)."""
+    return next_effects(s)[0]
+
+
+def next_effects(s: ReportState) -> list[Effect]:
+    """The next step of every lane that has one, first lane first.
+
+    Before the sections there is one lane (planning). With `parallel_sections = N`, up to N
+    sections are open at once, each its own conversation: the runner performs their effects
+    concurrently and appends each outcome as it comes; the fold routes it to its lane.
+    """
     if s.request is None:
-        return Stop("no ReportRequested in this stream")
+        return [Stop("no ReportRequested in this stream")]
     if s.failed is not None:
-        return Stop("failed")
+        return [Stop("failed")]
     if s.report_completed:
-        return Stop("completed") if s.unlocked else UnlockInterviews(s.request.simulation_id)
+        return [Stop("completed") if s.unlocked else UnlockInterviews(s.request.simulation_id)]
     if not s.planning_started:
-        return _emit(PlanningStarted(report_id=s.report_id))
+        return [_emit(PlanningStarted(report_id=s.report_id))]
     if s.protocol is None:
         wanted = s.rules.tool_protocol
         reason = f"tool_protocol = {wanted}" + (", native first" if wanted == "auto" else "")
-        return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text" if wanted == "text" else "native",
-                                        reason=reason))
+        return [_emit(ToolProtocolChosen(report_id=s.report_id, protocol="text" if wanted == "text" else "native",
+                                         reason=reason))]
     if s.context is None:
-        return GatherContext(s.request.simulation_id, s.request.generation)
+        return [GatherContext(s.request.simulation_id, s.request.generation)]
     if s.outline is None:
-        return _plan(s)
-    section = s.current
-    if section is None:
-        index = len(s.completed) + 1
-        if index > len(s.outline.sections):
-            return _emit(_report_completed(s))
-        return _emit(SectionStarted(report_id=s.report_id, section_index=index,
-                                    title=s.outline.sections[index - 1].title))
-    return _write_section(s, section)
+        return [_plan(s)]
+    open_sections, index = s.open_sections, len(s.sections) + 1
+    if len(open_sections) < s.rules.parallel_sections and index <= len(s.outline.sections):
+        return [_emit(SectionStarted(report_id=s.report_id, section_index=index,
+                                     title=s.outline.sections[index - 1].title))]
+    if not open_sections:
+        return [_emit(_report_completed(s))]
+    return [_write_section(s, section) for section in open_sections]
+
+
+def lane(effect: Effect) -> int:
+    """The lane an effect belongs to: its section, or 0 for the report's own steps."""
+    if isinstance(effect, CallLLM):
+        return effect.request.section_index
+    if isinstance(effect, RunTool):
+        return effect.call.section_index
+    return 0
 
 
 # --- LLM calls --------------------------------------------------------------------------------
 
 
-def _llm_step(s: ReportState, stage: str) -> Effect | None:
-    """While a request is outstanding: send it, retry it, shrink it, switch protocol, or give up resumably."""
-    c = s.conversation
+def _llm_step(s: ReportState, index: int, stage: str) -> Effect | None:
+    """While lane `index` has a request outstanding: send it, retry it, shrink it, switch protocol, or give up
+    resumably."""
+    c = s.lane(index)
     if c.awaiting is None:
         return None
     failure = c.last_failure
@@ -146,7 +165,7 @@ def _llm_step(s: ReportState, stage: str) -> Effect | None:
         return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text",
                                         reason=f"the server refused tools: {failure.message[:200]}"))
     if failure.kind == "context_overflow" and c.overflows < 3:
-        return _emit(_shrink(s, failure))
+        return _emit(_shrink(s, c, failure))
     if not failure.retryable or c.failures > s.rules.max_retries:
         return _emit(ReportFailed(report_id=s.report_id, stage=stage, resumable=True, error=_failure_text(s, failure)))
     backoff = s.rules.retry_backoff_s
@@ -163,9 +182,8 @@ def _failure_text(s: ReportState, failure: LLMFailed) -> str:
     return text
 
 
-def _shrink(s: ReportState, failure: LLMFailed) -> ContextCompacted:
+def _shrink(s: ReportState, c: Conversation, failure: LLMFailed) -> ContextCompacted:
     """The server said the request is too long: aim lower (at its own limit, if it said one) and ask again."""
-    c = s.conversation
     assert c.awaiting is not None
     sent = budget.estimate(c.messages, s.chars_per_token)
     limit = budget.server_limit(failure.message) or _context_tokens(s)
@@ -201,7 +219,7 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
     `named` is a tool the reply must call; `fresh` makes `added` a conversation of its own.
     """
     assert s.request is not None
-    c, context = s.conversation, _context_tokens(s)
+    c, context = s.lane(index), _context_tokens(s)
     before = [] if fresh else c.messages
     size = budget.estimate(before + added, s.chars_per_token) + _tools_tokens(s, tools)
     if before and added[:len(c.pending)] == c.pending and size > _prompt_target(s, context):
@@ -253,8 +271,8 @@ def _seal(model: str, params: dict[str, Any], protocol: str, tools: list[str], m
 
 
 def _plan(s: ReportState) -> Effect:
-    c = s.conversation
-    if (effect := _llm_step(s, "planning")) is not None:
+    c = s.lane(0)
+    if (effect := _llm_step(s, 0, "planning")) is not None:
         return effect
     if c.unread is not None:
         return Emit(tuple(_read_outline(s, c.unread)))
@@ -268,7 +286,7 @@ def _read_outline(s: ReportState, response: LLMResponded) -> list[DomainEvent]:
     if not isinstance(outline, str):
         return [OutlinePlanned(report_id=s.report_id, title=outline.title, summary=outline.summary,
                                sections=outline.sections)]
-    rejected = ResponseRejected(report_id=s.report_id, section_index=0, iteration=s.conversation.requests,
+    rejected = ResponseRejected(report_id=s.report_id, section_index=0, iteration=s.lane(0).requests,
                                 call_id=response.call_id, reason="invalid_outline", detail=outline,
                                 feedback=prompts.outline_feedback(outline))
     if s.outline_rejections < s.rules.outline_retries:
@@ -283,10 +301,10 @@ def _read_outline(s: ReportState, response: LLMResponded) -> list[DomainEvent]:
 
 
 def _write_section(s: ReportState, section: SectionState) -> Effect:
-    c = s.conversation
+    c = s.lane(section.index)
     if section.open_calls:
         return RunTool(section.open_calls[0])
-    if (effect := _llm_step(s, f"section {section.index}")) is not None:
+    if (effect := _llm_step(s, section.index, f"section {section.index}")) is not None:
         return effect
     if c.unread is not None and _tools_ignored(s):
         return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text", reason=(
@@ -353,8 +371,8 @@ def _last_word_opening(s: ReportState, section: SectionState) -> list[dict[str, 
 
 def _section_opening(s: ReportState, section: SectionState) -> list[dict[str, Any]]:
     assert s.outline is not None and s.context is not None
-    previous = [(done.title, prompts.previous_section(done.content)) for i, done in sorted(s.completed.items())
-                if i < section.index]
+    previous = None if s.rules.parallel_sections > 1 else \
+        [(done.title, prompts.previous_section(done.content)) for i, done in sorted(s.completed.items()) if i < section.index]
     background: dict[str, Any] = {k: s.context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
                                              "scheduled_events") if k in s.context}
     return prompts.section_messages(

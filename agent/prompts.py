@@ -54,9 +54,10 @@ def outline_feedback(error: str) -> str:
 
 def section_messages(
     *, requirement: str, background: dict[str, Any], title: str, summary: str, outline: list[dict[str, str]], index: int,
-    previous: list[tuple[str, str]], protocol: str, tools: list[str], min_tools: int, max_tools: int,
+    previous: list[tuple[str, str]] | None, protocol: str, tools: list[str], min_tools: int, max_tools: int,
 ) -> list[dict[str, Any]]:
-    """System and user message that open one section's ReACT loop."""
+    """System and user message that open one section's ReACT loop; `previous` is None when sections are
+    written in parallel (no section waits for the text of another)."""
     system = [
         "You are writing one section of an analytical report about a social-media simulation.",
         DATA_RULE,
@@ -78,7 +79,8 @@ def section_messages(
                       "section text only, with no tool call.")
     sections = "\n".join(f"{i}. {s['title']}: {s['description']}" for i, s in enumerate(outline, 1))
     title_n = outline[index - 1]["title"]
-    done = "\n\n".join(f"## {t}\n{c}" for t, c in previous) or "(none yet)"
+    done = "(the other sections are written at the same time: write only this one)" if previous is None \
+        else "\n\n".join(f"## {t}\n{c}" for t, c in previous) or "(none yet)"
     user = (
         f"Report: {title}\nSummary: {summary}\nOutline:\n{sections}\n\n"
         f"Requirement:\n{delimit('simulation_data', requirement)}\n\n"

@@ -10,9 +10,11 @@ from typing import Any
 
 from simreportd.errors import LLMError, UnrecordedCall
 from simreportd.events.codec import Recorded
-from simreportd.events.models import LLMFailed, LLMRequested, LLMResponded
+from simreportd.events.models import DomainEvent, LLMFailed, LLMRequested, LLMResponded
 
 from .providers import Completion
+
+VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
 
 
 class ReplayProvider:
@@ -48,13 +50,44 @@ class RecordedEnvironment:
 
 
 class RecordedInterviews:
-    """Serves the interview_agents results of the original run, in order: interviews are outside I/O too."""
+    """Serves the interview_agents results of the original run: interviews are outside I/O too.
+
+    A result is matched by its topic, first come first served: sections written in parallel ask in
+    an order the original's appends need not follow.
+    """
 
     def __init__(self, original: list[Recorded]) -> None:
-        self.results = [r.data["result"] for r in original
+        topics = {r.data["call_id"]: r.data["arguments"].get("interview_topic") for r in original
+                  if r.type == "ToolCalled" and r.data["tool"] == "interview_agents"}
+        self.results = [(topics.get(r.data["call_id"]), r.data["result"]) for r in original
                         if r.type == "ToolObserved" and r.data["tool"] == "interview_agents"]
 
     async def report_interview(self, simulation_id: str, generation: int, topic: str, max_agents: int = 5) -> str:
         if not self.results:
             raise UnrecordedCall("the original run made no more interview_agents calls")
-        return str(self.results.pop(0))
+        match = next((i for i, (asked, _) in enumerate(self.results) if asked == topic), 0)
+        return str(self.results.pop(match)[1])
+
+
+class RecordedOrder:
+    """Appends outcomes in the order the original run appended them, so a replay compares event by event.
+
+    Sections written in parallel finish in whatever order their answers came; the replay's answers
+    come at once, so the runner waits for the one the original appended next.
+    """
+
+    def __init__(self, original: list[Recorded]) -> None:
+        self.original = original
+
+    def choose(self, version: int, ready: list[list[DomainEvent]], waiting: int) -> int | None:
+        if version < len(self.original):
+            expected = decided(self.original[version].event)
+            for i, outcome in enumerate(ready):
+                if outcome and decided(outcome[0]) == expected:
+                    return i
+        return None if waiting else 0  # nothing matches: a divergence, which the comparison reports
+
+
+def decided(event: DomainEvent) -> dict[str, Any]:
+    """What an event says, without what was measured rather than decided: the part a replay compares."""
+    return event.model_dump(mode="json", exclude={"type", *VOLATILE})

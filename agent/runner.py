@@ -52,43 +52,96 @@ class Environment(Protocol):
 
 
 Writers = Callable[[str], LLMProvider]  # the provider for the writer name a report records (`offline`, `openai`)
+Outcome = list[DomainEvent]  # what one effect produced, appended as one batch
+
+
+class Sequencer(Protocol):
+    def choose(self, version: int, ready: list[Outcome], waiting: int) -> int | None:
+        """Which ready outcome to append at stream `version`, or None to wait for one of `waiting` more."""
+        ...
+
+
+class ArrivalOrder:
+    """Live runs append outcomes as they arrive."""
+
+    def choose(self, version: int, ready: list[Outcome], waiting: int) -> int | None:
+        return 0
 
 
 class ReportRunner:
-    """Drives one report to completion, failure, or a stop, with the writer its events name."""
+    """Drives one report to completion, failure, or a stop, with the writer its events name.
+
+    The core says what every lane (planning, or each open section) needs next; the runner
+    performs the effects of idle lanes concurrently inside its task group and appends each
+    outcome, in the order the sequencer picks, as the single writer of the report's stream.
+    """
 
     def __init__(self, store: EventLog, tools: SimulationTools, writers: Writers,
-                 environment: Environment, sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
+                 environment: Environment, sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+                 sequencer: Sequencer | None = None) -> None:
         self.store, self.tools, self.writers, self.environment = store, tools, writers, environment
         self.sleep = sleep  # replay passes a no-op: recorded retries need no waiting
+        self.sequencer = sequencer or ArrivalOrder()  # replay passes the original's order
 
     async def run(self, report_id: str) -> ReportState:
-        """Run the report until the core says stop; return its final state."""
-        stream = report_stream(report_id)
-        history = await self.store.read_stream(stream)
+        """Run the report until the core says stop and no effect is in flight; return its final state."""
+        history = await self.store.read_stream(report_stream(report_id))
         state = core.fold([r.event for r in history], report_id)
-        request_id, last_id = (history[0].event_id, history[-1].event_id) if history else ("", None)
+        self._ids = (history[0].event_id, history[-1].event_id) if history else ("", None)
+        send, receive = anyio.create_memory_object_stream[tuple[int, Outcome]](max_buffer_size=64)
+        busy: set[int] = set()  # lanes with an effect in flight
+        ready: list[tuple[int, Outcome]] = []  # outcomes received, not appended yet
         first = True
+        async with anyio.create_task_group() as group, send, receive:
+            while True:
+                effects = core.next_effects(state)
+                if first and not isinstance(effects[0], core.Stop):
+                    log_start(state)
+                    first = False
+                if (emit := next((e for e in effects if isinstance(e, core.Emit)), None)) is not None:
+                    await self._record(state, list(emit.events))
+                    continue
+                for effect in effects:
+                    if not isinstance(effect, core.Stop) and core.lane(effect) not in busy:
+                        busy.add(core.lane(effect))
+                        group.start_soon(self._perform_into, send.clone(), state, effect)
+                if not busy:
+                    break
+                lane, outcome = await self._next_outcome(state.version, ready, receive, len(busy))
+                busy.discard(lane)
+                await self._record(state, outcome)
+        return state
+
+    async def _next_outcome(self, version: int, ready: list[tuple[int, Outcome]], receive: Any,
+                            in_flight: int) -> tuple[int, Outcome]:
+        """The outcome to append next: as they arrive, or in the order the sequencer wants (replay)."""
         while True:
-            effect = core.decide(state)
-            if isinstance(effect, core.Stop):
-                return state
-            if first:
-                log_start(state)
-                first = False
+            if ready and (choice := self.sequencer.choose(version, [o for _, o in ready],
+                                                          in_flight - len(ready))) is not None:
+                return ready.pop(choice)
+            ready.append(await receive.receive())
+
+    async def _perform_into(self, send: Any, state: ReportState, effect: core.Effect) -> None:
+        """Perform one effect and hand its outcome to the loop; an unexpected error is a resumable failure."""
+        async with send:
             try:
                 events = await self._perform(state, effect)
             except Exception as exc:  # unexpected: logged once here, and a resumable terminal event
-                log.exception("report %s: unexpected error performing %s", report_id, type(effect).__name__)
-                events = [ReportFailed(report_id=report_id, stage=type(effect).__name__, resumable=True,
+                log.exception("report %s: unexpected error performing %s", state.report_id, type(effect).__name__)
+                events = [ReportFailed(report_id=state.report_id, stage=type(effect).__name__, resumable=True,
                                        error=f"{type(exc).__name__}: {exc}")]
-            recorded = caused(events, correlation_id=request_id, causation_id=last_id)
-            with anyio.CancelScope(shield=True):  # an outcome paid for (an LLM answer) is recorded, even when stopping
-                await self.store.append(stream, recorded, expected_version=state.version)
-            last_id = recorded[-1].event_id
-            for event in events:
-                state.apply(event)
-                log_step(state, event)
+            await send.send((core.lane(effect), events))
+
+    async def _record(self, state: ReportState, events: Outcome) -> None:
+        """Append an outcome (even when stopping: an LLM answer is paid for) and fold it."""
+        request_id, last_id = self._ids
+        recorded = caused(events, correlation_id=request_id, causation_id=last_id)
+        with anyio.CancelScope(shield=True):
+            await self.store.append(report_stream(state.report_id), recorded, expected_version=state.version)
+        self._ids = (request_id, recorded[-1].event_id)
+        for event in events:
+            state.apply(event)
+            log_step(state, event)
 
     async def _perform(self, s: ReportState, effect: core.Effect) -> list[DomainEvent]:
         if isinstance(effect, core.Emit):
@@ -179,7 +232,7 @@ def interview_events(s: ReportState, call_id: str, result: str) -> list[DomainEv
     return events
 
 
-def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> ReportRules:
+def settings_for(agent: Any, llm: Any, tools: tuple[str, ...], parallel_sections: int = 1) -> ReportRules:
     """The rules a report keeps for its whole life, from `[agent]` and `[llm]`; recorded in its ReportRequested."""
     return ReportRules(
         min_tool_calls=agent.min_tool_calls, max_tool_calls=agent.max_tool_calls, max_iterations=agent.max_iterations,
@@ -187,4 +240,4 @@ def settings_for(agent: Any, llm: Any, tools: tuple[str, ...]) -> ReportRules:
         min_citations=agent.min_citations, conflict_retries=agent.conflict_retries,
         outline_retries=agent.outline_retries, max_retries=llm.max_retries,
         retry_backoff_s=llm.retry_backoff_s, tool_protocol=llm.tool_protocol, temperature=llm.temperature,
-        max_tokens=llm.max_tokens, context_tokens=llm.context_tokens, tools=tools)
+        max_tokens=llm.max_tokens, context_tokens=llm.context_tokens, tools=tools, parallel_sections=parallel_sections)

@@ -121,7 +121,8 @@ class ReportState:
     protocol: str | None = None
     sections: dict[int, SectionState] = field(default_factory=dict)
     completed: dict[int, SectionCompleted] = field(default_factory=dict)
-    conversation: Conversation = field(default_factory=Conversation)
+    conversations: dict[int, Conversation] = field(default_factory=lambda: {0: Conversation()})  # by lane
+    call_lanes: dict[str, int] = field(default_factory=dict)  # LLM call id -> the lane that asked it
     llm_calls: int = 0
     report_completed: bool = False
     verdict: ReportCompleted | None = None
@@ -144,9 +145,28 @@ class ReportState:
         return int(self.overrides.get("max_tokens", self.rules.max_tokens))
 
     @property
+    def open_sections(self) -> list[SectionState]:
+        """Sections started and not completed, in order: one at a time, or up to `parallel_sections`."""
+        return [s for i, s in sorted(self.sections.items()) if i not in self.completed]
+
+    @property
     def current(self) -> SectionState | None:
-        open_sections = [s for i, s in sorted(self.sections.items()) if i not in self.completed]
-        return open_sections[0] if open_sections else None
+        """The first open section."""
+        return next(iter(self.open_sections), None)
+
+    @property
+    def conversation(self) -> Conversation:
+        """The first open lane's conversation: the current section's, else the outline's."""
+        section = self.current
+        return self.conversations[section.index if section is not None else 0]
+
+    def lane(self, index: int) -> Conversation:
+        """The conversation of lane `index`: 0 is the outline's, n is section n's (each section its own)."""
+        return self.conversations.setdefault(index, Conversation())
+
+    def _section(self, index: int) -> SectionState | None:
+        """Section `index` while it is open; the outline's lane (0) and finished sections have none."""
+        return self.sections.get(index) if index not in self.completed else None
 
     def apply(self, event: DomainEvent) -> None:
         """Fold one event; unknown types (interviews, notifications) only move the version."""
@@ -166,16 +186,21 @@ class ReportState:
 
     def _on_OutlinePlanned(self, e: OutlinePlanned) -> None:
         self.outline = e
-        self.conversation = Conversation()
+        self.conversations[0] = Conversation()
 
     def _on_ToolProtocolChosen(self, e: ToolProtocolChosen) -> None:
+        """Every open conversation restarts in the new protocol, and so do open sections, budgets and all.
+
+        A request still in flight in another lane is abandoned: its answer, when it comes, is not awaited.
+        """
         self.protocol = e.protocol
-        self.conversation = Conversation()  # the conversation restarts in the new protocol
-        if (section := self.current) is not None:  # and so does an open section, budgets and all
+        self.conversations[0] = Conversation()
+        for section in self.open_sections:
             self.sections[section.index] = SectionState(section.index, section.title)
+            self.conversations[section.index] = Conversation()
 
     def _on_ContextCompacted(self, e: ContextCompacted) -> None:
-        c = self.conversation
+        c = self.lane(e.section_index)
         if c.awaiting is not None:  # the server refused the outstanding request: it is abandoned
             c.awaiting, c.last_failure, c.failures = None, None, 0
             c.overflows += 1
@@ -186,10 +211,11 @@ class ReportState:
 
     def _on_SectionStarted(self, e: SectionStarted) -> None:
         self.sections[e.section_index] = SectionState(e.section_index, e.title)
-        self.conversation = Conversation()
+        self.conversations[e.section_index] = Conversation()
 
     def _on_LLMRequested(self, e: LLMRequested) -> None:
-        c = self.conversation
+        c = self.lane(e.section_index)
+        self.call_lanes[e.call_id] = e.section_index
         if e.fresh:
             c.replace([])
         for message in e.messages_added:
@@ -201,13 +227,22 @@ class ReportState:
         if section is not None and not e.tools and e.purpose == "section":
             section.final_requested = True
 
+    def _awaiting(self, call_id: str) -> Conversation | None:
+        """The conversation waiting for this call's answer; None for an abandoned call (protocol switched)."""
+        c = self.conversations.get(self.call_lanes.get(call_id, -1))
+        return c if c is not None and c.awaiting is not None and c.awaiting.call_id == call_id else None
+
     def _on_LLMFailed(self, e: LLMFailed) -> None:
-        self.conversation.attempts = e.attempt
-        self.conversation.failures += 1
-        self.conversation.last_failure = e
+        if (c := self._awaiting(e.call_id)) is None:
+            return
+        c.attempts = e.attempt
+        c.failures += 1
+        c.last_failure = e
 
     def _on_LLMResponded(self, e: LLMResponded) -> None:
-        c = self.conversation
+        if (c := self._awaiting(e.call_id)) is None:
+            return
+        lane = self.call_lanes[e.call_id]
         self._calibrate(c, e)
         offered = c.awaiting is not None and bool(c.awaiting.tools) and c.awaiting.protocol == "native"
         c.attempts = e.attempt
@@ -223,7 +258,7 @@ class ReportState:
             called = bool(read_reply(e.content, e.tool_calls, e.call_id, "native").tool_calls)
             self.tools_ignored += not called
             self.tool_calls_seen |= called
-        if (section := self.current) is not None and self.outline is not None:
+        if (section := self._section(lane)) is not None:
             section.iterations += 1
             section.forced_replies += section.final_requested
 
@@ -234,26 +269,25 @@ class ReportState:
             self.chars_per_token = min(5.0, max(2.0, chars / e.usage.prompt_tokens))
 
     def _on_ThoughtRecorded(self, e: ThoughtRecorded) -> None:
-        self.conversation.unread = None
+        self.lane(e.section_index).unread = None
 
     def _on_ResponseRejected(self, e: ResponseRejected) -> None:
-        c = self.conversation
+        c = self.lane(e.section_index)
         c.unread = None
         for tool_call_id in e.tool_call_ids:
-            c.pending.append(self._result_message(tool_call_id, "not executed", f"Not executed. {e.feedback}"))
+            c.pending.append(self._result_message(e.section_index, tool_call_id, "not executed",
+                                                  f"Not executed. {e.feedback}"))
         if e.feedback and not e.tool_call_ids:
             c.pending.append({"role": "user", "content": e.feedback})
         if e.reason == "invalid_outline":
             self.outline_rejections += 1
-        elif (section := self.current) is not None:
+        elif (section := self._section(e.section_index)) is not None:
             section.rejections[e.reason] = section.rejections.get(e.reason, 0) + 1
-        if e.reason == "tool_and_final_answer" and (section := self.current) is not None:
-            section.conflicts += 1
-        if e.reason == "ungrounded" and (section := self.current) is not None:
-            section.grounding_rejections += 1
+            section.conflicts += e.reason == "tool_and_final_answer"
+            section.grounding_rejections += e.reason == "ungrounded"
 
     def _on_ToolCalled(self, e: ToolCalled) -> None:
-        self.conversation.unread = None
+        self.lane(e.section_index).unread = None
         section = self.sections[e.section_index]
         section.open_calls.append(e)
         section.accepted.add(e.iteration)
@@ -263,17 +297,21 @@ class ReportState:
             section.used_tools.append(e.tool)
 
     def _on_ToolObserved(self, e: ToolObserved) -> None:
-        section = self._close_call(e.section_index, e.call_id)
+        if (section := self._close_call(e.section_index, e.call_id)) is None:
+            return
         section.observations.append(e)
-        self.conversation.pending.append(self._result_message(e.call_id, e.tool, e.result, section))
+        self.lane(e.section_index).pending.append(
+            self._result_message(e.section_index, e.call_id, e.tool, e.result, section))
 
     def _on_ToolFailed(self, e: ToolFailed) -> None:
-        section = self._close_call(e.section_index, e.call_id)
-        self.conversation.pending.append(self._result_message(e.call_id, e.tool, f"Tool error: {e.error}", section))
+        if (section := self._close_call(e.section_index, e.call_id)) is None:
+            return
+        self.lane(e.section_index).pending.append(
+            self._result_message(e.section_index, e.call_id, e.tool, f"Tool error: {e.error}", section))
 
     def _on_SectionCompleted(self, e: SectionCompleted) -> None:
         self.completed[e.section_index] = e
-        self.conversation = Conversation()
+        self.conversations.pop(e.section_index, None)
 
     def _on_ReportCompleted(self, e: ReportCompleted) -> None:
         self.report_completed = True
@@ -289,9 +327,8 @@ class ReportState:
         self.failed = None
         if isinstance(e, ReportResumed):
             self.overrides.update(e.overrides)
-        self.conversation.overflows = 0
-        self.conversation.failures = 0
-        self.conversation.last_failure = None
+        for c in self.conversations.values():
+            c.overflows, c.failures, c.last_failure = 0, 0, None
 
     def _on_WriterChanged(self, e: WriterChanged) -> None:
         assert self.request is not None
@@ -309,18 +346,22 @@ class ReportState:
         """Ids any tool of this report returned: citing one of them is citing the simulation model."""
         return grounding.ids_in([o.result for s in self.sections.values() for o in s.observations])
 
-    def _close_call(self, index: int, call_id: str) -> SectionState:
+    def _close_call(self, index: int, call_id: str) -> SectionState | None:
+        """The section the call belonged to, call closed; None when a protocol switch abandoned the call."""
         section = self.sections[index]
+        if not any(c.call_id == call_id for c in section.open_calls):
+            return None
         section.open_calls = [c for c in section.open_calls if c.call_id != call_id]
         return section
 
-    def _result_message(self, call_id: str, tool: str, result: str, section: SectionState | None = None) -> dict[str, Any]:
+    def _result_message(self, lane: int, call_id: str, tool: str, result: str,
+                        section: SectionState | None = None) -> dict[str, Any]:
         """A tool result as the protocol wants it, with the budget hint restated after it."""
         hint = ""
         if section is not None:
             hint = prompts.budget_hint(section.unused(self.tools), section.tool_calls, self.rules.max_tool_calls,
                                        self.rules.min_tool_calls, section.evidence_calls)
-        if self.protocol == "text" or call_id not in self.conversation.native_ids:  # a call written as text
+        if self.protocol == "text" or call_id not in self.lane(lane).native_ids:  # a call written as text
             return {"role": "user", "content": "Observation:\n" + prompts.observation(tool, result, hint)}
         return {"role": "tool", "tool_call_id": call_id, "content": prompts.observation(tool, result, hint)}
 

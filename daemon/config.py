@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simreportd.errors import ConfigError
 from simreportd.events.log import EventLog
@@ -102,7 +102,13 @@ class AgentConfig(Section):
 class ReportsConfig(Section):
     auto: bool = True
     output_dir: Path = Path("reports")
-    parallel_sections: bool = False
+    parallel_sections: int = Field(default=1, ge=1, le=16)
+
+    @field_validator("parallel_sections", mode="before")
+    @classmethod
+    def _sections_from_bool(cls, value: Any) -> Any:
+        """`false`/`true`, from configurations written before N was accepted: 1, or 4 at once."""
+        return {False: 1, True: 4}.get(value, value) if isinstance(value, bool) else value
 
 
 class InterviewConfig(Section):

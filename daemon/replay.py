@@ -28,7 +28,9 @@ import anyio
 from simreportd.agent.replay import (
     RecordedEnvironment,
     RecordedInterviews,
+    RecordedOrder,
     ReplayProvider,
+    decided,
 )
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
@@ -42,7 +44,6 @@ from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
 COPY_BATCH = 5000  # events copied per append when a replay builds its scratch store
-VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
 INPUTS = ("ReportResumed", "WriterChanged")  # a user's decisions during the writing, not the runner's steps
 REDONE_BY_A_FORK = ("LLMRequested", "LLMFailed", "ReportFailed", "ReportCompleted", "InterviewUnlocked")
 
@@ -111,7 +112,8 @@ async def replay_report(store: EventLog, report_id: str, scratch: Path,
         rerun = original[len(seed):]
         provider = ReplayProvider(rerun)
         runner = ReportRunner(copy, SimulationTools(views_path_for(scratch), RecordedInterviews(rerun)),
-                              lambda _: provider, RecordedEnvironment(rerun), sleep=_no_wait)
+                              lambda _: provider, RecordedEnvironment(rerun), sleep=_no_wait,
+                              sequencer=RecordedOrder(original))
         replayed = await run_with_inputs(copy, runner, report_id, original)
     return ReplayResult(report_id, len(original), first_divergence(original, replayed))
 
@@ -178,8 +180,7 @@ def first_divergence(original: list[Recorded], replayed: list[Recorded]) -> Dive
 
 
 def _decided(recorded: Recorded) -> dict[str, Any]:
-    data = recorded.event.model_dump(mode="json", exclude={"type"})
-    return {k: v for k, v in data.items() if k not in VOLATILE}
+    return decided(recorded.event)
 
 
 async def fork_report(store: EventLog, report_id: str, at: int, provider: str, model: str) -> str:

@@ -139,7 +139,7 @@ class ReportScheduler:
             generation = max(runs)  # the newest
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
-        settings = settings_for(self.config.agent, llm, REPORT_TOOLS)
+        settings = settings_for(self.config.agent, llm, REPORT_TOOLS, self.config.reports.parallel_sections)
         settings = settings.model_copy(update={"context_tokens": llm.context_tokens or await self._server_context(llm.model)})
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,

@@ -186,6 +186,7 @@ class ReportRules(BaseModel):
     max_tokens: int = 2048
     context_tokens: int = 0  # 0: not known; the agent then assumes 8192
     tools: tuple[str, ...] = ()
+    parallel_sections: int = 1  # sections written at once (`[reports] parallel_sections`)
 
 
 class ReportRequested(ReportEvent):

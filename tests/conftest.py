@@ -43,12 +43,13 @@ def make_config(tmp_path: Path, **sections: dict) -> Config:
     return config.model_copy(update=updates)
 
 
-def write_config(tmp_path: Path, text: str = "", auto: bool = True) -> Path:
+def write_config(tmp_path: Path, text: str = "", auto: bool = True, parallel_sections: int = 1) -> Path:
     """A config.toml under tmp_path with relative paths and a free port, plus extra TOML (other tables)."""
     path = tmp_path / "config.toml"
     tmp_path.mkdir(parents=True, exist_ok=True)
     path.write_text('[store]\npath = "state/events.sqlite3"\n[watch]\nroots = ["sims"]\nrescan_seconds = 0.2\n'
-                    f'[reports]\noutput_dir = "reports"\nauto = {str(auto).lower()}\n[server]\nport = 0\n' + text,
+                    f'[reports]\noutput_dir = "reports"\nauto = {str(auto).lower()}\n'
+                    f'parallel_sections = {parallel_sections}\n[server]\nport = 0\n' + text,
                     encoding="utf-8")
     return path
 

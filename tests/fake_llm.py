@@ -33,6 +33,7 @@ class FakeLLM:
         self.refuse_tools = False  # a server without function calling: 400 for any request with tools
         self.ignore_tools = False  # a server that takes `tools` and never calls them
         self.lock = threading.Lock()
+        self.in_flight = self.peak_in_flight = 0  # requests being answered at once: what concurrency limits bound
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,8 +72,12 @@ class FakeLLM:
         with self.lock:
             self.requests.append(body)
             fault = self.faults.pop(0) if self.faults else None
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         if self.latency_s:
             time.sleep(self.latency_s)
+        with self.lock:
+            self.in_flight -= 1
         if fault is None and self.refuse_tools:
             fault = ("refuse_tools",)
         if fault is not None:

@@ -76,10 +76,21 @@ class Interviewer:
                 note = f"live interview failed ({exc}); answered in persona from profiles and posts instead"
         else:
             note = "the simulation environment is not running; answered in persona from profiles and posts"
-        persona = {a["agent_id"]: {"mode": "persona", "platform": None,
-                                   "answer": await self._persona(simulation_id, generation, a["agent_id"], prompt,
-                                                                 about=topic)}
-                   for a in agents}
+        persona: dict[int, dict[str, Any]] = {}
+        errors: list[Exception] = []
+
+        async def answer(agent_id: int) -> None:
+            try:
+                persona[agent_id] = {"mode": "persona", "platform": None, "answer": await self._persona(
+                    simulation_id, generation, agent_id, prompt, about=topic)}
+            except Exception as exc:  # raised below as it is (a task group would wrap it in a group)
+                errors.append(exc)
+
+        async with anyio.create_task_group() as group:  # asked at once; [llm] max_concurrency bounds the model
+            for a in agents:
+                group.start_soon(answer, a["agent_id"])
+        if errors:
+            raise errors[0]
         return persona, "persona", note
 
     def _choose(self, simulation_id: str, generation: int, topic: str, count: int) -> list[dict[str, Any]]:
