@@ -19,7 +19,14 @@ from simreportd.agent.tools import SimulationTools
 from simreportd.errors import NotFound
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
-from simreportd.events.models import ChatLLMFailed, ChatLLMResponded, ChatStarted, ChatToolObserved, DomainEvent
+from simreportd.events.models import (
+    ChatLLMFailed,
+    ChatLLMResponded,
+    ChatStarted,
+    ChatToolCalled,
+    ChatToolObserved,
+    DomainEvent,
+)
 from simreportd.events.store import EventStore, NewEvent
 from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.catalogue import projections
@@ -45,8 +52,9 @@ class RecordedChatInterviews(RecordedInterviews):
 
     def __init__(self, original: list[Recorded]) -> None:
         super().__init__([])
-        self.results = [e.observation.result for e in _events(original, ChatToolObserved)
-                        if e.observation.tool == "interview_agents"]
+        topics = {e.call.call_id: e.call.arguments.get("interview_topic") for e in _events(original, ChatToolCalled)}
+        self.results = [(topics.get(e.observation.call_id), e.observation.result)
+                        for e in _events(original, ChatToolObserved) if e.observation.tool == "interview_agents"]
 
 
 def _events(original: list[Recorded], *types: type[DomainEvent]) -> Iterable[Any]:
