@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from simreportd.agent.chat import HANDLERS as CHAT_STATE
 from simreportd.agent.state import HANDLERS as REPORT_STATE
-from simreportd.events.models import EVENT_TYPES, ReportEvent
+from simreportd.events.models import EVENT_TYPES, ChatEvent, ReportEvent
 from simreportd.projections.catalogue import projections
 
 NOT_FOLDED_BY_THE_REPORT = {"InterviewRequested", "InterviewAnswered"}  # asked after its writing ended
@@ -26,5 +27,12 @@ def test_every_event_type_is_folded_by_some_read_model() -> None:
     folded = set().union(*(p.types for p in projections()))
     unfolded = set(EVENT_TYPES) - folded
     # kept in the log only: a round's end (the rounds table counts actions), interviews (read from the log
-    # by the interviewer), a folder's failed check (the daemon log says it; ingest retries it)
-    assert unfolded == {"RoundEnded", "InterviewRequested", "InterviewAnswered", "IngestFailed"}, unfolded
+    # by the interviewer), a folder's failed check (the daemon log says it; ingest retries it), chats (each
+    # read from its own stream by its runner and its replay; no report view may count them)
+    chats = {name for name, cls in EVENT_TYPES.items() if issubclass(cls, ChatEvent)}
+    assert unfolded == {"RoundEnded", "InterviewRequested", "InterviewAnswered", "IngestFailed", *chats}, unfolded
+
+
+def test_the_chat_fold_handles_every_chat_event() -> None:
+    chats = {name for name, cls in EVENT_TYPES.items() if issubclass(cls, ChatEvent)}
+    assert {cls.__name__ for cls in CHAT_STATE} == chats
