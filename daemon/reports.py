@@ -166,12 +166,13 @@ class ReportScheduler:
         events = await self.store.read_stream(report_stream(report_id))
         if not events:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
-        if events[-1].type != "ReportFailed":
-            if any(r.type == "ReportCompleted" for r in events):
-                raise UsageError(f"report {report_id} has completed; nothing to resume (`simreportd fork {report_id} "
-                                 "--at POSITION` writes it again from one of its steps)")
-            raise UsageError(f"report {report_id} has not failed (last event {events[-1].type}); nothing to resume")
-        request = core.fold([r.event for r in events], report_id).request
+        state = core.fold([r.event for r in events], report_id)  # the fold decides: with sections in parallel,
+        if state.report_completed:  # the others' answers are recorded after the one that failed
+            raise UsageError(f"report {report_id} has completed; nothing to resume (`simreportd fork {report_id} "
+                             "--at POSITION` writes it again from one of its steps)")
+        if state.failed is None:
+            raise UsageError(f"report {report_id} has not failed (it {state.standing()}); nothing to resume")
+        request = state.request
         assert request is not None
         own = (request.provider, request.model)
         writer = choose_writer(self.config.llm, provider, model, own)

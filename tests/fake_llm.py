@@ -32,6 +32,7 @@ class FakeLLM:
         self.script, self.latency_s = script, latency_s
         self.refuse_tools = False  # a server without function calling: 400 for any request with tools
         self.ignore_tools = False  # a server that takes `tools` and never calls them
+        self.unavailable_for: Callable[[dict[str, Any]], bool] | None = None  # requests answered 503
         self.lock = threading.Lock()
         self.in_flight = self.peak_in_flight = 0  # requests being answered at once: what concurrency limits bound
         owner = self
@@ -80,6 +81,8 @@ class FakeLLM:
             self.in_flight -= 1
         if fault is None and self.refuse_tools:
             fault = ("refuse_tools",)
+        if fault is None and self.unavailable_for is not None and self.unavailable_for(body):
+            fault = ("status", 503)
         if fault is not None:
             return serve_fault(fault, body)
         return 200, {}, json.dumps(self.completion(body)).encode()

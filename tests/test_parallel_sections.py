@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from simreportd.agent import core
+from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.config import load_config
 from simreportd.daemon.replay import replay_report
 from simreportd.daemon.service import Daemon
 from simreportd.events.codec import Recorded
+from simreportd.events.streams import report_stream
 from simreportd.projections.export import load_report
 from simreportd.projections.runner import connect_views
 
@@ -76,6 +78,29 @@ async def test_parallel_report_with_the_offline_writer_matches_the_sequential_se
         contents[n] = {r.data["section_index"]: (r.data["title"], r.data["content"])
                        for r in events if r.type == "SectionCompleted"}
     assert contents[1] == contents[3]
+
+
+async def test_a_failed_section_lets_the_others_record_their_answers_and_resume_continues_all(
+        tmp_path: Path, small_sim: Path) -> None:
+    """One section's server errors fail the report; the answers the others were waiting for are still
+    recorded after the failure, and `resume` (decided from the fold, not the last event) finishes all."""
+    with FakeLLM(latency_s=0.1) as llm:
+        llm.unavailable_for = lambda body: "Write section 2:" in json.dumps(body["messages"])
+        config = llm_config(tmp_path, llm.base_url, max_concurrency=3)
+        config = config.model_copy(update={"reports": config.reports.model_copy(update={"parallel_sections": 3})})
+        _, report_id, (failed, events) = await report_once(config, small_sim)
+        assert failed.failed is not None and not failed.report_completed
+        at = next(i for i, r in enumerate(events) if r.type == "ReportFailed")
+        assert any(r.type == "LLMResponded" for r in events[at + 1:])  # others' answers kept, not lost
+        llm.unavailable_for = None
+        async with Daemon(config, folders=[small_sim]) as daemon:
+            line = await daemon.reports.resume(report_id)
+            state = await generate(daemon, report_id)
+            resumed = await daemon.store.read_stream(report_stream(report_id))
+    assert "Resuming report" in line
+    assert state.report_completed and state.failed is None
+    completed = sorted(r.data["section_index"] for r in resumed if r.type == "SectionCompleted")
+    assert completed == list(range(1, len(state.outline.sections) + 1))
 
 
 def test_kill_9_during_parallel_sections_resumes_every_section(tmp_path: Path) -> None:
