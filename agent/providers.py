@@ -8,8 +8,11 @@ runner retries, so every attempt is an event. Errors are translated here, once, 
 from __future__ import annotations
 
 import email.utils
+import logging
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +26,8 @@ from .toolspec import openai_tools
 
 if TYPE_CHECKING:
     import openai
+
+log = logging.getLogger("simreportd.llm")
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,57 @@ class RateLimiter:
             await anyio.sleep(wait)
 
 
+class ServerSlots:
+    """How many requests the server is given at once: `[llm] max_concurrency` at most, fewer while it
+    cannot keep up.
+
+    A llama.cpp server with one slot queues the requests it is sent at once; the queued ones time out
+    although the server is fine, and their retries queue again. A timeout while other requests were in
+    flight halves the limit (not below 1); `RAISE_AFTER` answers in a row give one slot back.
+    """
+
+    RAISE_AFTER = 20
+
+    def __init__(self, limit: int) -> None:
+        self.most = limit
+        self.limiter = anyio.CapacityLimiter(limit)
+        self.answered = 0
+
+    @property
+    def limit(self) -> int:
+        return int(self.limiter.total_tokens)
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one request's slot; a timeout or an answer inside it adjusts the limit."""
+        token = object()  # one borrower per request: a task may send several
+        await self.limiter.acquire_on_behalf_of(token)
+        crowded = self.limiter.borrowed_tokens > 1
+        try:
+            yield
+        except LLMError as exc:
+            if exc.kind == "timeout" and (crowded or self.limiter.borrowed_tokens > 1):
+                self._shrink()
+            raise
+        else:
+            self._answered()
+        finally:
+            self.limiter.release_on_behalf_of(token)
+
+    def _shrink(self) -> None:
+        self.answered = 0
+        if self.limit > 1:
+            self.limiter.total_tokens = max(1, self.limit // 2)
+            log.warning("the LLM server timed out with other requests in flight: sending it %d at a time "
+                        "([llm] max_concurrency = %d; lower it if the server has fewer slots)", self.limit, self.most)
+
+    def _answered(self) -> None:
+        self.answered += 1
+        if self.answered >= self.RAISE_AFTER and self.limit < self.most:
+            self.answered = 0
+            self.limiter.total_tokens = self.limit + 1
+
+
 class OpenAIProvider:
     """Any OpenAI-compatible chat completions server (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter)."""
 
@@ -76,7 +132,7 @@ class OpenAIProvider:
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
                                          timeout=timeout_s, max_retries=0)
         self.timeout_s = timeout_s
-        self.semaphore = anyio.Semaphore(max_concurrency)  # shared by every report of this daemon
+        self.slots = ServerSlots(max_concurrency)  # shared by every report and chat of this daemon
         self.rate = RateLimiter(requests_per_minute)
 
     async def close(self) -> None:
@@ -107,7 +163,7 @@ class OpenAIProvider:
             kwargs["tools"] = openai_tools(request.tools)
         timeout = float(kwargs.setdefault("timeout", self.timeout_s))  # `resume --timeout` records its own
         late = f"no complete answer within {timeout:g}s ([llm] timeout_s)"
-        async with self.semaphore:
+        async with self.slots.slot():
             await self.rate.acquire()
             try:
                 with anyio.fail_after(timeout):  # a deadline for the whole call, not per socket read

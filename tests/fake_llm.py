@@ -26,7 +26,8 @@ Script = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]
 
 
 class FakeLLM:
-    def __init__(self, port: int = 0, script: Script | None = None, latency_s: float = 0.0) -> None:
+    def __init__(self, port: int = 0, script: Script | None = None, latency_s: float = 0.0,
+                 slots: int = 0) -> None:
         self.faults: list[tuple[Any, ...]] = []
         self.requests: list[dict[str, Any]] = []
         self.script, self.latency_s = script, latency_s
@@ -34,6 +35,8 @@ class FakeLLM:
         self.ignore_tools = False  # a server that takes `tools` and never calls them
         self.unavailable_for: Callable[[dict[str, Any]], bool] | None = None  # requests answered 503
         self.lock = threading.Lock()
+        # like llama.cpp: `slots` requests answered at once, the others queue (an abandoned one still runs)
+        self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.in_flight = self.peak_in_flight = 0  # requests being answered at once: what concurrency limits bound
         owner = self
 
@@ -75,7 +78,10 @@ class FakeLLM:
             fault = self.faults.pop(0) if self.faults else None
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-        if self.latency_s:
+        if self.slots is not None:
+            with self.slots:
+                time.sleep(self.latency_s)
+        elif self.latency_s:
             time.sleep(self.latency_s)
         with self.lock:
             self.in_flight -= 1
