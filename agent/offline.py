@@ -247,6 +247,15 @@ def _listing(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
 
 
+def _n(count: int, noun: str) -> str:
+    """`1 statement`, `5 statements`: a count with its noun in the right number."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _rounds(first: int, last: int) -> str:
+    return f"round {first}" if first == last else f"rounds {first}-{last}"
+
+
 def _camp_sizes(background: dict[str, Any]) -> str:
     stances = background.get("stances") or {}
     ordered = sorted((s for s in stances if s), key=lambda s: (-stances[s], s))
@@ -304,10 +313,10 @@ def _phases(f: Facts) -> str:
     parts = []
     if nb:
         parts.append(f"Before round {f.pivot}, Twitter averaged {tb} actions per round and Reddit averaged {rb} "
-                     f"(rounds 1-{f.pivot - 1}).")
+                     f"({_rounds(1, f.pivot - 1)}).")
     if na:
         parts.append(f"After round {f.pivot}, Twitter averaged {ta} actions per round and Reddit averaged {ra} "
-                     f"(rounds {f.pivot + 1}-{f.pivot + na}).")
+                     f"({_rounds(f.pivot + 1, f.pivot + na)}).")
     return " ".join(parts)
 
 
@@ -321,12 +330,12 @@ def _camps(f: Facts) -> str:
     for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
         top = arguments[stance][0]
         ex = top["example"]
-        out.append(f"The {stance} camp's most repeated argument came up in {top['statements']} statements by "
-                   f"{top['authors']} agents; {ex['name']} ({ex['agent']}) put it first:\n\n"
+        out.append(f"The {stance} camp's most repeated argument came up in {_n(top['statements'], 'statement')} by "
+                   f"{_n(top['authors'], 'agent')}; {ex['name']} ({ex['agent']}) put it first:\n\n"
                    f"> \"{ex['content']}\" ({ex['ref']})")
         if len(arguments[stance]) > 1:
             nxt = arguments[stance][1]
-            out.append(f"Next in the {stance} camp ({nxt['statements']} statements):\n\n"
+            out.append(f"Next in the {stance} camp ({_n(nxt['statements'], 'statement')}):\n\n"
                        f"> \"{nxt['example']['content']}\" ({nxt['example']['ref']})")
     if not arguments:
         out.append("The analytics found no argument repeated within a camp.")
@@ -456,7 +465,7 @@ def _shifts(f: Facts) -> list[str]:
     shifts = f.camps.get("stance_shifts") or []
     if not shifts:
         return ["No agent's statements moved from one camp to another."] if f.camps else []
-    out = [f"{len(shifts)} agents changed sides: their statements moved to another camp than their profile's."]
+    out = [f"{_n(len(shifts), 'agent')} changed sides: their statements moved to another camp than their profile's."]
     for s in shifts:
         out.append(f"{s['name']} ({s['agent']}) is {s['stated_stance']} by profile, but from round {s['from_round']} "
                    f"on, all {s['statements_after']} of their statements spoke for the {s['now_speaks_for']} camp:\n\n"
@@ -500,7 +509,7 @@ def _answer_arguments(f: Facts) -> list[str]:
     stances = f.background.get("stances") or {}
     for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
         top = arguments[stance][0]
-        out.append(f"The {stance} camp's dominant argument ({top['statements']} statements):\n\n"
+        out.append(f"The {stance} camp's dominant argument ({_n(top['statements'], 'statement')}):\n\n"
                    f"> \"{top['example']['content']}\" ({top['example']['ref']})")
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -37,6 +38,14 @@ STATE = """(() => ({
   reportMeta: [...document.querySelectorAll('article .meta')].map(e => e.textContent).join(' | '),
   observationTables: document.querySelectorAll('#trace .observed table').length,
   fullJson: [...document.querySelectorAll('#trace .observed details pre')].filter(p => JSON.parse(p.textContent)).length,
+}))()"""
+ASK = """(() => { document.getElementById('chat-question').value = 'Who changed their mind?';
+  document.getElementById('chat-ask').click(); return document.getElementById('chat-ask').disabled; })()"""
+CHAT = """(() => ({
+  open: document.getElementById('chat').classList.contains('open'),
+  asked: [...document.querySelectorAll('#chat-log .asked')].map(e => e.textContent),
+  answers: [...document.querySelectorAll('#chat-log .chat-answer')].map(e => e.textContent),
+  progress: document.getElementById('chat-progress').textContent,
 }))()"""
 CHART_TICKS = """fetch(document.querySelector('#simulations img.chart').src).then(r => r.text()).then(svg =>
   (svg.match(/text-anchor="end" font-size="11">\\d+</g) || []).length)"""
@@ -80,6 +89,15 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
                         assert time.monotonic() < deadline, f"the bookmarked report never showed: {bookmarked}"
                         await asyncio.sleep(0.1)
                         bookmarked = await browser.evaluate(STATE)
+                    chat_before = await browser.evaluate(CHAT)
+                    disabled_while_asking = await browser.evaluate(ASK)
+                    chat = await browser.evaluate(CHAT)
+                    while not chat["answers"]:
+                        assert time.monotonic() < deadline, f"the chat never answered: {chat}"
+                        await asyncio.sleep(0.1)
+                        chat = await browser.evaluate(CHAT)
+                    await browser.screenshot(ARTIFACTS / "dashboard-chat.png")
+                    chat_requests = [r for r in llm.requests if "follow-up questions" in r["messages"][0]["content"]]
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
     finally:
@@ -95,3 +113,7 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
     assert any(0 < s["sections"] < final["sections"] for s in seen), "sections did not arrive one by one"
     assert final["navigations"] == 1 and final["live"] and final["blockquotes"] >= 3
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+    assert chat_before["open"] and not chat_before["answers"] and disabled_while_asking
+    assert chat["asked"] == ["Who changed their mind?"] and len(chat["answers"]) == 1 and not chat["progress"]
+    assert "tools: " in chat["answers"][0] and "checked against the evidence" in chat["answers"][0]
+    assert chat_requests and "Who changed their mind?" in json.dumps(chat_requests[-1]["messages"])
