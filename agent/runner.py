@@ -105,6 +105,8 @@ class ReportRunner:
                     if not isinstance(effect, core.Stop) and core.lane(effect) not in busy:
                         busy.add(core.lane(effect))
                         group.start_soon(self._perform_into, send.clone(), state, effect)
+                        if isinstance(effect, core.GatherContext) and "simulation_analytics" in state.tools:
+                            group.start_soon(self.tools.warm, effect.simulation_id, effect.generation)
                 if not busy:
                     break
                 lane, outcome = await self._next_outcome(state.version, ready, receive, len(busy))

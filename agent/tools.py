@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import re
 import sqlite3
 import threading
@@ -27,6 +28,8 @@ from .calculate import calculate
 from .camps import camps_from_statements
 from .coalitions import coalitions_of
 from .toolspec import REPORT_TOOLS
+
+log = logging.getLogger("simreportd.tools")
 
 MAX_RESULT = 16 * 1024  # bytes of JSON a tool result may take, whatever the simulation's size
 MAX_SERIES = 60  # per-round rows in an analytics result; longer runs are summed into spans of rounds
@@ -55,6 +58,7 @@ class SimulationTools:
         self.views_path, self.interviews, self.limiter = views_path, interviews, limiter
         self._camps: dict[tuple[str, int, int], dict[str, Any]] = {}  # (simulation, generation, last statement)
         self._camps_lock = threading.Lock()  # tools of several reports run in worker threads at once
+        self._finding: dict[tuple[str, int, int], threading.Lock] = {}  # camps being found, one thread each
 
     async def run(self, name: str, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
         """Run tool `name` and return its result as JSON text."""
@@ -78,6 +82,14 @@ class SimulationTools:
         result = await self.interviews.report_interview(simulation_id, generation, topic,
                                                         max_agents if isinstance(max_agents, int) else 5)
         return result if len(result.encode()) <= MAX_RESULT else bounded_json(json.loads(result), MAX_RESULT)
+
+    async def warm(self, simulation_id: str, generation: int) -> None:
+        """Find the run's camps now (seconds at a million actions), so that while a model plans the
+        outline, the `simulation_analytics` call every section makes next is prepared."""
+        try:
+            await in_thread(self._call_raw, self._camps_of, {}, (simulation_id, generation), limiter=self.limiter)
+        except sqlite3.Error as exc:  # a head start, not a step: the analytics call itself says what is wrong
+            log.debug("camps of %s not prepared ahead: %s", simulation_id, exc)
 
     async def context(self, simulation_id: str, generation: int) -> dict[str, Any]:
         """What planning needs: statistics, requirement, agent types, stances, sample posts."""
@@ -121,16 +133,24 @@ class SimulationTools:
 
     def _camps_of(self, conn: sqlite3.Connection, key: tuple[str, int]) -> dict[str, Any]:
         """Camps read from every statement of the run: the dearest part of an analytics call (seconds on a
-        run of a million actions), so kept until the run has a new statement; each section of a report asks."""
+        run of a million actions), so kept until the run has a new statement, and found by one thread
+        while the others asking for the same wait for its answer; each section of a report asks."""
         cached = (*key, simulation_queries.last_statement(conn, key))
         with self._camps_lock:
             found = self._camps.get(cached)
-        if found is None:
-            found = camps_from_statements(simulation_queries.statements(conn, key))  # outside the lock: seconds
+            finding = self._finding.setdefault(cached, threading.Lock())
+        if found is not None:
+            return found
+        with finding:
             with self._camps_lock:
-                while len(self._camps) >= CAMPS_CACHED:
-                    self._camps.pop(next(iter(self._camps)))
-                self._camps[cached] = found
+                found = self._camps.get(cached)
+            if found is None:
+                found = camps_from_statements(simulation_queries.statements(conn, key))  # outside the lock: seconds
+                with self._camps_lock:
+                    while len(self._camps) >= CAMPS_CACHED:
+                        self._camps.pop(next(iter(self._camps)))
+                    self._camps[cached] = found
+                    self._finding.pop(cached, None)
         return found
 
     def quick_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,

@@ -12,11 +12,14 @@ import json
 import re
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from simreportd.agent.camps import camps_from_statements
 from simreportd.agent.offline import OfflineProvider
 from simreportd.agent.tools import MAX_RESULT, SimulationTools, bounded_json
 from simreportd.daemon.interviews.interviewer import Interviewer, questions
@@ -248,3 +251,36 @@ async def test_a_batch_fold_builds_the_same_simulation_model_as_one_event_at_a_t
     word = one.execute("SELECT content FROM sim_posts WHERE kind = 'post' LIMIT 1").fetchone()[0].split()[0]
     search = "SELECT rowid FROM sim_posts_fts WHERE sim_posts_fts MATCH ? ORDER BY rowid"
     assert one.execute(search, (f'"{word}"',)).fetchall() == batched.execute(search, (f'"{word}"',)).fetchall() != []
+
+
+async def test_camps_found_ahead_are_found_once_however_many_ask_at_once(tmp_path: Path, small_sim: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report warms the camps while its outline is planned; sections asking meanwhile wait for that answer."""
+    from simreportd.agent import tools as tools_module
+    from simreportd.daemon.service import Daemon
+
+    from .conftest import make_config
+
+    found: list[int] = []
+
+    def counted(statements: list[dict[str, Any]]) -> dict[str, Any]:
+        found.append(len(statements))
+        time.sleep(0.3)  # as slow as a big run: the others ask while this one is still finding
+        return camps_from_statements(statements)
+
+    monkeypatch.setattr(tools_module, "camps_from_statements", counted)
+    async with Daemon(make_config(tmp_path), folders=[small_sim]) as daemon:
+        await daemon.watcher.check(small_sim)
+        await daemon.views.catch_up()
+        tools = SimulationTools(daemon.views.path)
+        results: list[dict[str, Any]] = []
+
+        async def analytics() -> None:
+            results.append(json.loads(await tools.run("simulation_analytics", {}, small_sim.name, 1)))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(tools.warm, small_sim.name, 1)
+            for _ in range(3):
+                group.start_soon(analytics)
+    assert len(found) == 1 and found[0] > 0
+    assert len(results) == 3 and results[0]["camps"] == results[1]["camps"] == results[2]["camps"]
