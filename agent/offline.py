@@ -435,14 +435,29 @@ def _drivers(f: Facts) -> str:
     forge = (f.seen.get("insight_forge") or [{}])[0]
     chains = [c for c in forge.get("interaction_chains", []) if c["count"] > 1]
     if chains:
-        out.append("The strongest interaction chains around them: " + "; ".join(
-            f"{c['from_name']} ({c['from']}) {c['kind']} {c['to_name']} ({c['to']}) x{c['count']}"
-            for c in chains[:5]) + ".")
+        out.append("The strongest interaction chains around them: " + "; ".join(_chain(c) for c in chains[:5]) + ".")
     out.append(_profile(f))
     posts = [p for p in f.posts() if engaged and p["agent"]["ref"] == engaged[0]["ref"]]
     if posts:
         out.append(f"In {engaged[0]['name']}'s own words:\n\n" + _quote(posts[0]))
     return "\n\n".join(out) or "The tools returned no activity data for this simulation."
+
+
+CHAIN_VERBS = {"like": ("liked", "posts"), "dislike": ("disliked", "posts"), "repost": ("reposted", "posts"),
+               "quote": ("quoted", "posts"), "comment": ("commented on", "posts"),
+               "like_comment": ("liked", "comments"), "dislike_comment": ("disliked", "comments"),
+               "follow": ("followed", ""), "mute": ("muted", "")}
+
+
+def _chain(c: dict[str, Any]) -> str:
+    """`Jonas Zhou (agent:3) reposted the posts of Tariq Kowalski (agent:4) 2 times` (`their own posts`)."""
+    verb, noun = CHAIN_VERBS.get(c["kind"], (c["kind"], ""))
+    other = f"{c['to_name']} ({c['to']})"
+    if c["from"] == c["to"]:
+        whom = f"their own {noun}" if noun else "themselves"
+    else:
+        whom = f"the {noun} of {other}" if noun else other
+    return f"{c['from_name']} ({c['from']}) {verb} {whom} {c['count']} times"
 
 
 def _profile(f: Facts) -> str:

@@ -97,3 +97,16 @@ def test_ground_truth_varies_with_the_seed_and_holds_a_chinese_story(tmp_path: P
     assert {t["divergence"]["platform"] for t in truths} == {"twitter", "reddit"}
     assert "zh" in {t["language"] for t in truths}
     assert all(t["shifts"] for t in truths)
+
+
+def test_interaction_chains_read_as_sentences() -> None:
+    """`reposted the posts of X 2 times`, `liked their own posts`: not `repost X x2`."""
+    from simreportd.agent.offline import _chain
+
+    def chain(kind: str, to: int = 4) -> str:
+        return _chain({"from": "agent:3", "from_name": "Jonas Zhou", "to": f"agent:{to}",
+                       "to_name": "Tariq Kowalski" if to == 4 else "Jonas Zhou", "kind": kind, "count": 2})
+
+    assert chain("repost") == "Jonas Zhou (agent:3) reposted the posts of Tariq Kowalski (agent:4) 2 times"
+    assert chain("follow") == "Jonas Zhou (agent:3) followed Tariq Kowalski (agent:4) 2 times"
+    assert chain("like", to=3) == "Jonas Zhou (agent:3) liked their own posts 2 times"
