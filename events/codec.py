@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pydantic_core import from_json
+
 from simreportd.errors import UnknownEventType
 
 from .models import EVENT_ADAPTER, EVENT_TYPES, DomainEvent
@@ -55,6 +57,14 @@ def decode(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainE
     return EVENT_ADAPTER.validate_python({**data, "type": type_name})
 
 
+def loads(text: str) -> Any:
+    """`json.loads`, by pydantic-core's parser: twice as fast, and the fold decodes every event it reads."""
+    try:
+        return from_json(text)
+    except ValueError:  # what only Python's parser takes (a lone surrogate escape): as json.loads reads it
+        return json.loads(text)
+
+
 class Recorded:
     """An event as stored: its place in the log, and its data, parsed and decoded only when used.
 
@@ -86,7 +96,7 @@ class Recorded:
     def data(self) -> dict[str, Any]:
         """The stored JSON data (as written: not upcast)."""
         if self._data is None:
-            self._data = json.loads(self.raw_data)
+            self._data = loads(self.raw_data)
         return self._data
 
     @property

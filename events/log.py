@@ -389,13 +389,16 @@ def _plan_one(
     if pending.expected_version is not None and pending.expected_version != current:
         return ConcurrencyConflict(pending.stream, pending.expected_version, current)
     rows = []
+    meta: tuple[dict[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
     for offset, new in enumerate(pending.events, start=1):
         event = new.event
         position, version = head + offset, current + offset
         known[new.event_id] = (position, version)
+        if new.meta is not meta[0]:
+            meta = (new.meta, json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
         rows.append(
             (position, new.event_id, pending.stream, version, event.type_name, event.SCHEMA_VERSION,
-             recorded_at, encode(event), json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
+             recorded_at, encode(event), meta[1])
         )
     versions[pending.stream] = current + len(rows)
     positions = tuple(r[0] for r in rows)
