@@ -118,18 +118,21 @@ class SimulationModel:
 
     def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
         """The writes of a whole batch: those of `apply`, event by event, but the counters of every action
-        tallied in memory and written last, a row each (they commute with every other write: see ROUND_ACTIONS)."""
+        tallied in memory and written last, a row each (they commute with every other write: see ROUND_ACTIONS),
+        and the edges of each run of actions added to their links and targets by one statement each."""
         writes: list[Write] = []
-        tally = Tally()
+        tally, edges = Tally(), EdgeTally()
         for recorded in batch:
-            d = recorded.data
+            d, pos = recorded.data, recorded.position
             key = (d["simulation_id"], d["generation"])
+            if recorded.type != "AgentActed" or d["action_type"] in UNDO or edges.targets(_created_post(d, pos)):
+                writes.extend(edges.counts())  # what comes next reads, or would change, what the edges count
             if recorded.type == "AgentActed":
                 tally.add(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
-                writes.extend(_acted(d, key, recorded.position))
+                writes.extend(_acted(d, key, pos, edges))
             else:
-                writes.extend(self.HANDLERS[recorded.type](self, d, key, recorded.position))
-        return [*writes, *tally.writes()]
+                writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
+        return [*writes, *edges.counts(), *tally.writes()]
 
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
@@ -155,7 +158,9 @@ class SimulationModel:
 
     def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield from _counts(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
-        yield from _acted(d, key, pos)
+        edges = EdgeTally()
+        yield from _acted(d, key, pos, edges)
+        yield from edges.counts()
 
     def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, total_rounds, total_actions,"
@@ -185,8 +190,9 @@ class SimulationModel:
     types = frozenset(HANDLERS)
 
 
-def _acted(d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
-    """An action's writes but its counters: the statement it posted, the edge it made or undid."""
+def _acted(d: dict[str, Any], key: tuple[str, int], pos: int, edges: EdgeTally) -> Iterable[Write]:
+    """An action's writes but its counters: the statement it posted, the edge it made (counted in `edges`) or
+    undid."""
     p, r, agent, kind, args = d["platform"], d["round"], d["agent_id"], d["action_type"], d["action_args"]
     if kind == "CREATE_POST":
         yield from _post_row(key, p, _ref("post", p, args.get("post_id"), pos), "post", args.get("post_id"),
@@ -200,10 +206,18 @@ def _acted(d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]
                              args.get("comment_id"), args.get("post_id"), agent, r, args.get("content"),
                              None, None, pos)
     if kind in EDGES:
-        yield from _edge(key, p, r, agent, kind, args, pos)
+        yield _edge(key, p, r, agent, kind, args, pos, edges)
     elif kind in UNDO:
         target = args.get("target_user_name") or args.get("post_author_name") or ""
         yield from _undo(key, p, agent, UNDO[kind], (target, _ref("post", p, args.get("post_id"), 0)))
+
+
+def _created_post(d: dict[str, Any], pos: int) -> str | None:
+    """The ref of the post or quote an action creates, if it creates one."""
+    if d.get("action_type") not in ("CREATE_POST", "QUOTE_POST"):
+        return None
+    native_id = d["action_args"].get("post_id" if d["action_type"] == "CREATE_POST" else "new_post_id")
+    return _ref("post", d["platform"], native_id, pos)
 
 
 def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
@@ -277,23 +291,59 @@ def han_spaced(text: str) -> str:
 
 
 def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any],
-          pos: int) -> Iterable[Write]:
-    """The edge, and the counters it adds to: its link, its target agent's engagement, its target post's."""
+          pos: int, edges: EdgeTally) -> Write:
+    """The edge; `edges` counts it into its link, its target agent's engagement and its target post's."""
     edge, id_key, name_key = EDGES[kind]
     target_id = args.get(id_key) if id_key else None
     name = str(args.get(name_key) or "") if name_key else ""
     target_ref = _ref("post", p, target_id, 0) if isinstance(target_id, int) else None
-    yield (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}, ?), ?, ?, 0)",
-           (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, _target_agent(edge, args), name, target_ref))
-    yield ("INSERT INTO sim_links SELECT simulation_id, generation, src_agent, kind, dst_agent, 1, 0 FROM sim_edges"
-           " WHERE position = ? AND dst_agent IS NOT NULL ON CONFLICT DO UPDATE SET count = count + 1", (pos,))
-    yield ("INSERT INTO sim_engagement SELECT simulation_id, generation, dst_agent, 1, ?, ?, ? FROM sim_edges"
-           " WHERE position = ? AND dst_agent != src_agent ON CONFLICT DO UPDATE SET reactions = reactions + 1,"
-           " shares = shares + excluded.shares, comments = comments + excluded.comments,"
-           " likes = likes + excluded.likes", (*_reaction(edge), pos))
-    if target_ref is not None:
-        yield (f"UPDATE sim_posts SET engagement = engagement + 1 WHERE {KEY} AND platform = ? AND post_id = ?"
-               " AND ref = ?", (*key, p, target_id, target_ref))
+    edges.add(pos, (*key, p, target_id, target_ref) if target_ref is not None else None)
+    return (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}, ?), ?, ?, 0)",
+            (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, _target_agent(edge, args), name, target_ref))
+
+
+SHARES, COMMENTS, LIKES = ("repost", "quote"), ("comment",), ("like", "like_comment")
+EDGE_LINKS = ("INSERT INTO sim_links SELECT simulation_id, generation, src_agent, kind, dst_agent, count(*), 0"
+              " FROM sim_edges WHERE position BETWEEN ? AND ? AND dst_agent IS NOT NULL"
+              " GROUP BY simulation_id, generation, src_agent, kind, dst_agent"
+              " ON CONFLICT DO UPDATE SET count = count + excluded.count")
+EDGE_ENGAGEMENT = ("INSERT INTO sim_engagement SELECT simulation_id, generation, dst_agent, count(*),"
+                   f" sum(kind IN {SHARES}), sum(kind IN ('{COMMENTS[0]}')), sum(kind IN {LIKES})"
+                   " FROM sim_edges WHERE position BETWEEN ? AND ? AND dst_agent != src_agent"
+                   " GROUP BY simulation_id, generation, dst_agent ON CONFLICT DO UPDATE SET"
+                   " reactions = reactions + excluded.reactions, shares = shares + excluded.shares,"
+                   " comments = comments + excluded.comments, likes = likes + excluded.likes")
+POST_ENGAGEMENT = f"UPDATE sim_posts SET engagement = engagement + ? WHERE {KEY} AND platform = ? AND post_id = ? AND ref = ?"
+
+
+class EdgeTally:
+    """The edges of a run of actions, added to their links and their targets' engagement by a few statements:
+    two set-wise over the run's positions, one per target post. Whatever reads or changes these counters, or
+    creates a post the run targets, must come after `counts()`; sequential folding does one edge a run."""
+
+    def __init__(self) -> None:
+        self._begin()
+
+    def _begin(self) -> None:
+        self.span: tuple[int, int] | None = None  # first and last position of the run's edges
+        self.posts: Counter[tuple[Any, ...]] = Counter()  # (simulation, generation, platform, post_id, ref) -> edges
+        self.refs: set[str] = set()
+
+    def add(self, pos: int, post: tuple[Any, ...] | None) -> None:
+        self.span = (self.span[0] if self.span else pos, pos)
+        if post is not None:
+            self.posts[post] += 1
+            self.refs.add(post[-1])
+
+    def targets(self, ref: str | None) -> bool:
+        return ref in self.refs
+
+    def counts(self) -> list[Write]:
+        """The writes that count the run's edges, and a new run begins."""
+        writes: list[Write] = [(EDGE_LINKS, self.span), (EDGE_ENGAGEMENT, self.span)] if self.span else []
+        writes += [(POST_ENGAGEMENT, (n, *post)) for post, n in self.posts.items()]
+        self._begin()
+        return writes
 
 
 def _target_agent(edge: str, args: dict[str, Any]) -> int | None:
@@ -314,11 +364,12 @@ def _undo(key: tuple[str, int], p: str, agent: int, edge: str, target: tuple[str
     yield (f"UPDATE sim_engagement SET reactions = reactions - 1, shares = shares - ?, comments = comments - ?,"
            f" likes = likes - ? WHERE {KEY} AND agent_id = (SELECT dst_agent FROM sim_edges WHERE position = {undone}"
            " AND dst_agent != src_agent)", (*_reaction(edge), *key, *args))
-    yield (f"UPDATE sim_platforms SET undone = undone + 1 WHERE {KEY} AND platform = ?"
-           f" AND EXISTS (SELECT 1 FROM sim_edges WHERE position = {undone})", (*key, p, *args))
+    yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, undone) SELECT ?, ?, ?, 'running', 1"
+           f" WHERE EXISTS (SELECT 1 FROM sim_edges WHERE position = {undone}) ON CONFLICT DO UPDATE SET"
+           " undone = undone + 1", (*key, p, *args))  # an upsert: a batch writes the row's counters last
     yield f"UPDATE sim_edges SET undone = 1 WHERE position = {undone}", args
 
 
 def _reaction(edge: str) -> tuple[int, int, int]:
     """How an edge counts in its target's engagement: (shares, comments, likes)."""
-    return int(edge in ("repost", "quote")), int(edge == "comment"), int(edge in ("like", "like_comment"))
+    return int(edge in SHARES), int(edge in COMMENTS), int(edge in LIKES)

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.state import IngestState
@@ -207,3 +209,38 @@ async def test_a_batch_folds_to_the_rows_each_event_folded_alone_gives(small_sim
         runner._execute(batched, model.apply_batch(mine[start:start + size]))
     assert table_rows(batched, model) == table_rows(one_by_one, model)
     assert one_by_one.execute("SELECT sum(undone) FROM sim_edges").fetchone()[0] >= 3
+
+
+ACTIONS = st.sampled_from(["CREATE_POST", "QUOTE_POST", "CREATE_COMMENT", "LIKE_POST", "DISLIKE_POST", "REPOST",
+                           "LIKE_COMMENT", "FOLLOW", "MUTE", "UNFOLLOW", "UNLIKE_POST", "UNDO_REPOST", "UNMUTE"])
+NAMES = ["Ada", "Bo", ""]
+
+
+@st.composite
+def an_action(draw: st.DrawFn) -> DomainEvent:
+    """An action on a few agents and post ids, so that targets are often missing, repeated, or created later."""
+    kind, post, other = draw(ACTIONS), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    name = draw(st.sampled_from(NAMES))
+    args = {"content": f"text {post}", "post_id": post, "new_post_id": other, "quoted_id": post, "comment_id": other,
+            "post_author_name": name, "original_author_name": name, "target_user_name": name,
+            "comment_author_name": name, **({"agent_id": other} if draw(st.booleans()) else {})}
+    return AgentActed(simulation_id="p", generation=draw(st.sampled_from([1, 1, 1, 2])), platform="twitter",
+                      round=draw(st.integers(0, 2)), agent_id=draw(st.integers(0, 1)),
+                      agent_name=NAMES[draw(st.integers(0, 1))], action_type=kind, action_args=args)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(an_action(), max_size=40), st.integers(1, 12))
+def test_any_actions_fold_in_batches_to_the_rows_one_by_one_gives(actions: list[DomainEvent], size: int) -> None:
+    agents = [{"agent_id": i, "name": n, "stance": "supportive"} for i, n in enumerate(NAMES[:2])]
+    starts = [SimulationDiscovered(simulation_id="p", generation=g, folder="/p", agents=agents) for g in (1, 2)]
+    model = SimulationModel()
+    events = recorded([*starts, *actions], "simulation-p")
+    one_by_one, batched = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (one_by_one, batched):
+        conn.executescript(model.schema)
+    for r in events:
+        runner._execute(one_by_one, model.apply(r))
+    for start in range(0, len(events), size):
+        runner._execute(batched, model.apply_batch(events[start:start + size]))
+    assert table_rows(batched, model) == table_rows(one_by_one, model)

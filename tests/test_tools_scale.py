@@ -94,10 +94,10 @@ KEY_ONLY = "(simulation_id=? AND generation=?)"
 def unbounded(lines: list[str], sql: str) -> list[str]:
     """Plan steps that read a whole table, or every post or edge of the run without an index-ordered LIMIT.
 
-    FTS matches, json_each lists and subquery results are bounded by what drives them.
+    FTS matches, json_each lists, subquery results and a SELECT of constants are bounded by what drives them.
     """
     subqueries = {s.split()[1] for s in lines if s.startswith(("MATERIALIZE ", "CO-ROUTINE "))}
-    steps = [s for s in lines if s.startswith("SCAN ") and "VIRTUAL TABLE" not in s
+    steps = [s for s in lines if s.startswith("SCAN ") and "VIRTUAL TABLE" not in s and s != "SCAN CONSTANT ROW"
              and s.split()[1] not in subqueries and not s.startswith("SCAN (")]
     names = {*ACTION_SIZED, *(m[1] for m in re.findall(r"\b(sim_posts|sim_edges) (?:AS )?(\w+)", sql)
                                if m[1].upper() not in ("WHERE", "JOIN", "LEFT", "ON", "CROSS", "USING", "GROUP"))}

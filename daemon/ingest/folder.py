@@ -152,11 +152,12 @@ def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
     config = config if isinstance(config, dict) else {}
     agents: dict[int, dict[str, Any]] = {}
     for item in _kept(config.get("agent_configs"), "simulation_config.json", problems):
-        if isinstance(item.get("agent_id"), int):
-            agents[item["agent_id"]] = {
-                "agent_id": item["agent_id"], "name": str(item.get("entity_name") or ""),
+        if (agent_id := values.int64(item.get("agent_id"))) is not None:  # not `false`, not 2**64
+            agents[agent_id] = {
+                "agent_id": agent_id, "name": str(item.get("entity_name") or ""),
                 "entity_type": str(item.get("entity_type") or ""), "stance": str(item.get("stance") or ""),
-                "influence": item.get("influence_weight"), "activity_level": item.get("activity_level")}
+                "influence": values.number(item.get("influence_weight")),  # a column of numbers: [] would stop
+                "activity_level": values.number(item.get("activity_level"))}  # the fold of the whole run
     for profile in _read_profiles(folder, confinement, problems):
         entry = agents.setdefault(profile["agent_id"], {"agent_id": profile["agent_id"]})
         for key, value in profile.items():

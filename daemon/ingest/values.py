@@ -149,6 +149,13 @@ def int64(value: Any) -> int | None:
     return None
 
 
+def number(value: Any) -> int | float | None:
+    """`value` if it is a number SQLite can store (not a bool, not NaN), else None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return int64(value)
+
+
 def fits(value: Any, max_depth: int = MAX_DEPTH) -> bool:
     """Whether `check` accepts the value."""
     return _fits(value, max_depth)
