@@ -208,8 +208,7 @@ def _acted(d: dict[str, Any], key: tuple[str, int], pos: int, edges: EdgeTally) 
     if kind in EDGES:
         yield _edge(key, p, r, agent, kind, args, pos, edges)
     elif kind in UNDO:
-        target = args.get("target_user_name") or args.get("post_author_name") or ""
-        yield from _undo(key, p, agent, UNDO[kind], (target, _ref("post", p, args.get("post_id"), 0)))
+        yield from _undo(key, p, agent, UNDO[kind], _undone_target(UNDO[kind], args, p))
 
 
 def _created_post(d: dict[str, Any], pos: int) -> str | None:
@@ -354,10 +353,20 @@ def _target_agent(edge: str, args: dict[str, Any]) -> int | None:
     return next((args[k] for k in ("agent_id", "followee_id") if type(args.get(k)) is int), None)
 
 
-def _undo(key: tuple[str, int], p: str, agent: int, edge: str, target: tuple[str, str]) -> Iterable[Write]:
-    """Mark the agent's latest live `edge` to `target` (a name or a post ref) undone, and take it off the counters."""
+def _undone_target(edge: str, args: dict[str, Any], p: str) -> tuple[str | None, str, int | None]:
+    """What an undo names: (target name, target post ref, target agent id). A follow or mute undone by the
+    target's id alone (OASIS's `followee_id`) matches on that id, not on every follow without a name."""
+    name = args.get("target_user_name") or args.get("post_author_name") or ""
+    target_id = _target_agent(edge, args) if not name else None
+    return (None if target_id is not None else name), _ref("post", p, args.get("post_id"), 0), target_id
+
+
+def _undo(key: tuple[str, int], p: str, agent: int, edge: str,
+          target: tuple[str | None, str, int | None]) -> Iterable[Write]:
+    """Mark the agent's latest live `edge` to `target` (a name, a post ref or an agent id) undone, and take it off
+    the counters."""
     undone = (f"(SELECT max(position) FROM sim_edges WHERE {KEY} AND platform = ? AND kind = ? AND src_agent = ?"
-              " AND undone = 0 AND (dst_name = ? OR target_ref = ?))")
+              " AND undone = 0 AND (dst_name = ? OR target_ref = ? OR dst_agent = ?))")
     args = (*key, p, edge, agent, *target)
     yield (f"UPDATE sim_links SET undone = undone + 1 WHERE {KEY} AND src_agent = ? AND kind = ? AND dst_agent ="
            f" (SELECT dst_agent FROM sim_edges WHERE position = {undone})", (*key, agent, edge, *args))

@@ -100,6 +100,18 @@ def test_the_simulation_model_counts_posts_reactions_and_follows() -> None:
     assert edges == [("follow", 2, 1), ("like", 2, 1)]
 
 
+def test_an_unfollow_by_the_followees_id_undoes_the_follow_of_that_agent() -> None:
+    def acted(kind: str, followee: int) -> AgentActed:
+        return AgentActed(simulation_id="s", generation=1, platform="twitter", round=1, agent_id=2, action_type=kind,
+                          action_args={"followee_id": followee})  # OASIS's follow: the target by id, no name
+
+    conn = fold(SimulationModel(), [RUN[0], acted("FOLLOW", 5), acted("FOLLOW", 6), acted("UNFOLLOW", 5)],
+                "simulation-s")
+    assert conn.execute("SELECT dst_agent, undone FROM sim_edges ORDER BY dst_agent").fetchall() == [(5, 1), (6, 0)]
+    assert conn.execute("SELECT dst_agent, count, undone FROM sim_links ORDER BY dst_agent").fetchall() == [
+        (5, 1, 1), (6, 1, 0)]
+
+
 def test_a_new_generation_of_the_same_simulation_is_kept_apart() -> None:
     conn = fold(SimulationModel(), [*RUN, SimulationGenerationStarted(simulation_id="s", generation=2, folder="/x",
                                                                        reason="restart")], "simulation-s")
