@@ -128,6 +128,7 @@ def test_the_demo_run_twice_says_the_report_exists_and_how_to_start_over(tmp_pat
     again = simreportd("demo", "out", cwd=tmp_path)
     assert first.returncode == again.returncode == 0
     assert again.stdout == first.stdout and "writing:" not in again.stderr
+    assert "writing:" in first.stderr and " INFO " not in first.stderr  # progress, not the same steps logged again
     assert "already written here by an earlier `simreportd demo`" in again.stderr
     assert f"rm -rf {tmp_path / 'out'} && simreportd demo out" in again.stderr
 

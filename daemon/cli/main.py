@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     tune_gc()
     try:
         config = load_config(config_path(args))
-        setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
+        setup_logging(console_level(args, config), config.log.format, journal="JOURNAL_STREAM" in os.environ)
         if not inspect.iscoroutinefunction(args.handler):
             _restore_default_signals()
             return 0 if entry.stop_requested() else args.handler(args, config)
@@ -54,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+
+
+def console_level(args: argparse.Namespace, config: Config) -> str:
+    """The demo prints its own progress: its INFO lines would say each step twice, interleaved. It logs
+    warnings and errors, unless [log] level asks for DEBUG."""
+    return "WARNING" if args.command == "demo" and config.log.level == "INFO" else config.log.level
 
 
 def _reader_gone() -> int:
