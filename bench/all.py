@@ -6,7 +6,8 @@ for the issue's scale). Prints one Markdown table, best and median of the repeat
 - ingest: `simreportd`'s ingestor (read, check, build events, append) against a bare `json.loads` +
   `executemany` of the same lines into a table with the events table's columns;
 - catch-up: the simulation model folding those events, against ingest (it must never be slower, or the
-  read models fall behind a big run);
+  read models fall behind a big run), and the two together as the daemon runs them: the most events the
+  fold was behind, and how long it took to catch up once ingest ended;
 - appends: batched, and 64 concurrent appenders, against the eventsourcing package's SQLite recorder at the
   same `synchronous` (when `pip install -e ".[bench]"` installed it);
 - end to end: the last line written to the report completed by the offline writer, against the bare
@@ -28,6 +29,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -80,6 +83,30 @@ async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[float, float,
             await views.catch_up()
             fold = time.perf_counter() - started
     return ingest, fold, events
+
+
+async def folding_while_ingesting(folder: Path, store_path: Path) -> tuple[int, float]:
+    """The simulation model following an ingest as the daemon runs them (one process, folding as appends
+    commit): the most events it was behind, and the seconds it took to catch up once ingest ended."""
+    lag = 0
+    async with EventStore(store_path) as store, \
+            ProjectionRunner(store, views_path_for(store_path), [SimulationModel()]) as views:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(views.run)
+            done = anyio.Event()
+
+            async def ingest_then_signal() -> None:
+                await SimulationIngestor(store, folder).check()
+                done.set()
+
+            tasks.start_soon(ingest_then_signal)
+            while not done.is_set():
+                lag = max(lag, await store.last_position() - views.position)
+                await anyio.sleep(0.05)
+            ended = time.perf_counter()
+            await views.wait_for(await store.last_position(), timeout=3600)
+            tasks.cancel_scope.cancel()
+    return lag, time.perf_counter() - ended
 
 
 async def end_to_end(root: Path, folder: Path) -> float:
@@ -150,12 +177,15 @@ async def run(actions: int, repeat: int) -> list[Row]:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         store_path = root / "store0" / "events.sqlite3"
         size = (store_path.stat().st_size + views_path_for(store_path).stat().st_size) / 1e6
+        lag, behind = await folding_while_ingesting(folder, root / "live" / "events.sqlite3")
         e2e = await end_to_end(root, folder)
         tools = await measure(folder, store_path, 20, [])  # as bench/tools.py: the p95 of 20 calls
     rows += [
         ("ingest", [lines / t for t in ingests], [lines / t for t in bare], "lines/s", ">= 1.0x bare parse + insert"),
         ("simulation-model catch-up", [events / t for t in folds], [lines / t for t in ingests], "events/s",
          ">= 1.0x ingest (lag stays bounded)"),
+        ("folding while ingesting: most events behind", [lag], [], "events", "bounded"),
+        ("folding while ingesting: caught up after ingest ended", [behind], [], "s", "bounded"),
         ("end to end: folder written -> report completed", [e2e], bare, "s", "<= 2x bare parse + insert"),
         ("peak RSS of this process", [rss], [], "MB", "< 150 MB at 1M actions"),
         ("store + read models on disk", [size], [raw / 1e6], "MB", "beside the raw actions.jsonl"),
