@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
@@ -81,6 +82,21 @@ async def test_a_folder_that_fails_is_recorded_backed_off_and_does_not_stop_the_
     assert [f["failures"] for f in failed] == [1] and "KeyError" in failed[0]["error"]
     assert failed[0]["retry_in_s"] > 0 and watcher.failing[root / "a_bad"][0] == 1
     assert "SimulationCompleted" in good
+
+
+async def test_a_cancelled_watcher_stops_at_once_not_at_its_next_rescan(store: EventStore, tmp_path: Path) -> None:
+    """watchfiles waits for changes in a worker thread; cancelling the watch used to wait for that thread's
+    timeout (`rescan_seconds`): every `simreportd report` and every stop took that long."""
+    root = tmp_path / "sims"
+    simulate(root / "a", agents=4, rounds=2, seed=1)
+    watcher = Watcher(store, [root], rescan_seconds=90)
+    with anyio.fail_after(30):  # fails (after 90 s) if the stop waits for the rescan timeout
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watcher.run)
+            while not await store.read_stream("simulation-a"):
+                await anyio.sleep(0.05)
+            await anyio.sleep(1)  # the first rescan is over: the watch is waiting in its thread
+            tasks.cancel_scope.cancel()
 
 
 def rewrite(path: Path, how: str, data: bytes) -> None:

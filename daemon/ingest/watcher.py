@@ -10,6 +10,7 @@ failure never reaches the watcher or the other folders (issue 12).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -120,14 +121,24 @@ class Watcher:
             await anyio.sleep(self.rescan_seconds)
 
     async def _watch_forever(self) -> None:
-        while True:
+        """Watch the folders for changes. watchfiles waits for changes in a worker thread that a cancelled
+        caller must wait for; `stopped`, set the moment this task is cancelled, ends that wait within
+        `step` ms instead of at the next timeout (`rescan_seconds`: every stop took that long)."""
+        stopped = threading.Event()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_set_when_cancelled, stopped)
+            await self._watch_until(stopped)
+
+    async def _watch_until(self, stopped: threading.Event) -> None:
+        while not stopped.is_set():
             watched = [p for p in [*self.roots, *self.folders] if p.is_dir()]
             if not watched:
                 await anyio.sleep(self.rescan_seconds)
                 continue
             try:
                 async for changes in watchfiles.awatch(*watched, debounce=50, step=20, yield_on_timeout=True,
-                                                       rust_timeout=int(self.rescan_seconds * 1000)):
+                                                       rust_timeout=int(self.rescan_seconds * 1000),
+                                                       stop_event=stopped):
                     for folder in sorted({f for _, p in changes if (f := self._folder_of(Path(p))) is not None}):
                         await self.check(folder)
                     if [p for p in [*self.roots, *self.folders] if p.is_dir()] != watched:
@@ -144,3 +155,10 @@ class Watcher:
             if root in path.parents:
                 return root / path.relative_to(root).parts[0]
         return None
+
+
+async def _set_when_cancelled(event: threading.Event) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        event.set()
