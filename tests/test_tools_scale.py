@@ -87,7 +87,7 @@ def plan(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> li
 
 ACTION_SIZED = ("sim_posts", "sim_edges")  # the tables that grow with the actions
 # Known and left for its own issue: the camps of simulation_analytics read every statement of the run.
-KNOWN_UNBOUNDED = ("ORDER BY p.id",)
+KNOWN_UNBOUNDED = ("AND content != '' ORDER BY id",)
 KEY_ONLY = "(simulation_id=? AND generation=?)"
 
 
