@@ -157,8 +157,9 @@ class SimulationModel:
                (*key, d["platform"], d["round"], d.get("simulated_hour")))
 
     def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
-        yield from _counts(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
-        edges = EdgeTally()
+        tally, edges = Tally(), EdgeTally()  # of one action: folding event by event is the batch fold's reference
+        tally.add(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
+        yield from tally.writes()
         yield from _acted(d, key, pos, edges)
         yield from edges.counts()
 
@@ -235,14 +236,6 @@ ACTION_MIX = ("INSERT INTO sim_action_mix VALUES (?, ?, ?, ?, ?)"
 PLATFORM_ACTIONS = ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, actions)"
                     " VALUES (?, ?, ?, 'running', ?) ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
 POSTING = frozenset({"CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"})
-
-
-def _counts(key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> Iterable[Write]:
-    is_post = int(kind in POSTING)
-    yield ROUND_ACTIONS, (*key, p, r, 1)
-    yield AGENT_ACTIONS, (*key, p, agent, 1, is_post)
-    yield ACTION_MIX, (*key, p, kind, 1)
-    yield PLATFORM_ACTIONS, (*key, p, 1)
 
 
 class Tally:
