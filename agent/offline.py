@@ -16,7 +16,7 @@ from typing import Any
 
 from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
 
-from .outline import topic_of
+from .outline import run_summary, topic_of
 from .providers import Completion, estimate_tokens
 
 NOTE = "Written by simreportd's offline writer from the simulation data, without a language model."
@@ -79,9 +79,7 @@ def analyst_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, s
     largest = max(sorted(stances), key=lambda s: stances[s], default="")
     title = f"{topic[:1].upper() + topic[1:]}: " + (
         f"what happened when the round {events[0]['round']} event hit" if events else "how the simulated debate unfolded")
-    summary = (f"An analysis of {context.get('total_actions', 0)} simulated actions by {context.get('agents_count', 0)} "
-               f"agents over {context.get('rounds', 0)} rounds on {', '.join(platforms) or 'no platform'}, answering: "
-               f"{context.get('requirement') or 'what happened in this simulation?'}")
+    summary = run_summary(context)
     sections = [{"title": f"Round {events[0]['round']}: the scheduled event and the spike around it" if events
                  else "How the conversation moved, round by round", "description": KINDS["timeline"]},
                 {"title": f"The camps: {largest} agents are the largest" if largest else "The camps and their arguments",

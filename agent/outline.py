@@ -17,15 +17,20 @@ def topic_of(context: dict[str, Any]) -> str:
     return requirement.split("?")[0][:60]
 
 
+def run_summary(context: dict[str, Any]) -> str:
+    """The line under a report's title: how many actions, agents, rounds and platforms, and the question."""
+    platforms = " and ".join(p.capitalize() for p in sorted(context.get("platforms") or {})) or "no platform"
+    return (f"An analysis of {context.get('total_actions', 0)} simulated actions by {context.get('agents_count', 0)}"
+            f" agents over {context.get('rounds', 0)} rounds on {platforms}, answering: "
+            f"{context.get('requirement') or 'what happened in this simulation?'}")
+
+
 def fallback_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
     """(title, summary, sections) that answer the requirement from the data's own shape."""
     topic = topic_of(context)
     platforms = sorted((context.get("platforms") or {}).keys())
-    rounds = context.get("rounds", 0)
     title = f"{topic[:1].upper() + topic[1:]}: how the simulated debate unfolded"
-    summary = (f"An analysis of {context.get('total_actions', 0)} simulated actions by "
-               f"{context.get('agents_count', 0)} agents over {rounds} rounds on {', '.join(platforms) or 'no platform'}, "
-               f"answering: {context.get('requirement') or 'what happened in this simulation?'}")
+    summary = run_summary(context)
     sections = [
         {"title": "How the conversation moved, round by round",
          "description": "Volume per round and platform, the turning points and what set them off."},
