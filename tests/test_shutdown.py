@@ -39,7 +39,7 @@ REPORTED = "SELECT count(*) FROM events WHERE type = 'InterviewUnlocked'"
 CLIENTS = textwrap.dedent("""
     import asyncio, json, sys
     from websockets.asyncio.client import connect
-    from websockets.exceptions import ConnectionClosed, InvalidStatus
+    from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
     async def client(url, codes):
         try:
@@ -51,7 +51,7 @@ CLIENTS = textwrap.dedent("""
         except ConnectionClosed as exc:
             codes.append(exc.rcvd.code if exc.rcvd else 1006)
             return
-        except (OSError, InvalidStatus):  # refused, or 503 for a handshake that met the shutdown
+        except (OSError, InvalidStatus, InvalidMessage):  # refused, 503, or closed: a handshake met the shutdown
             codes.append(0)
             return
         codes.append(ws.close_code or 1006)
