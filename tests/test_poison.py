@@ -93,9 +93,14 @@ async def test_a_cancelled_watcher_stops_at_once_not_at_its_next_rescan(store: E
     with anyio.fail_after(30):  # fails (after 90 s) if the stop waits for the rescan timeout
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(watcher.run)
-            while not await store.read_stream("simulation-a"):
+            while not (ingested := await store.read_stream("simulation-a")):
                 await anyio.sleep(0.05)
-            await anyio.sleep(1)  # the first rescan is over: the watch is waiting in its thread
+            with (root / "a" / "twitter" / "actions.jsonl").open("a") as actions:  # seen only by the watch:
+                actions.write(json.dumps({"round": 2, "agent_id": 1, "agent_name": "A", "action_type": "CREATE_POST",
+                                          "action_args": {"content": "one more"}}) + "\n")  # the next rescan: in 90 s
+            while len(await store.read_stream("simulation-a")) == len(ingested):
+                await anyio.sleep(0.05)
+            await anyio.sleep(0.5)  # the change is ingested; the watch waits in its thread again
             tasks.cancel_scope.cancel()
 
 
