@@ -37,11 +37,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ingest import write_big_folder  # noqa: E402  (a sibling bench script)
 from tools import measure, p95  # noqa: E402
 
-from simreportd.daemon.cli.commands import generate  # noqa: E402
-from simreportd.daemon.config import Config  # noqa: E402
+from simreportd.daemon.config import Config, LogConfig, StoreConfig  # noqa: E402
+from simreportd.daemon.fold_child import ChildSpec, FoldChild  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
-from simreportd.daemon.service import Daemon, tune_gc  # noqa: E402
+from simreportd.daemon.interpreter import tune_gc  # noqa: E402
+from simreportd.daemon.service import Daemon  # noqa: E402
+from simreportd.events.log import CaughtUp  # noqa: E402
 from simreportd.events.store import EventStore  # noqa: E402
+from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.projections.runner import ProjectionRunner, views_path_for  # noqa: E402
 from simreportd.projections.simulation import SimulationModel  # noqa: E402
 
@@ -85,14 +88,16 @@ async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[float, float,
     return ingest, fold, events
 
 
-async def folding_while_ingesting(folder: Path, store_path: Path) -> tuple[int, float]:
-    """The simulation model following an ingest as the daemon runs them (one process, folding as appends
-    commit): the most events it was behind, and the seconds it took to catch up once ingest ended."""
+async def folding_while_ingesting(folder: Path, store_path: Path, fold: str) -> tuple[int, float]:
+    """The read models following an ingest as the daemon runs them (`[service] fold`: in a child process,
+    or inline in the ingesting one): the most events they were behind, and the seconds they took to catch up
+    once ingest ended."""
     lag = 0
     async with EventStore(store_path) as store, \
-            ProjectionRunner(store, views_path_for(store_path), [SimulationModel()]) as views:
+            ProjectionRunner(store, views_path_for(store_path), projections()) as views:
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(views.run)
+            spec = ChildSpec(store=StoreConfig(path=store_path), views=views.path, log=LogConfig())
+            tasks.start_soon(views.run if fold == "inline" else FoldChild(views, spec, 10).run)
             done = anyio.Event()
 
             async def ingest_then_signal() -> None:
@@ -109,15 +114,22 @@ async def folding_while_ingesting(folder: Path, store_path: Path) -> tuple[int, 
     return lag, time.perf_counter() - ended
 
 
-async def end_to_end(root: Path, folder: Path) -> float:
-    """Seconds from a fresh daemon seeing the written folder to its report completed (offline writer)."""
-    config = Config().with_paths(root / "e2e" / "events.sqlite3", [folder.parent], root / "e2e" / "reports")
-    config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
+async def end_to_end(root: Path, folder: Path, fold: str) -> float:
+    """Seconds from a fresh daemon seeing the written folder to its report completed (offline writer), the
+    daemon running as `simreportd run` does: ingesting, folding (`[service] fold`) and reporting at once."""
+    config = Config().with_paths(root / f"e2e-{fold}" / "events.sqlite3", [folder.parent],
+                                 root / f"e2e-{fold}" / "reports")
+    config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False}),
+                                       "service": config.service.model_copy(update={"fold": fold})})
     started = time.perf_counter()
-    async with Daemon(config, folders=[folder]) as daemon:
-        await daemon.watcher.check(folder)
+    async with Daemon(config, folders=[folder]) as daemon, anyio.create_task_group() as tasks:
+        tasks.start_soon(daemon.run)
+        async for recorded in daemon.store.subscribe(types=["SimulationCompleted"]):
+            if not isinstance(recorded, CaughtUp):
+                break
         report_id = await daemon.reports.request(folder.name)
-        state = await generate(daemon, report_id)
+        state = await daemon.reports.wait(report_id)
+        tasks.cancel_scope.cancel()
     assert state.verdict is not None, "the report did not complete"
     return time.perf_counter() - started
 
@@ -177,16 +189,21 @@ async def run(actions: int, repeat: int) -> list[Row]:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         store_path = root / "store0" / "events.sqlite3"
         size = (store_path.stat().st_size + views_path_for(store_path).stat().st_size) / 1e6
-        lag, behind = await folding_while_ingesting(folder, root / "live" / "events.sqlite3")
-        e2e = await end_to_end(root, folder)
+        following = {fold: await folding_while_ingesting(folder, root / f"live-{fold}" / "events.sqlite3", fold)
+                     for fold in ("child", "inline")}
+        e2e = {fold: await end_to_end(root, folder, fold) for fold in ("child", "inline")}
         tools = await measure(folder, store_path, 20, [])  # as bench/tools.py: the p95 of 20 calls
     rows += [
         ("ingest", [lines / t for t in ingests], [lines / t for t in bare], "lines/s", ">= 1.0x bare parse + insert"),
         ("simulation-model catch-up", [events / t for t in folds], [lines / t for t in ingests], "events/s",
          ">= 1.0x ingest (lag stays bounded)"),
-        ("folding while ingesting: most events behind", [lag], [], "events", "bounded"),
-        ("folding while ingesting: caught up after ingest ended", [behind], [], "s", "bounded"),
-        ("end to end: folder written -> report completed", [e2e], bare, "s", "<= 2x bare parse + insert"),
+    ]
+    for fold, (lag, behind) in following.items():
+        rows += [(f"folding ({fold}) while ingesting: most events behind", [lag], [], "events", "bounded"),
+                 (f"folding ({fold}) while ingesting: caught up after ingest ended", [behind], [], "s", "bounded")]
+    rows += [(f"end to end ({fold} fold): folder written -> report completed", [seconds], bare, "s",
+              "<= 2x bare parse + insert") for fold, seconds in e2e.items()]
+    rows += [
         ("peak RSS of this process", [rss], [], "MB", "< 150 MB at 1M actions"),
         ("store + read models on disk", [size], [raw / 1e6], "MB", "beside the raw actions.jsonl"),
     ]

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.daemon.service import tune_gc
+from simreportd.daemon.interpreter import tune_gc
 from simreportd.events.store import EventStore
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel

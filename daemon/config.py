@@ -125,6 +125,7 @@ class ServerConfig(Section):
 
 class ServiceConfig(Section):
     stop_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    fold: Literal["child", "inline"] = "child"
 
 
 class LogConfig(Section):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,11 +22,13 @@ from simreportd.errors import NotFound
 from simreportd.events.codec import Recorded
 from simreportd.events.streams import is_report_stream
 from simreportd.projections.catalogue import projections
+from simreportd.projections.report import ReportView
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
 from .chat import chat_writer
 from .config import Config, LLMConfig
 from .exporter import Exporter
+from .fold_child import ChildSpec, FoldChild
 from .leases import leases_for
 from .lock import StoreLock
 from .reports import ReportScheduler
@@ -34,12 +36,6 @@ from .systemd import notify, watchdog_interval
 from .writers import Writers
 
 log = logging.getLogger("simreportd.daemon.service")
-
-
-def tune_gc() -> None:
-    """Collect the young generation less often: ingest and folds allocate many short-lived dicts, and
-    the default thresholds spent about a third of ingest time in the collector (bench/ingest.py)."""
-    gc.set_threshold(50_000, 50, 100)
 
 
 class Daemon:
@@ -76,7 +72,7 @@ class Daemon:
         self.views = await self._stack.enter_async_context(ProjectionRunner(self.store, views_path, projections()))
         limiter = self.views.limiter
         self.exporter = Exporter(views_path, c.reports.output_dir, limiter)
-        self.views.listeners.append(self._export_batch)
+        self.views.listen(self._export_batch, ReportView.types)
         await self.views.catch_up()
         self._use_writers(c.llm)
         self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s,
@@ -103,12 +99,21 @@ class Daemon:
                 assert self.serving is not None
                 self.serving.set()
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self.views.run, name="projections")
+                tasks.start_soon(self._fold, name="projections")
                 tasks.start_soon(self.reports.run, follow, name="reports")
                 if ingest:
                     tasks.start_soon(self.watcher.run, name="watcher")
                 if ready:
                     tasks.start_soon(self._supervise, name="systemd")
+
+    async def _fold(self) -> None:
+        """Keep the read models folded: in a child process unless `[service] fold` says inline."""
+        c = self.config
+        if c.service.fold == "inline":
+            await self.views.run()
+            return
+        spec = ChildSpec(store=c.store, views=self.views.path, log=c.log, journal="JOURNAL_STREAM" in os.environ)
+        await FoldChild(self.views, spec, c.service.stop_timeout_s).run()
 
     async def _supervise(self) -> None:
         """READY=1 once the read models are caught up, then STATUS and WATCHDOG from the event loop."""

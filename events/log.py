@@ -130,8 +130,9 @@ class EventLog:
         raise NotImplementedError
 
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,
-                       streams: Sequence[str] | None = None) -> list[Recorded]:
-        """Up to `limit` events after global position `after`, optionally of some types or streams."""
+                       streams: Sequence[str] | None = None, until: int | None = None) -> list[Recorded]:
+        """Up to `limit` events after global position `after` (and up to `until`), optionally of some
+        types or streams."""
         raise NotImplementedError
 
     async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None) -> list[Recorded]:
@@ -267,6 +268,11 @@ class EventLog:
     def _wake_subscribers(self) -> None:
         committed, self._committed = self._committed, anyio.Event()
         committed.set()
+
+    def appended_elsewhere(self, position: int) -> None:
+        """Another process says it committed up to `position`: wake subscribers now, not at their next poll."""
+        self._head = max(self._head, position)
+        self._wake_subscribers()
 
     # --- reading -----------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ INSERT_COLUMNS = ("position", "event_id", "stream", "version", "type", "schema_v
                   "meta")
 READ_ALL = (f"SELECT {COLUMNS} FROM {TABLE} WHERE position > $1"
             " AND ($2::text[] IS NULL OR type = ANY($2)) AND ($3::text[] IS NULL OR stream = ANY($3))"
-            " ORDER BY position LIMIT $4")
+            " AND ($5::bigint IS NULL OR position <= $5) ORDER BY position LIMIT $4")
 READ_POOL_SIZE = 4
 
 
@@ -99,10 +99,9 @@ class PostgresEventStore(EventLog):
     def _notified(self, connection: object, pid: int, channel: str, payload: str) -> None:
         """Another node (or this one) committed up to `payload`: wake our subscribers."""
         try:
-            self._head = max(self._head, int(payload))
+            self.appended_elsewhere(int(payload))
         except ValueError:
             return
-        self._wake_subscribers()
 
     def _translate(self, exc: Exception) -> Exception:
         if isinstance(exc, asyncpg.DiskFullError):
@@ -162,10 +161,11 @@ class PostgresEventStore(EventLog):
         return [Recorded(*row) for row in rows]
 
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,
-                       streams: Sequence[str] | None = None) -> list[Recorded]:
-        """Up to `limit` events after global position `after`, optionally of some types or streams."""
+                       streams: Sequence[str] | None = None, until: int | None = None) -> list[Recorded]:
+        """Up to `limit` events after global position `after` (and up to `until`), optionally of some
+        types or streams."""
         rows = await self._reader().fetch(READ_ALL, after, list(types) if types is not None else None,
-                                          list(streams) if streams is not None else None, limit)
+                                          list(streams) if streams is not None else None, limit, until)
         return [Recorded(*row) for row in rows]
 
     async def stream_summaries(self) -> list[tuple[str, int, int]]:

@@ -68,6 +68,7 @@ READ_ALL = (
     f"SELECT {SELECT_COLUMNS} FROM events WHERE position > ?"
     " AND (?2 IS NULL OR type IN (SELECT value FROM json_each(?2)))"
     " AND (?3 IS NULL OR stream IN (SELECT value FROM json_each(?3)))"
+    " AND position <= coalesce(?5, 9223372036854775807)"
     " ORDER BY position LIMIT ?4"
 )
 
@@ -210,14 +211,17 @@ class EventStore(EventLog):
         limit: int = 1000,
         types: Sequence[str] | None = None,
         streams: Sequence[str] | None = None,
+        until: int | None = None,
     ) -> list[Recorded]:
-        """Up to `limit` events after global position `after`, optionally of some types or streams."""
+        """Up to `limit` events after global position `after` (and up to `until`), optionally of some
+        types or streams."""
         conn = self._reader_conn()
         params = (
             after,
             json.dumps(list(types)) if types is not None else None,
             json.dumps(list(streams)) if streams is not None else None,
             limit,
+            until,
         )
         return [Recorded(*row) for row in await conn.execute_fetchall(READ_ALL, params)]
 

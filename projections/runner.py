@@ -73,6 +73,8 @@ class ProjectionRunner:
         self.problem: str | None = None  # why folding is stalled now (a full disk), for health checks
         # Called after each committed batch (the file export hangs here): failures are logged, not fatal.
         self.listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
+        self.listened_types: set[str] | None = set()  # the types the listeners look at (None: every type)
+        self._rebuilds = 0  # a reading of the checkpoint taken before a rebuild is stale after it
         self.fingerprint = hashlib.sha256("\n".join(p.schema for p in self.projections).encode()).hexdigest()
 
     async def __aenter__(self) -> ProjectionRunner:
@@ -106,11 +108,17 @@ class ProjectionRunner:
         """The last event position folded into the read models."""
         return self._position
 
+    def listen(self, listener: Callable[[list[Recorded]], Awaitable[None]], types: Iterable[str] | None) -> None:
+        """Call `listener` with the events of `types` (None: all) after each batch is folded."""
+        self.listeners.append(listener)
+        self.listened_types = None if types is None or self.listened_types is None \
+            else self.listened_types | set(types)
+
     async def rebuild(self) -> int:
         """Drop every read model, fold the whole log again; return the position reached."""
         async with self._lock:
             await self.in_thread(self._reset)
-            self._position = 0
+            self._position, self._rebuilds = 0, self._rebuilds + 1
         return await self.catch_up()
 
     async def catch_up(self) -> int:
@@ -120,10 +128,30 @@ class ProjectionRunner:
                 if batch[0].position <= self._position:  # another caller folded it meanwhile
                     continue
                 await self.in_thread(self._apply_batch, batch)
-            moved, self._moved = self._moved, anyio.Event()
-            moved.set()
+            self._wake_waiters()
             await self._notify(batch)
         return self._position
+
+    async def take_folded(self) -> None:
+        """Take in what another process folded (a fold child): move to the stored checkpoint, handing the
+        listeners the events it covered and waking the waiters, as if this runner had folded them."""
+        async with self._lock:
+            rebuilds, stored = self._rebuilds, await self.in_thread(self._read_checkpoint)
+        types = None if self.listened_types is None else sorted(self.listened_types)
+        while self._position < stored and rebuilds == self._rebuilds:
+            after = self._position
+            batch = await self.store.read_all(after, PAGE, types, until=stored) if types != [] else []
+            reached = batch[-1].position if len(batch) == PAGE else stored
+            if rebuilds != self._rebuilds or self._position != after:
+                return  # rebuilt, or folded here meanwhile: the next call starts from where that left it
+            self._position = reached
+            self._wake_waiters()
+            if batch:
+                await self._notify(batch)
+
+    def _wake_waiters(self) -> None:
+        moved, self._moved = self._moved, anyio.Event()
+        moved.set()
 
     async def run(self) -> None:
         """Fold forever, woken by each commit (or a poll for other processes' appends).
@@ -190,13 +218,15 @@ class ProjectionRunner:
             raise  # locked, disk full, read-only: the store's trouble, not one event's
         except Exception:  # noqa: BLE001 (a poison event: fold the batch again, each event on its own)
             done = self._fold_batch(batch, guarded=True)
-        self._position = max(done, batch[-1].position)
+        self._position = done if done < self._position else max(done, batch[-1].position)
 
     def _fold_batch(self, batch: list[Recorded], guarded: bool) -> int:
         """Fold the events past the checkpoint in one transaction; return the checkpoint found."""
         conn = self._require()
         with transaction(conn):  # rows and checkpoint together
             done = self._read_checkpoint()  # another process may have folded some: never twice
+            if done < self._position:  # another process rebuilt the read models: fold again from there
+                return done
             for projection in self.projections:
                 events = [r for r in batch if r.position > done and r.type in projection.types]
                 if guarded:

@@ -111,6 +111,8 @@ class EventStoreContract:
         assert [r.type for r in await store.read_all(types=["ReportResumed"])] == ["ReportResumed"]
         assert [r.stream for r in await store.read_all(streams=["report-b"])] == ["report-b"]
         assert [r.position for r in await store.read_all(after=1, limit=1)] == [2]
+        assert [r.position for r in await store.read_all(after=1, until=2)] == [2]
+        assert [r.type for r in await store.read_all(types=["ReportResumed"], until=1)] == []
 
     @pytest.mark.anyio
     async def test_events_decode_into_their_models(self, store: EventStore) -> None:

@@ -157,3 +157,18 @@ async def test_appending_to_the_same_file_is_not_mistaken_for_a_rewrite(store: E
     await SimulationIngestor(store, folder).check()
     types = [r.type for r in await store.read_stream("simulation-sim_g")]
     assert "SimulationGenerationStarted" not in types and "SimulationCompleted" in types
+
+
+async def test_a_rescan_and_a_watch_that_meet_a_new_folder_together_ingest_it_once_without_a_failure(
+        store: EventStore, tmp_path: Path) -> None:
+    """At startup the first rescan and the first watch both check every folder: they used to make an ingestor
+    each, and the slower one's append conflicted (an IngestFailed in the log, a traceback, a 1 s backoff)."""
+    root = tmp_path / "sims"
+    simulate(root / "a", agents=30, rounds=8, seed=1)
+    watcher = Watcher(store, [root])
+    async with anyio.create_task_group() as tasks:
+        for _ in range(3):
+            tasks.start_soon(watcher.check, root / "a")
+    types = [r.type for r in await store.read_stream("simulation-a")]
+    assert "IngestFailed" not in types and not watcher.failing
+    assert types.count("SimulationDiscovered") == 1 and "SimulationCompleted" in types

@@ -26,8 +26,8 @@ import anyio
 from simreportd import __version__, entry
 from simreportd.daemon.cli import chat, commands
 from simreportd.daemon.config import Config, find_config, load_config
+from simreportd.daemon.interpreter import tune_gc
 from simreportd.daemon.logs import setup_logging
-from simreportd.daemon.service import tune_gc
 from simreportd.errors import SimreportdError
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]

@@ -68,8 +68,9 @@ class Watcher:
                     return
                 if not await self.leases.take(f"ingest:{folder.name}"):
                     return  # another daemon on this store ingests it; it is ours if that one dies
-                ingestor = self.ingestors[folder] = SimulationIngestor(
-                    self.store, folder, self.max_line_bytes, self.follow_external_symlinks, self.snapshots)
+                ingestor = self.ingestors.setdefault(folder, SimulationIngestor(  # a rescan and a watch may
+                    self.store, folder, self.max_line_bytes, self.follow_external_symlinks,  # both get here:
+                    self.snapshots))  # one ingestor, whose lock takes them in turn, not two racing to append
             await ingestor.check()
         except Exception as exc:  # noqa: BLE001 (isolation: one folder's failure must not stop the others)
             await self._failed(folder, failures + 1, exc)
