@@ -6,12 +6,13 @@ for the issue's scale). Prints one Markdown table, best and median of the repeat
 - ingest: `simreportd`'s ingestor (read, check, build events, append) against a bare `json.loads` +
   `executemany` of the same lines into a table with the events table's columns;
 - catch-up: the simulation model folding those events, against ingest (it must never be slower, or the
-  read models fall behind a big run), and the two together as the daemon runs them: the most events the
-  fold was behind, and how long it took to catch up once ingest ended;
+  read models fall behind a big run) and against the eventsourcing package selecting and decoding events;
+  and the two together as the daemon runs them (`[service] fold`, child and inline): the most events the
+  read models were behind, and how long they took to catch up once ingest ended;
 - appends: batched, and 64 concurrent appenders, against the eventsourcing package's SQLite recorder at the
   same `synchronous` (when `pip install -e ".[bench]"` installed it);
-- end to end: the last line written to the report completed by the offline writer, against the bare
-  parse + insert of the same lines;
+- end to end: a daemon started on the written folder to the report completed by the offline writer (ingest,
+  fold and report at once, as `simreportd run` does them), against the bare parse + insert of the same lines;
 - the report tools' p50/p95 on the run, and the store's size beside the raw `actions.jsonl`.
 """
 
@@ -151,6 +152,17 @@ def appends() -> list[Row]:
             ("64 concurrent appenders (NORMAL)", ours_c, es_c, "events/s", ">= 10x eventsourcing, one a txn")]
 
 
+def eventsourcing_reads() -> list[float]:
+    """eventsourcing's recorder selecting and decoding events into our models (the catch-up goal's baseline)."""
+    if importlib.util.find_spec("eventsourcing") is None:
+        return []
+    from store import es_batched, es_read
+
+    with tempfile.TemporaryDirectory() as tmp:
+        es_batched(Path(tmp) / "es.sqlite3", "NORMAL")
+        return [es_read(Path(tmp) / "es.sqlite3") for _ in range(3)]
+
+
 def best_of(values: list[float], unit: str) -> float:
     return (min if unit in ("s", "ms", "MB") else max)(values)
 
@@ -197,6 +209,8 @@ async def run(actions: int, repeat: int) -> list[Row]:
         ("ingest", [lines / t for t in ingests], [lines / t for t in bare], "lines/s", ">= 1.0x bare parse + insert"),
         ("simulation-model catch-up", [events / t for t in folds], [lines / t for t in ingests], "events/s",
          ">= 1.0x ingest (lag stays bounded)"),
+        ("simulation-model catch-up", [events / t for t in folds], eventsourcing_reads(), "events/s",
+         ">= 1.5x eventsourcing select + decode"),
     ]
     for fold, (lag, behind) in following.items():
         rows += [(f"folding ({fold}) while ingesting: most events behind", [lag], [], "events", "bounded"),
