@@ -77,8 +77,9 @@ class FoldChild:
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._stop(process)
-            log.warning("the process folding the read models ended (exit code %s); folding in this one",
-                        process.returncode)
+            level = logging.INFO if process.returncode == 0 else logging.WARNING  # 0: it was asked to stop
+            log.log(level, "the process folding the read models ended (exit code %s); folding in this one",
+                    process.returncode)
         await self.views.run()
 
     async def _follow(self, process: Process) -> None:
@@ -107,12 +108,9 @@ class FoldChild:
             await self.views.take_folded()
 
     async def _stop(self, process: Process) -> None:
-        """Close the child's stdin and give it `stop_timeout_s` / 2 to finish its batch; then kill it."""
+        """Close the child's stdin and give it `stop_timeout_s` / 2 to finish its batch; past that it is killed."""
         with anyio.move_on_after(self.stop_timeout_s / 2):
-            await process.aclose()  # closes stdin (the child's signal to stop), then waits
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+            await process.aclose()  # closes stdin (the child's signal to stop), then waits; killed if cancelled
 
 
 async def _tell_commits(store: EventLog, stdin: ByteSendStream) -> None:
