@@ -87,13 +87,16 @@ class ReportScheduler:
 
     async def run(self, follow: bool = True) -> None:
         """Run reports until cancelled; with `follow`, start them as their events arrive in the log."""
-        async with anyio.create_task_group() as self._tasks:
-            self._started.set()
-            if follow:
-                self._tasks.start_soon(self._take_over_lapsed)
-                await self._follow()
-            else:
-                await anyio.sleep_forever()
+        try:
+            async with anyio.create_task_group() as self._tasks:
+                self._started.set()
+                if follow:
+                    self._tasks.start_soon(self._take_over_lapsed)
+                    await self._follow()
+                else:
+                    await anyio.sleep_forever()
+        finally:  # a later run (a command runs the daemon again) starts reports in its own task group
+            self._tasks, self._started = None, anyio.Event()
 
     async def _follow(self) -> None:
         async for item in self.store.subscribe(

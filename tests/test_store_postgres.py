@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import subprocess
@@ -136,16 +137,19 @@ def test_three_daemons_share_the_work_and_one_killed_mid_report_is_taken_over(
         simulate(tmp_path / "sims" / f"sim_{n}", agents=12, rounds=6, seed=n)
     q = lambda sql: psql(postgres_cluster, pg_url, sql)  # noqa: E731
     with FakeLLM(latency_s=0.05) as llm:
-        nodes, daemons = [], {}
-        for n in range(3):
-            node = tmp_path / f"node{n}"
-            config = write_config(node, f'[llm]\nprovider = "openai"\nbase_url = "{llm.base_url}"\nmodel = "m"\n')
-            config.write_text(config.read_text().replace("[store]\n", f'[store]\nurl = "{pg_url}"\n')
-                              .replace('roots = ["sims"]', f'roots = ["{tmp_path / "sims"}"]'))
-            with NotifySocket(node / "notify.sock") as systemd:
+        nodes, daemons, sockets_of = [], {}, []
+        with contextlib.ExitStack() as sockets:  # all three start at once: one started alone could write
+            for n in range(3):                   # every report before the others are up
+                node = tmp_path / f"node{n}"
+                config = write_config(node, f'[llm]\nprovider = "openai"\nbase_url = "{llm.base_url}"\nmodel = "m"\n')
+                config.write_text(config.read_text().replace("[store]\n", f'[store]\nurl = "{pg_url}"\n')
+                                  .replace('roots = ["sims"]', f'roots = ["{tmp_path / "sims"}"]'))
+                systemd = sockets.enter_context(NotifySocket(node / "notify.sock"))
                 daemons[n] = cli("run", "-c", str(config))
+                nodes.append(config)
+                sockets_of.append(systemd)
+            for systemd in sockets_of:
                 systemd.wait_for("READY=1")
-            nodes.append(config)
         owners: list[int] = []
 
         def writing_a_report() -> bool:  # asked in one query: a report may end between two

@@ -30,7 +30,7 @@ from simreportd.daemon.replay import ReplayResult, replay_report
 from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon
 from simreportd.daemon.systemd import notify
-from simreportd.errors import ConfigError, NotFound, UsageError
+from simreportd.errors import ConfigError, NotFound, SimreportdError, UsageError
 from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp
@@ -80,11 +80,17 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
 
 @contextlib.asynccontextmanager
 async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
-    """The daemon's background work (projections, report scheduling) for the length of a command."""
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(daemon.run, ingest)
-        yield daemon
-        tasks.cancel_scope.cancel()
+    """The daemon's background work (projections, report scheduling) for the length of a command. An
+    error of ours raised by the command comes out as itself (its one-line message), not in a group."""
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(daemon.run, ingest)
+            yield daemon
+            tasks.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], SimreportdError):
+            raise group.exceptions[0] from None
+        raise
 
 
 async def demo(args: argparse.Namespace, config: Config) -> int:
@@ -128,9 +134,10 @@ async def report(args: argparse.Namespace, config: Config) -> int:
         return await follow_handed_over(config, frame["report_id"], strict=args.strict)
     config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
     async with Daemon(config, folders=[folder], command="report") as daemon:
-        simulation_id = await actions.ingest_folder(daemon, folder)
-        if not args.now:
-            await wait_for_run(daemon, simulation_id)
+        async with running(daemon):  # the read models are folded (by a child process) while the folder is read
+            simulation_id = await actions.ingest_folder(daemon, folder)
+            if not args.now:
+                await wait_for_run(daemon, simulation_id)
         report_id = await daemon.reports.request(simulation_id, trigger="cli")
         if not args.wait:
             say("report requested; no daemon is running, so it is written when `simreportd run` starts "
