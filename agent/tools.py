@@ -7,6 +7,7 @@ bytes on every machine: replay depends on it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
@@ -145,7 +146,8 @@ class SimulationTools:
             with self._camps_lock:
                 found = self._camps.get(cached)
             if found is None:
-                found = camps_from_statements(simulation_queries.statements(conn, key))  # outside the lock: seconds
+                found = camps_from_statements(simulation_queries.statements(conn, key),  # outside the lock: seconds
+                                              functools.partial(simulation_queries.texts, conn))
                 with self._camps_lock:
                     while len(self._camps) >= CAMPS_CACHED:
                         self._camps.pop(next(iter(self._camps)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 from .runner import rows_as_dicts
@@ -281,16 +282,23 @@ def last_statement(conn: sqlite3.Connection, key: Key) -> int:
     return int(row[0]) if row else 0
 
 
-def statements(conn: sqlite3.Connection, key: tuple[str, int]) -> list[dict[str, Any]]:
-    """Every post, quote and comment with its author's name and stated stance, in log order. The authors are
-    read once and looked up here: a join per statement took 80% of the time at 1M actions."""
+def statements(conn: sqlite3.Connection, key: tuple[str, int]) -> Iterator[tuple[Any, ...]]:
+    """Every post, quote and comment as (row id, kind, round, content, author id, name, stated stance), by round
+    then ref, read as they are used (a run of a million actions has half a million). The authors are read
+    once and looked up here: a join per statement took 80% of the time at 1M actions."""
     authors = {a: (name or "", stance or "") for a, name, stance in conn.execute(
         f"SELECT agent_id, name, stance FROM sim_agents WHERE {KEY}", key)}
-    rows = conn.execute(f"SELECT ref, kind, round, content, agent_id FROM sim_posts WHERE {KEY}"
-                        " AND kind IN ('post', 'quote', 'comment') AND content != '' ORDER BY id", key).fetchall()
     unknown = ("", "")
-    return [{"ref": r, "kind": k, "round": n or 0, "content": c, "agent": a, "name": (who := authors.get(a, unknown))[0],
-             "stance": who[1]} for r, k, n, c, a in rows]
+    for row_id, kind, round_no, content, agent in conn.execute(
+            f"SELECT id, kind, round, content, agent_id FROM sim_posts WHERE {KEY}"
+            " AND kind IN ('post', 'quote', 'comment') AND content != '' ORDER BY coalesce(round, 0), ref, id", key):
+        yield (row_id, kind, round_no, content, agent, *authors.get(agent, unknown))
+
+
+def texts(conn: sqlite3.Connection, row_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """The ref and text of statements by row id."""
+    return {row_id: (ref, content) for row_id, ref, content in conn.execute(
+        "SELECT id, ref, content FROM sim_posts WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(row_ids),))}
 
 
 def undone_actions(conn: sqlite3.Connection, key: tuple[str, int]) -> int:

@@ -13,6 +13,7 @@ import re
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ def plan(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> li
 
 ACTION_SIZED = ("sim_posts", "sim_edges")  # the tables that grow with the actions
 # Known and left for its own issue: the camps of simulation_analytics read every statement of the run.
-KNOWN_UNBOUNDED = ("AND content != '' ORDER BY id",)
+KNOWN_UNBOUNDED = ("AND content != '' ORDER BY coalesce(round, 0), ref, id",)
 KEY_ONLY = "(simulation_id=? AND generation=?)"
 
 
@@ -263,10 +264,12 @@ async def test_camps_found_ahead_are_found_once_however_many_ask_at_once(tmp_pat
 
     found: list[int] = []
 
-    def counted(statements: list[dict[str, Any]]) -> dict[str, Any]:
+    def counted(rows: Iterable[tuple[Any, ...]], texts: Callable[[list[int]], dict[int, tuple[str, str]]]
+                ) -> dict[str, Any]:
+        statements = list(rows)
         found.append(len(statements))
         time.sleep(0.3)  # as slow as a big run: the others ask while this one is still finding
-        return camps_from_statements(statements)
+        return camps_from_statements(statements, texts)
 
     monkeypatch.setattr(tools_module, "camps_from_statements", counted)
     async with Daemon(make_config(tmp_path), folders=[small_sim]) as daemon:
