@@ -71,8 +71,8 @@ class ProjectionRunner:
         self._moved = anyio.Event()
         self.limiter = anyio.CapacityLimiter(THREADS_PER_DATABASE)
         self.problem: str | None = None  # why folding is stalled now (a full disk), for health checks
-        # Called after each committed batch (the file export hangs here): failures are logged, not fatal.
-        self.listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
+        # Called after each committed batch (the file export hangs here; `listen`): failures are logged, not fatal.
+        self._listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
         self.listened_types: set[str] | None = set()  # the types the listeners look at (None: every type)
         self._rebuilds = 0  # a reading of the checkpoint taken before a rebuild is stale after it
         self.fingerprint = hashlib.sha256("\n".join(p.schema for p in self.projections).encode()).hexdigest()
@@ -110,7 +110,7 @@ class ProjectionRunner:
 
     def listen(self, listener: Callable[[list[Recorded]], Awaitable[None]], types: Iterable[str] | None) -> None:
         """Call `listener` with the events of `types` (None: all) after each batch is folded."""
-        self.listeners.append(listener)
+        self._listeners.append(listener)
         self.listened_types = None if types is None or self.listened_types is None \
             else self.listened_types | set(types)
 
@@ -178,7 +178,7 @@ class ProjectionRunner:
                 return
 
     async def _notify(self, batch: list[Recorded]) -> None:
-        for listener in self.listeners:
+        for listener in self._listeners:
             try:
                 await listener(batch)
             except Exception:
