@@ -11,16 +11,14 @@ The parent owns the child (DESIGN.md section 9): it starts it inside its task gr
 it each commit so it need not poll, and takes in each batch it folds (`take_folded`: the
 listeners and waiters see what they would have seen). It stops the child by closing its
 stdin, and folds in its own process if the child cannot start or dies. The protocol is
-one JSON line each way per message:
+one line per message:
 
-- parent -> child: the spec (store, views file, logging), then the log's head after each commit;
-- child -> parent: `{"position": int, "problem": str | null}` after each batch, or when a problem
-  starts or ends.
+- parent -> child: the spec (`ChildSpec`, JSON), then the log's head after each commit (an integer);
+- child -> parent: a `ChildReport` (JSON) after each batch, or when a problem starts or ends.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -56,6 +54,13 @@ class ChildSpec(BaseModel):
     views: Path
     log: LogConfig
     journal: bool = False
+
+
+class ChildReport(BaseModel):
+    """What the child says after each batch: how far it folded, and why it cannot fold now (or None)."""
+
+    position: int
+    problem: str | None = None
 
 
 class FoldChild:
@@ -98,13 +103,13 @@ class FoldChild:
         lines = BufferedByteReceiveStream(stdout)
         while True:
             try:
-                report = json.loads(await lines.receive_until(b"\n", LINE_LIMIT))
+                report = ChildReport.model_validate_json(await lines.receive_until(b"\n", LINE_LIMIT))
             except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
                 return
-            except (ValueError, anyio.DelimiterNotFound):
+            except (ValueError, anyio.DelimiterNotFound):  # a ValidationError is a ValueError
                 log.error("the process folding the read models sent a message it should not have")
                 return
-            self.views.problem = report.get("problem")
+            self.views.problem = report.problem
             await self.views.take_folded()
 
     async def _stop(self, process: Process) -> None:
@@ -182,7 +187,7 @@ async def _report(views: ProjectionRunner, scope: anyio.CancelScope) -> None:
         now = (views.position, views.problem)
         if now != last:
             try:
-                sys.stdout.buffer.write(json.dumps({"position": now[0], "problem": now[1]}).encode() + b"\n")
+                sys.stdout.buffer.write(ChildReport(position=now[0], problem=now[1]).model_dump_json().encode() + b"\n")
                 sys.stdout.buffer.flush()
             except (BrokenPipeError, OSError):
                 scope.cancel()
