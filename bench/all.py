@@ -23,6 +23,7 @@ import asyncio
 import importlib.util
 import json
 import resource
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -50,6 +51,7 @@ from simreportd.projections.runner import ProjectionRunner, views_path_for  # no
 from simreportd.projections.simulation import SimulationModel  # noqa: E402
 
 Row = tuple[str, list[float], list[float], str, str]  # measure, ours, baseline, unit, goal
+FOLLOWED_RATE = 20_000  # lines/s the simulator writes while the daemon follows it: far above an LLM-driven run
 
 
 def bare_insert(folder: Path, db: Path) -> float:
@@ -135,6 +137,41 @@ async def end_to_end(root: Path, folder: Path, fold: str) -> float:
     return time.perf_counter() - started
 
 
+async def following_the_simulator(root: Path, folder: Path, rate: int) -> float:
+    """Seconds from the simulator's last line to the report completed, the daemon running all along (auto
+    reports, fold in a child) while the simulator writes the folder's lines at `rate` lines a second."""
+    live = root / "following" / "sims" / folder.name
+    shutil.copytree(folder, live, ignore=shutil.ignore_patterns("actions.jsonl"))
+    config = Config().with_paths(root / "following" / "events.sqlite3", [live.parent], root / "following" / "out")
+    async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
+        tasks.start_soon(daemon.run)
+        last_line = await anyio.to_thread.run_sync(write_paced, folder, live, rate)
+        async for recorded in daemon.store.subscribe(types=["ReportCompleted"]):
+            if not isinstance(recorded, CaughtUp):
+                break
+        tasks.cancel_scope.cancel()
+    return time.perf_counter() - last_line
+
+
+def write_paced(source: Path, target: Path, rate: int) -> float:
+    """Append `source`'s action lines to `target`'s files as a running simulation does, both platforms at
+    once, `rate` lines a second in all; return when the last line was written (`time.perf_counter()`)."""
+    inputs = {p.relative_to(source): p.open("rb") for p in sorted(source.glob("*/actions.jsonl"))}
+    outputs = {name: (target / name).open("ab") for name in inputs}
+    tick, started, written = 0.05, time.perf_counter(), 0
+    while inputs:
+        for name in list(inputs):
+            lines = [line for _, line in zip(range(max(1, int(rate * tick / len(outputs)))), inputs[name])]
+            outputs[name].write(b"".join(lines))
+            outputs[name].flush()
+            written += len(lines)
+            if not lines:
+                inputs.pop(name).close()
+                outputs.pop(name).close()
+        time.sleep(max(0.0, started + written / rate - time.perf_counter()))
+    return time.perf_counter()
+
+
 def appends() -> list[Row]:
     """Our store against eventsourcing's recorder, both at NORMAL, both encoding inside the timer."""
     if importlib.util.find_spec("eventsourcing") is None:
@@ -204,6 +241,7 @@ async def run(actions: int, repeat: int) -> list[Row]:
         following = {fold: await folding_while_ingesting(folder, root / f"live-{fold}" / "events.sqlite3", fold)
                      for fold in ("child", "inline")}
         e2e = {fold: await end_to_end(root, folder, fold) for fold in ("child", "inline")}
+        followed = await following_the_simulator(root, folder, FOLLOWED_RATE)
         tools = await measure(folder, store_path, 20, [])  # as bench/tools.py: the p95 of 20 calls
     rows += [
         ("ingest", [lines / t for t in ingests], [lines / t for t in bare], "lines/s", ">= 1.0x bare parse + insert"),
@@ -217,6 +255,8 @@ async def run(actions: int, repeat: int) -> list[Row]:
                  (f"folding ({fold}) while ingesting: caught up after ingest ended", [behind], [], "s", "bounded")]
     rows += [(f"end to end ({fold} fold): folder written -> report completed", [seconds], bare, "s",
               "<= 2x bare parse + insert") for fold, seconds in e2e.items()]
+    rows += [(f"end to end, the daemon following the simulator ({FOLLOWED_RATE:,} lines/s): last line -> report "
+              "completed", [followed], bare, "s", "<= 2x bare parse + insert")]
     rows += [
         ("peak RSS of this process", [rss], [], "MB", "< 150 MB at 1M actions"),
         ("store + read models on disk", [size], [raw / 1e6], "MB", "beside the raw actions.jsonl"),

@@ -32,6 +32,7 @@ from simreportd.errors import (
 from simreportd.events.ids import new_event_id
 from simreportd.events.log import EventLog, NewEvent
 from simreportd.events.models import (
+    EVENT_TYPES,
     DomainEvent,
     ReportCompleted,
     ReportFailed,
@@ -39,6 +40,7 @@ from simreportd.events.models import (
     ReportResumed,
     RunSoFar,
     SimulationCompleted,
+    SimulationEvent,
     WriterChanged,
 )
 from simreportd.events.store import CaughtUp
@@ -241,19 +243,34 @@ class ReportScheduler:
 
 async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar | None]:
     """Per generation of the simulation: None once it completed, else how far it had got (a report on
-    it is partial). Read in batches: a simulation's stream holds one event per action."""
-    runs: dict[int, RunSoFar | None] = {}
+    it is partial). Its actions, one event each, are read only to count those of a run still going."""
+    stream = simulation_stream(simulation_id)
+    completed: set[int] = set()
     rounds: dict[int, dict[str, int]] = {}
-    actions: dict[int, int] = {}
-    generation = 0
-    async for recorded in store.iter_stream(simulation_stream(simulation_id)):
-        if recorded.type == "AgentActed":  # of the generation begun last: its data need not be read
-            actions[generation] = actions.get(generation, 0) + 1
-            continue
+    starts: dict[int, int] = {}  # generation -> version of its first event (the actions after it are its own)
+    async for recorded in store.iter_stream(stream, types=MILESTONES):
         d, generation = recorded.data, int(recorded.data["generation"])
+        starts.setdefault(generation, recorded.version)
         rounds.setdefault(generation, {})
         if recorded.type == "SimulationCompleted":
-            runs[generation] = None
+            completed.add(generation)
         elif recorded.type == "RoundEnded":
             rounds[generation][d["platform"]] = max(rounds[generation].get(d["platform"], 0), d["round"])
-    return {g: None if g in runs else RunSoFar(rounds=r, actions=actions.get(g, 0)) for g, r in rounds.items()}
+    running = sorted(set(rounds) - completed)
+    actions = await _actions_by_generation(store, stream, starts, running[0]) if running else {}
+    return {g: None if g in completed else RunSoFar(rounds=r, actions=actions.get(g, 0)) for g, r in rounds.items()}
+
+
+MILESTONES = sorted(name for name, model in EVENT_TYPES.items()
+                    if issubclass(model, SimulationEvent) and name != "AgentActed")
+
+
+async def _actions_by_generation(store: EventLog, stream: str, starts: dict[int, int], first: int) -> dict[int, int]:
+    """How many actions each generation from `first` on recorded (an action belongs to the last generation
+    begun before it)."""
+    begun = sorted((version, generation) for generation, version in starts.items())
+    counts: dict[int, int] = {}
+    async for recorded in store.iter_stream(stream, starts[first], batch=5000, types=["AgentActed"]):
+        generation = next(g for v, g in reversed(begun) if v < recorded.version)
+        counts[generation] = counts.get(generation, 0) + 1
+    return counts

@@ -135,14 +135,17 @@ class EventLog:
         types or streams."""
         raise NotImplementedError
 
-    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None) -> list[Recorded]:
-        """The events of one stream after `after_version`, in order (the first `limit` of them)."""
+    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,
+                          types: Sequence[str] | None = None) -> list[Recorded]:
+        """The events of one stream after `after_version`, in order (the first `limit` of them), optionally
+        only those of some types."""
         raise NotImplementedError
 
-    async def iter_stream(self, stream: str, after_version: int = 0, batch: int = 1000) -> AsyncIterator[Recorded]:
-        """The events of one stream in order, read `batch` at a time: memory stays bounded however long
-        the stream is (a simulation's holds one event per action)."""
-        while chunk := await self.read_stream(stream, after_version, limit=batch):
+    async def iter_stream(self, stream: str, after_version: int = 0, batch: int = 1000,
+                          types: Sequence[str] | None = None) -> AsyncIterator[Recorded]:
+        """The events of one stream in order (optionally of some types), read `batch` at a time: memory
+        stays bounded however long the stream is (a simulation's holds one event per action)."""
+        while chunk := await self.read_stream(stream, after_version, limit=batch, types=types):
             for recorded in chunk:
                 yield recorded
             after_version = chunk[-1].version

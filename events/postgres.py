@@ -60,6 +60,8 @@ INSERT_COLUMNS = ("position", "event_id", "stream", "version", "type", "schema_v
 READ_ALL = (f"SELECT {COLUMNS} FROM {TABLE} WHERE position > $1"
             " AND ($2::text[] IS NULL OR type = ANY($2)) AND ($3::text[] IS NULL OR stream = ANY($3))"
             " AND ($5::bigint IS NULL OR position <= $5) ORDER BY position LIMIT $4")
+READ_STREAM = (f"SELECT {COLUMNS} FROM {TABLE} WHERE stream = $1 AND version > $2"
+               " AND ($4::text[] IS NULL OR type = ANY($4)) ORDER BY version LIMIT $3")
 READ_POOL_SIZE = 4
 
 
@@ -153,11 +155,12 @@ class PostgresEventStore(EventLog):
         assert self._pool is not None
         return self._pool
 
-    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None) -> list[Recorded]:
-        """Every event of `stream` with a version above `after_version`, in order (the first `limit`)."""
-        rows = await self._reader().fetch(
-            f"SELECT {COLUMNS} FROM {TABLE} WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3",
-            stream, after_version, limit)
+    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,
+                          types: Sequence[str] | None = None) -> list[Recorded]:
+        """Every event of `stream` with a version above `after_version`, in order (the first `limit`),
+        optionally only those of some types."""
+        rows = await self._reader().fetch(READ_STREAM, stream, after_version, limit,
+                                          list(types) if types is not None else None)
         return [Recorded(*row) for row in rows]
 
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,

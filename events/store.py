@@ -64,6 +64,8 @@ INSERT = (
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_COLUMNS = "position, stream, version, type, schema_version, event_id, recorded_at, data, meta"
+READ_STREAM = (f"SELECT {SELECT_COLUMNS} FROM events WHERE stream = ?1 AND version > ?2"
+               " AND (?4 IS NULL OR type IN (SELECT value FROM json_each(?4))) ORDER BY version LIMIT ?3")
 READ_ALL = (
     f"SELECT {SELECT_COLUMNS} FROM events WHERE position > ?"
     " AND (?2 IS NULL OR type IN (SELECT value FROM json_each(?2)))"
@@ -198,12 +200,14 @@ class EventStore(EventLog):
                 " GROUP BY stream", (json.dumps(missing),))
             self._versions.update({**dict.fromkeys(missing, 0), **{stream: version for stream, version in rows}})
 
-    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None) -> list[Recorded]:
-        """Every event of `stream` with a version above `after_version`, in order (the first `limit`)."""
+    async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,
+                          types: Sequence[str] | None = None) -> list[Recorded]:
+        """Every event of `stream` with a version above `after_version`, in order (the first `limit`),
+        optionally only those of some types."""
         conn = self._reader_conn()
-        sql = f"SELECT {SELECT_COLUMNS} FROM events WHERE stream = ? AND version > ? ORDER BY version LIMIT ?"
-        rows = await conn.execute_fetchall(sql, (stream, after_version, -1 if limit is None else limit))
-        return [Recorded(*row) for row in rows]
+        params = (stream, after_version, -1 if limit is None else limit,
+                  json.dumps(list(types)) if types is not None else None)
+        return [Recorded(*row) for row in await conn.execute_fetchall(READ_STREAM, params)]
 
     async def read_all(
         self,

@@ -57,6 +57,16 @@ class EventStoreContract:
         assert [r.version async for r in store.iter_stream("report-a", after_version=6, batch=4)] == [7]
 
     @pytest.mark.anyio
+    async def test_a_stream_reads_only_the_types_asked_for(self, store: EventStore) -> None:
+        await store.append("report-a", [planning("a"), ReportResumed(report_id="a"), planning("a"),
+                                        ReportResumed(report_id="a")])
+        await store.append("report-b", [ReportResumed(report_id="b")])
+        resumed = [(r.stream, r.version) async for r in store.iter_stream("report-a", batch=1, types=["ReportResumed"])]
+        assert resumed == [("report-a", 2), ("report-a", 4)]
+        assert [r.version for r in await store.read_stream("report-a", 2, types=["ReportResumed"])] == [4]
+        assert await store.read_stream("report-a", types=[]) == []
+
+    @pytest.mark.anyio
     async def test_reappending_the_same_event_ids_writes_nothing_and_returns_original_positions(
         self, store: EventStore
     ) -> None:

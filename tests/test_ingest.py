@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
+from simreportd.daemon.reports import runs_so_far
+from simreportd.events.models import RunSoFar
 from simreportd.events.store import EventStore
 from simreportd.simulator.simulate import simulate
 
@@ -122,6 +124,26 @@ async def test_force_restart_starts_a_second_generation_and_keeps_the_first(stor
     assert all(e.data["generation"] == 2 for e in later)
     completed = [e.data["generation"] for e in events if e.type == "SimulationCompleted"]
     assert completed == [1, 2]
+
+
+async def test_runs_so_far_says_which_generation_completed_and_how_far_a_running_one_got(
+        store: EventStore, tmp_path: Path) -> None:
+    folder = tmp_path / "sim_r"
+    simulate(folder, agents=8, rounds=3, seed=1)
+    await ingest(store, folder)
+    simulate(folder, agents=8, rounds=4, seed=2, restart=True)
+    for path in folder.glob("*/actions.jsonl"):  # the second run is still going: half its lines so far
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    events = await ingest(store, folder)
+    second = [e for e in events if e.data["generation"] == 2]
+    ended: dict[str, int] = {}
+    for e in second:
+        if e.type == "RoundEnded":
+            ended[e.data["platform"]] = max(ended.get(e.data["platform"], 0), e.data["round"])
+    runs = await runs_so_far(store, "sim_r")
+    assert runs == {1: None, 2: RunSoFar(rounds=ended, actions=sum(e.type == "AgentActed" for e in second))}
+    assert runs[2].actions > 0 and ended  # type: ignore[union-attr]
 
 
 async def test_a_platform_stopped_early_has_not_run_all_rounds(store: EventStore, tmp_path: Path) -> None:
