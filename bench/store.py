@@ -69,6 +69,20 @@ async def ours_concurrent(path: Path, synchronous: str) -> tuple[float, list[flo
         return CONCURRENT * ROUNDS / (time.perf_counter() - started), latencies
 
 
+async def harness_alone() -> float:
+    """`ours_concurrent` with no store: each of the 64 tasks a round yields once where it would append. What
+    asyncio alone schedules on this machine, the ceiling of any store's figure in that row."""
+    async def one() -> None:
+        t = time.perf_counter()
+        await asyncio.sleep(0)
+        time.perf_counter() - t  # noqa: B018 (the latency the real row records)
+
+    started, rounds = time.perf_counter(), 10 * ROUNDS  # 2,560 tasks are over too soon to time well
+    for _ in range(rounds):
+        await asyncio.gather(*(one() for _ in range(CONCURRENT)))
+    return CONCURRENT * rounds / (time.perf_counter() - started)
+
+
 async def ours_read(path: Path) -> float:
     async with EventStore(path) as store:
         started, position, n = time.perf_counter(), 0, 0

@@ -33,6 +33,7 @@ log = logging.getLogger("simreportd.projections.runner")
 # copy them into the file: fewer, larger batches, a cache that holds the hot index pages and a checkpoint
 # every 10,000 pages folded 1M actions in 36 s instead of 54 (2,000 a batch, SQLite's defaults).
 PAGE = 5000
+GROUP_PAGES = 4  # pages a transaction folds while the fold is behind (memory stays that of one page)
 WRITER_CACHE_KIB = 32_768
 WAL_CHECKPOINT_PAGES = 10_000
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
@@ -127,10 +128,36 @@ class ProjectionRunner:
             async with self._lock:
                 if batch[0].position <= self._position:  # another caller folded it meanwhile
                     continue
-                await self.in_thread(self._apply_batch, batch)
+                listened = await self._fold_pages(batch)
             self._wake_waiters()
-            await self._notify(batch)
+            if listened:
+                await self._notify(listened)
         return self._position
+
+    async def _fold_pages(self, batch: list[Recorded]) -> list[Recorded]:
+        """Fold `batch` and, while whole pages keep coming (the fold is behind), more of them up to
+        GROUP_PAGES in one transaction; return their events of the types the listeners look at.
+
+        A commit writes every page it dirtied once: the per-agent indexes are dirtied all over by any
+        page of events, so four pages a commit write far fewer pages than four commits would.
+        """
+        listened: list[Recorded] = []
+        await self.in_thread(self._require().execute, "BEGIN IMMEDIATE")
+        try:
+            for _ in range(GROUP_PAGES):
+                reached = await self.in_thread(self._fold_page, batch)
+                listened += [r for r in batch if self.listened_types is None or r.type in self.listened_types]
+                if reached < batch[-1].position or len(batch) < PAGE:  # rebuilt elsewhere, or caught up
+                    break
+                if not (batch := await self.store.read_all(reached, PAGE)):
+                    break
+            await self.in_thread(self._require().execute, "COMMIT")
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # the thread is done with the connection: undo the pages
+                await self.in_thread(self._roll_back)
+            raise
+        self._position = reached
+        return listened
 
     async def take_folded(self) -> None:
         """Take in what another process folded (a fold child): move to the stored checkpoint, handing the
@@ -211,34 +238,43 @@ class ProjectionRunner:
             digests[projection.name] = h.hexdigest()
         return digests
 
-    def _apply_batch(self, batch: list[Recorded]) -> None:
+    def _roll_back(self) -> None:
+        conn = self._require()
+        if conn.in_transaction:  # SQLite itself ends some failed transactions (a full disk)
+            conn.execute("ROLLBACK")
+
+    def _fold_page(self, batch: list[Recorded]) -> int:
+        """Fold one page inside the open transaction, rows and checkpoint together; return the position
+        the read models reach with it (below this runner's if another process rebuilt them)."""
+        conn = self._require()
+        conn.execute("SAVEPOINT page")
         try:
-            done = self._fold_batch(batch, guarded=False)
+            done = self._fold_batch(conn, batch, guarded=False)
         except sqlite3.OperationalError:
             raise  # locked, disk full, read-only: the store's trouble, not one event's
-        except Exception:  # noqa: BLE001 (a poison event: fold the batch again, each event on its own)
-            done = self._fold_batch(batch, guarded=True)
-        self._position = done if done < self._position else max(done, batch[-1].position)
+        except Exception:  # noqa: BLE001 (a poison event: fold the page again, each event on its own)
+            conn.execute("ROLLBACK TO page")
+            done = self._fold_batch(conn, batch, guarded=True)
+        conn.execute("RELEASE page")
+        return done if done < self._position else max(done, batch[-1].position)
 
-    def _fold_batch(self, batch: list[Recorded], guarded: bool) -> int:
-        """Fold the events past the checkpoint in one transaction; return the checkpoint found."""
-        conn = self._require()
-        with transaction(conn):  # rows and checkpoint together
-            done = self._read_checkpoint()  # another process may have folded some: never twice
-            if done < self._position:  # another process rebuilt the read models: fold again from there
-                return done
-            for projection in self.projections:
-                events = [r for r in batch if r.position > done and r.type in projection.types]
-                if guarded:
-                    for recorded in events:
-                        self._fold_guarded(conn, projection, recorded)
-                else:
-                    _execute(conn, batch_writes(projection, events))
-            conn.execute(
-                "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
-                " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
-                (self.NAME, batch[-1].position),
-            )
+    def _fold_batch(self, conn: sqlite3.Connection, batch: list[Recorded], guarded: bool) -> int:
+        """Fold the events past the checkpoint; return the checkpoint found."""
+        done = self._read_checkpoint()  # another process may have folded some: never twice
+        if done < self._position:  # another process rebuilt the read models: fold again from there
+            return done
+        for projection in self.projections:
+            events = [r for r in batch if r.position > done and r.type in projection.types]
+            if guarded:
+                for recorded in events:
+                    self._fold_guarded(conn, projection, recorded)
+            else:
+                _execute(conn, batch_writes(projection, events))
+        conn.execute(
+            "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
+            (self.NAME, batch[-1].position),
+        )
         return done
 
     @staticmethod

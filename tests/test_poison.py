@@ -14,6 +14,7 @@ from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.service import projections
 from simreportd.events.models import AgentActed, SimulationDiscovered
 from simreportd.events.store import EventStore
+from simreportd.projections import runner as runner_module
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import ProjectionRunner, reading
 from simreportd.simulator.simulate import simulate
@@ -47,6 +48,25 @@ async def test_an_event_a_fold_cannot_store_is_skipped_marked_and_never_refolded
     assert (failure["projection"], failure["position"], failure["type"]) == ("simulation", 3, "AgentActed")
     assert "OverflowError" in failure["error"]
     assert agents == [1, 3]  # the events on either side are folded; only the poison's effect is skipped
+
+
+async def test_pages_folded_in_one_transaction_skip_only_the_poison_and_match_page_by_page(
+        store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"),
+                                        *(acted(n) for n in (1, 2, 3)), acted(2**63), *(acted(n) for n in (6, 7))])
+    monkeypatch.setattr(runner_module, "PAGE", 2)  # the poison in the third page of a group of four
+    digests = []
+    for group in (4, 1):
+        monkeypatch.setattr(runner_module, "GROUP_PAGES", group)
+        views = tmp_path / f"views-{group}.sqlite3"
+        async with ProjectionRunner(store, views, projections()) as runner:
+            assert await runner.catch_up() == 7
+            digests.append(await runner.digest())
+        with reading(views) as conn:
+            assert [f["position"] for f in fold_failures(conn)] == [5]
+            agents = [r[0] for r in conn.execute("SELECT DISTINCT agent_id FROM sim_activity ORDER BY 1")]
+        assert agents == [1, 2, 3, 6, 7]
+    assert digests[0] == digests[1]
 
 
 async def test_rebuild_reaches_the_same_rows_and_the_same_markers(store: EventStore, tmp_path: Path) -> None:
