@@ -32,7 +32,7 @@ from simreportd.errors import (
 )
 
 from .codec import Recorded, encode
-from .ids import new_event_id
+from .ids import new_event_id, new_event_ids
 from .models import DomainEvent
 
 log = logging.getLogger("simreportd.events.log")
@@ -60,7 +60,7 @@ def caused(events: Sequence[DomainEvent], correlation_id: str, causation_id: str
     `causation_id` is the id of the event they answer (the step before, the run that completed).
     """
     meta = {"correlation_id": correlation_id, **({"causation_id": causation_id} if causation_id else {})}
-    return [NewEvent(e, meta=meta) for e in events]
+    return [NewEvent(e, event_id, meta) for e, event_id in zip(events, new_event_ids(len(events)), strict=True)]
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import anyio
 import pytest
 
 from simreportd.errors import StoreClosed, StoreFull, StoreUnusable
+from simreportd.events.ids import new_event_id, new_event_ids
 from simreportd.events.models import PlanningStarted
 from simreportd.events.store import EventStore
 
@@ -84,3 +86,11 @@ async def test_a_full_disk_fails_the_append_with_store_full_and_the_store_recove
         await store._writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
         result = await store.append("report-b", [PlanningStarted(report_id="b")], expected_version=0)
         assert result.positions == (2,) and store.problem is None
+
+
+def test_event_ids_are_uuid7_and_strictly_increasing_one_at_a_time_and_in_bulk() -> None:
+    ids = [new_event_id(), *new_event_ids(10_000), new_event_id(), *new_event_ids(0), *new_event_ids(3)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)  # 10,000 at once borrow later milliseconds
+    parsed = [uuid.UUID(i) for i in ids]
+    assert {u.version for u in parsed} == {7} and {u.variant for u in parsed} == {uuid.RFC_4122}
+    assert all(str(u) == i for u, i in zip(parsed, ids, strict=True))
