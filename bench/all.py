@@ -10,9 +10,11 @@ for the issue's scale). Prints one Markdown table, best and median of the repeat
   and the two together as the daemon runs them (`[service] fold`, child and inline): the most events the
   read models were behind, and how long they took to catch up once ingest ended;
 - appends: batched, and 64 concurrent appenders, against the eventsourcing package's SQLite recorder at the
-  same `synchronous` (when `pip install -e ".[bench]"` installed it);
+  same `synchronous` (when `pip install -e ".[bench]"` installed it), and the same 64 tasks with no store:
+  what asyncio alone schedules here, the ceiling of that row;
 - end to end: a daemon started on the written folder to the report completed by the offline writer (ingest,
-  fold and report at once, as `simreportd run` does them), against the bare parse + insert of the same lines;
+  fold and report at once, as `simreportd run` does them), and a daemon following the simulator as it writes
+  (last line to report completed), against the bare parse + insert of the same lines;
 - the report tools' p50/p95 on the run, and the store's size beside the raw `actions.jsonl`.
 """
 
