@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -36,6 +36,7 @@ from .systemd import notify, watchdog_interval
 from .writers import Writers
 
 log = logging.getLogger("simreportd.daemon.service")
+START_EXTENSION_S = 30  # each EXTEND_TIMEOUT_USEC while folding before READY=1 (sent every third of it)
 
 
 class Daemon:
@@ -73,7 +74,7 @@ class Daemon:
         limiter = self.views.limiter
         self.exporter = Exporter(views_path, c.reports.output_dir, limiter)
         self.views.listen(self._export_batch, ReportView.types)
-        await self.views.catch_up()
+        await self._while_starting(self.views.catch_up)
         self._use_writers(c.llm)
         self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s,
                                       limiter)
@@ -117,12 +118,29 @@ class Daemon:
 
     async def _supervise(self) -> None:
         """READY=1 once the read models are caught up, then STATUS and WATCHDOG from the event loop."""
-        await self.views.wait_for(await self.store.last_position(), timeout=3600)
+        head = await self.store.last_position()
+        await self._while_starting(lambda: self.views.wait_for(head, timeout=3600))
         notify("READY=1", f"STATUS={await self.status_line()}")
         interval = watchdog_interval() or 10.0
         while True:
             await anyio.sleep(interval)
             notify("WATCHDOG=1", f"STATUS={await self.status_line()}")
+
+    async def _while_starting(self, fold: Callable[[], Awaitable[object]]) -> None:
+        """Run `fold`, which the daemon waits for before it is ready; meanwhile keep extending systemd's start
+        timeout and say how far the read models are: a new read-model schema folds the whole log again,
+        minutes for millions of events, and TimeoutStartSec would kill the daemon in a loop."""
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._tell_folding_progress)
+            await fold()
+            tasks.cancel_scope.cancel()
+
+    async def _tell_folding_progress(self) -> None:
+        head = await self.store.last_position()
+        while self.views.position < head:
+            notify(f"EXTEND_TIMEOUT_USEC={START_EXTENSION_S * 1_000_000}",
+                   f"STATUS=folding the read models: {self.views.position:,} of {head:,} events")
+            await anyio.sleep(START_EXTENSION_S / 3)
 
     async def status_line(self) -> str:
         running = self.reports.running()

@@ -54,6 +54,20 @@ def test_ready_status_watchdog_and_stopping_reach_systemd_and_sigterm_exits_0(tm
     assert statistics.median(gaps) < 1.0, gaps  # inside the watchdog period, as systemd requires
 
 
+def test_a_start_that_folds_the_read_models_again_keeps_extending_systemds_start_timeout(tmp_path: Path) -> None:
+    config = write_config(tmp_path, auto=False)
+    simulate(tmp_path / "sims" / "sim_a", agents=12, rounds=6, seed=3)
+    assert cli("report", "-c", str(config), str(tmp_path / "sims" / "sim_a"), "--wait").wait(TIMEOUT) == 0
+    (tmp_path / "state" / "events-views.sqlite3").unlink()  # as a new read-model schema would: fold it all again
+    with NotifySocket(tmp_path / "notify.sock") as systemd:
+        daemon = cli("run", "-c", str(config))
+        before_ready = systemd.wait_for("READY=1")[:-1]
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=TIMEOUT) == 0
+    extended = [m for m in before_ready if "EXTEND_TIMEOUT_USEC=30000000" in m.split("\n")]
+    assert extended and "STATUS=folding the read models: 0 of " in extended[0]
+
+
 @pytest.mark.anyio
 async def test_sigterm_closes_websockets_with_1001(tmp_path: Path) -> None:
     config = write_config(tmp_path)
