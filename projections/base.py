@@ -7,6 +7,7 @@ Tests can fold events into an in-memory database without the event store.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -44,6 +45,12 @@ class Projection(Protocol):
         ...
 
     @property
+    def deferred_indexes(self) -> tuple[str, ...]:
+        """Indexes of `schema` that only queries use, not `apply`: left out while the read model is folded
+        from empty and created once it has caught up."""
+        ...
+
+    @property
     def types(self) -> frozenset[str]:
         """The event types `apply` folds: the runner reads only these."""
         ...
@@ -51,6 +58,14 @@ class Projection(Protocol):
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         """The writes that fold `recorded` into this read model."""
         ...
+
+
+def index_statement(schema: str, name: str) -> str:
+    """The statement in `schema` that creates the index `name`."""
+    found = re.search(rf"CREATE INDEX IF NOT EXISTS {re.escape(name)} ON [^;]+;", schema)
+    if found is None:
+        raise ValueError(f"the schema creates no index {name!r} (as CREATE INDEX IF NOT EXISTS)")
+    return found.group(0)
 
 
 def batch_writes(projection: Projection, batch: list[Recorded]) -> Iterable[Write]:

@@ -90,6 +90,7 @@ class ReportView:
     schema = SCHEMA
     tables = ("reports", "report_sections", "agent_log")
     extra_tables = ()
+    deferred_indexes = ()
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         d, t, at = recorded.data, recorded.type, recorded.recorded_at

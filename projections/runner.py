@@ -25,7 +25,7 @@ from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 
-from .base import Projection, Write, batch_writes
+from .base import Projection, Write, batch_writes, index_statement
 
 log = logging.getLogger("simreportd.projections.runner")
 
@@ -35,6 +35,7 @@ log = logging.getLogger("simreportd.projections.runner")
 PAGE = 5000
 GROUP_PAGES = 4  # pages a transaction folds while the fold is behind (memory stays that of one page)
 WRITER_CACHE_KIB = 32_768
+INDEX_BUILD_CACHE_KIB = 8_192
 WAL_CHECKPOINT_PAGES = 10_000
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
 PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelled caller wants a query stopped
@@ -147,9 +148,10 @@ class ProjectionRunner:
             for _ in range(GROUP_PAGES):
                 reached = await self.in_thread(self._fold_page, batch)
                 listened += [r for r in batch if self.listened_types is None or r.type in self.listened_types]
-                if reached < batch[-1].position or len(batch) < PAGE:  # rebuilt elsewhere, or caught up
+                if reached < batch[-1].position:  # rebuilt by another process
                     break
-                if not (batch := await self.store.read_all(reached, PAGE)):
+                if len(batch) < PAGE or not (batch := await self.store.read_all(reached, PAGE)):
+                    await self.in_thread(self._create_deferred_indexes)  # caught up: queries come next
                     break
             await self.in_thread(self._require().execute, "COMMIT")
         except BaseException:
@@ -238,6 +240,19 @@ class ProjectionRunner:
             digests[projection.name] = h.hexdigest()
         return digests
 
+    def _create_deferred_indexes(self) -> None:
+        """Create the indexes only queries use, if a fold from an empty read model left them out: one sort
+        at the end costs far less than keeping them through millions of random inserts. Its sorter gets a
+        small cache, so the memory it needs stays what the fold needed."""
+        conn = self._require()
+        existing = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        missing = [(p.schema, name) for p in self.projections for name in p.deferred_indexes if name not in existing]
+        if missing:
+            conn.execute(f"PRAGMA cache_size=-{INDEX_BUILD_CACHE_KIB}")
+            for schema, name in missing:
+                conn.execute(index_statement(schema, name))
+            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+
     def _roll_back(self) -> None:
         conn = self._require()
         if conn.in_transaction:  # SQLite itself ends some failed transactions (a full disk)
@@ -308,6 +323,8 @@ class ProjectionRunner:
             conn.execute("DELETE FROM projection_failures")
         for projection in self.projections:
             conn.executescript(projection.schema)
+            for index in projection.deferred_indexes:  # built once the log is folded: see _create_deferred_indexes
+                conn.execute(f"DROP INDEX {index}")  # noqa: S608 (names are ours)
         with transaction(conn):
             conn.execute(
                 "INSERT INTO projection_schema (name, fingerprint) VALUES (?, ?)", (self.NAME, self.fingerprint)

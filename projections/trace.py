@@ -36,6 +36,7 @@ class TraceView:
     schema = SCHEMA
     tables = ("trace_steps",)
     extra_tables = ()
+    deferred_indexes = ()
     types = frozenset(KINDS)
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:

@@ -40,7 +40,8 @@ from simreportd.events.models import (
 )
 from simreportd.events.store import EventStore
 from simreportd.projections import report_queries, runner, simulation_queries
-from simreportd.projections.base import Projection
+from simreportd.projections.base import Projection, index_statement
+from simreportd.projections.catalogue import projections
 from simreportd.projections.report import ReportView, progress_for
 from simreportd.projections.simulation import SimulationModel
 from simreportd.projections.trace import TraceView
@@ -221,6 +222,46 @@ async def test_a_batch_folds_to_the_rows_each_event_folded_alone_gives(small_sim
         runner._execute(batched, model.apply_batch(mine[start:start + size]))
     assert table_rows(batched, model) == table_rows(one_by_one, model)
     assert one_by_one.execute("SELECT sum(undone) FROM sim_edges").fetchone()[0] >= 3
+
+
+def indexes(path: Path) -> set[str]:
+    with runner.reading(path) as conn:
+        return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+@pytest.mark.anyio
+async def test_indexes_only_queries_use_are_built_once_a_fold_from_empty_has_caught_up_even_after_a_restart(
+        small_sim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    deferred = set(SimulationModel.deferred_indexes)
+    monkeypatch.setattr(runner, "PAGE", 50)
+    monkeypatch.setattr(runner, "GROUP_PAGES", 1)
+    async with EventStore(tmp_path / "events.sqlite3") as store:
+        await SimulationIngestor(store, small_sim).check()
+        views = tmp_path / "views.sqlite3"
+        async with runner.ProjectionRunner(store, views, projections()) as first:
+            assert not deferred & indexes(views)  # folding from empty: left out
+            await first._fold_pages(await store.read_all(0, 50))  # stopped after one page, as by a kill
+            assert first.position == 50 and not deferred & indexes(views)
+        async with runner.ProjectionRunner(store, views, projections()) as restarted:
+            await restarted.catch_up()
+            assert deferred <= indexes(views)
+            resumed = await restarted.digest()
+        async with runner.ProjectionRunner(store, tmp_path / "whole.sqlite3", projections()) as whole:
+            await whole.catch_up()
+            assert resumed == await whole.digest()
+    with runner.reading(views) as conn:  # the tools' query plans use them again
+        plan = " ".join(r[3] for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?",
+            ("sim_small", 1, 3)))
+    assert "sim_posts_by_agent" in plan
+
+
+def test_every_deferred_index_is_one_its_schema_creates() -> None:
+    for projection in projections():
+        for name in projection.deferred_indexes:
+            assert f" {name} ON " in index_statement(projection.schema, name)
+    with pytest.raises(ValueError, match="no index 'sim_nowhere'"):
+        index_statement(SimulationModel.schema, "sim_nowhere")
 
 
 ACTIONS = st.sampled_from(["CREATE_POST", "QUOTE_POST", "CREATE_COMMENT", "LIKE_POST", "DISLIKE_POST", "REPOST",
