@@ -111,8 +111,8 @@ class SimulationModel:
     tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
               "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections")
     extra_tables = ("sim_posts_fts",)
-    # For the tools only; each is dirtied all over by any page of actions (1M actions: 40 s + 1.5 s to create
-    # them at the end, instead of 49 s keeping them). The fold's own lookups use the others.
+    # For the tools only; each is dirtied all over by any page of actions (1M actions folded from empty in
+    # 41.5-44.0 s with them built at the end, 46.6-48.7 s keeping them). The fold's own lookups use the others.
     deferred_indexes = ("sim_posts_by_agent", "sim_posts_by_engagement", "sim_links_by_dst")
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
