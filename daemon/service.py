@@ -132,8 +132,10 @@ class Daemon:
         minutes for millions of events, and TimeoutStartSec would kill the daemon in a loop."""
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._tell_folding_progress)
-            await fold()
+            failed = await _failure_of(fold)
             tasks.cancel_scope.cancel()
+        if failed is not None:
+            raise failed  # as itself: outside the task group, not wrapped in an ExceptionGroup
 
     async def _tell_folding_progress(self) -> None:
         head = await self.store.last_position()
@@ -171,3 +173,12 @@ class Daemon:
         for report_id in sorted({r.data["report_id"] for r in batch if is_report_stream(r.stream)}):
             with contextlib.suppress(NotFound):  # a stream without a ReportRequested has nothing to export
                 await self.exporter.export(report_id)
+
+
+async def _failure_of(work: Callable[[], Awaitable[object]]) -> Exception | None:
+    """Await `work`; return the error it raised instead of raising it (cancellation still propagates)."""
+    try:
+        await work()
+    except Exception as exc:
+        return exc
+    return None

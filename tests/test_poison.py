@@ -11,13 +11,16 @@ import pytest
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.watcher import Watcher
-from simreportd.daemon.service import projections
+from simreportd.daemon.service import Daemon, projections
+from simreportd.errors import StoreUnusable
 from simreportd.events.models import AgentActed, SimulationDiscovered
 from simreportd.events.store import EventStore
 from simreportd.projections import runner as runner_module
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import ProjectionRunner, reading
 from simreportd.simulator.simulate import simulate
+
+from .conftest import make_config
 
 pytestmark = pytest.mark.anyio
 
@@ -192,3 +195,13 @@ async def test_a_rescan_and_a_watch_that_meet_a_new_folder_together_ingest_it_on
     types = [r.type for r in await store.read_stream("simulation-a")]
     assert "IngestFailed" not in types and not watcher.failing
     assert types.count("SimulationDiscovered") == 1 and "SimulationCompleted" in types
+
+
+async def test_a_failure_folding_at_start_comes_out_as_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def unreadable(self: ProjectionRunner) -> int:
+        raise StoreUnusable(tmp_path, "it cannot be read")
+
+    monkeypatch.setattr(ProjectionRunner, "catch_up", unreadable)
+    with pytest.raises(StoreUnusable, match="cannot be read"):  # not an ExceptionGroup: the CLI says it in one line
+        async with Daemon(make_config(tmp_path)):
+            pass
