@@ -29,12 +29,16 @@ def new_event_ids(count: int) -> list[str]:
                 ms, sequence = ms + 1, 0
             take = min(count - len(ids), (1 << 12) - sequence)
             stamp = f"{ms:012x}"
-            head = f"{stamp[:8]}-{stamp[8:]}-7"
-            ids += [f"{head}{s:03x}-{(low := (0b10 << 62) | _random.getrandbits(62)) >> 48:04x}-{low & _LOW_48:012x}"
-                    for s in range(sequence, sequence + take)]
+            head = f"{stamp[:8]}-{stamp[8:]}-7"  # 48 bits of milliseconds, then the version
+            ids += [_uuid(head, s, (0b10 << 62) | _random.getrandbits(62)) for s in range(sequence, sequence + take)]
             sequence += take
         _last_ms, _sequence = ms, sequence - 1
     return ids
+
+
+def _uuid(head: str, sequence: int, low: int) -> str:
+    """The id after `head`: 12 bits of sequence, then the variant and 62 random bits."""
+    return f"{head}{sequence:03x}-{low >> 48:04x}-{low & _LOW_48:012x}"
 
 
 def new_event_id() -> str:
