@@ -241,6 +241,10 @@ class ReportScheduler:
                     await self.leases.release(lease)
 
 
+MILESTONES = sorted(name for name, model in EVENT_TYPES.items()  # a simulation's events but its actions
+                    if issubclass(model, SimulationEvent) and name != "AgentActed")
+
+
 async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar | None]:
     """Per generation of the simulation: None once it completed, else how far it had got (a report on
     it is partial). Its actions, one event each, are read only to count those of a run still going."""
@@ -259,10 +263,6 @@ async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar
     running = sorted(set(rounds) - completed)
     actions = await _actions_by_generation(store, stream, starts, running[0]) if running else {}
     return {g: None if g in completed else RunSoFar(rounds=r, actions=actions.get(g, 0)) for g, r in rounds.items()}
-
-
-MILESTONES = sorted(name for name, model in EVENT_TYPES.items()
-                    if issubclass(model, SimulationEvent) and name != "AgentActed")
 
 
 async def _actions_by_generation(store: EventLog, stream: str, starts: dict[int, int], first: int) -> dict[int, int]:

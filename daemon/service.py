@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.runner import ReportRunner
@@ -130,19 +132,28 @@ class Daemon:
         """Run `fold`, which the daemon waits for before it is ready; meanwhile keep extending systemd's start
         timeout and say how far the read models are: a new read-model schema folds the whole log again,
         minutes for millions of events, and TimeoutStartSec would kill the daemon in a loop."""
+        head = await self.store.last_position()
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(self._tell_folding_progress)
+            await tasks.start(self._tell_folding_progress, head)
             failed = await _failure_of(fold)
             tasks.cancel_scope.cancel()
         if failed is not None:
             raise failed  # as itself: outside the task group, not wrapped in an ExceptionGroup
 
-    async def _tell_folding_progress(self) -> None:
-        head = await self.store.last_position()
-        while self.views.position < head:
-            notify(f"EXTEND_TIMEOUT_USEC={START_EXTENSION_S * 1_000_000}",
-                   f"STATUS=folding the read models: {self.views.position:,} of {head:,} events")
+    async def _tell_folding_progress(self, head: int, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+        behind = self._tell_folding(head)
+        task_status.started()  # the first word is out before the fold's first page
+        while behind:
             await anyio.sleep(START_EXTENSION_S / 3)
+            behind = self._tell_folding(head)
+
+    def _tell_folding(self, head: int) -> bool:
+        """While the read models are behind `head`: extend systemd's start timeout, say how far they are."""
+        if self.views.position >= head:
+            return False
+        notify(f"EXTEND_TIMEOUT_USEC={START_EXTENSION_S * 1_000_000}",
+               f"STATUS=folding the read models: {self.views.position:,} of {head:,} events")
+        return True
 
     async def status_line(self) -> str:
         running = self.reports.running()

@@ -249,9 +249,11 @@ class ProjectionRunner:
         missing = [(p.schema, name) for p in self.projections for name in p.deferred_indexes if name not in existing]
         if missing:
             conn.execute(f"PRAGMA cache_size=-{INDEX_BUILD_CACHE_KIB}")
-            for schema, name in missing:
-                conn.execute(index_statement(schema, name))
-            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+            try:
+                for schema, name in missing:
+                    conn.execute(index_statement(schema, name))
+            finally:  # a failed build (a full disk) leaves the fold its own cache
+                conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
 
     def _roll_back(self) -> None:
         conn = self._require()
