@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from simreportd.errors import UnknownEventType
 
@@ -46,13 +47,33 @@ def upcast(type_name: str, schema_version: int, data: dict[str, Any]) -> dict[st
     return data
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """An event its maker serialised itself, every field checked as its model would: stored as it is.
+
+    Ingest makes one per action line, where building the model and serialising it again were a
+    quarter of the time a line costs. `type_name` and `SCHEMA_VERSION` read as on a model.
+    """
+
+    type_name: str
+    data: str
+    SCHEMA_VERSION: int
+
+
+def encoded(model: type[DomainEvent], data: dict[str, Any]) -> Encoded:
+    """`data` (in the model's field order, without `type`) as the model would store it."""
+    return Encoded(model.__name__, to_json(data).decode(), model.SCHEMA_VERSION)
+
+
 _TYPE = {"type"}  # never changed: one set for every call
 
 
-def encode(event: DomainEvent) -> str:
+def encode(event: DomainEvent | Encoded) -> str:
     """Serialise an event's data (everything but its type) as compact JSON, in field order: what
     `model_dump_json` writes, by its serializer directly (a third faster, on every ingested line)."""
-    return event.__pydantic_serializer__.to_json(event, exclude=_TYPE).decode()
+    if type(event) is Encoded:
+        return event.data
+    return event.__pydantic_serializer__.to_json(event, exclude=_TYPE).decode()  # type: ignore[union-attr]
 
 
 def decode(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainEvent:

@@ -31,7 +31,7 @@ from simreportd.errors import (
     WaitTimeout,
 )
 
-from .codec import Recorded, encode
+from .codec import Encoded, Recorded, encode
 from .ids import new_event_id, new_event_ids
 from .models import DomainEvent
 
@@ -48,12 +48,12 @@ POLL_SECONDS = 0.5  # how often a subscriber looks for appends made by other pro
 class NewEvent:
     """An event ready to append, with the id that makes a retried append idempotent."""
 
-    event: DomainEvent
+    event: DomainEvent | Encoded
     event_id: str = field(default_factory=new_event_id)
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def caused(events: Sequence[DomainEvent], correlation_id: str, causation_id: str | None = None) -> list[NewEvent]:
+def caused(events: Sequence[DomainEvent | Encoded], correlation_id: str, causation_id: str | None = None) -> list[NewEvent]:
     """`events` with the ids that let a trace be followed across streams, in their `meta`.
 
     `correlation_id` names the piece of work they belong to (a report's request, an ingest batch);
@@ -209,7 +209,7 @@ class EventLog:
     async def append(
         self,
         stream: str,
-        events: Sequence[DomainEvent | NewEvent],
+        events: Sequence[DomainEvent | Encoded | NewEvent],
         expected_version: int | None = ANY_VERSION,
     ) -> AppendResult:
         """Append `events` to `stream` atomically.

@@ -8,15 +8,17 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from simreportd.daemon.config import load_config
+from simreportd.daemon.ingest import values as checked
 from simreportd.daemon.ingest.folder import read_setup
 from simreportd.daemon.ingest.state import IngestState, events_for_lines
 from simreportd.daemon.ingest.tail import FileIdentity, Line
 from simreportd.errors import ConfigError
-from simreportd.events.codec import Recorded, encode
+from simreportd.events.codec import Encoded, Recorded, encode
+from simreportd.events.models import EVENT_TYPES as MODELS
 from simreportd.events.models import DomainEvent, SimulationDiscovered
 from simreportd.projections.simulation import SimulationModel
 
@@ -48,7 +50,7 @@ hostile_lines = st.one_of(
 )
 
 
-def fold(events: list[DomainEvent]) -> None:
+def fold(events: list[DomainEvent | Encoded]) -> None:
     """Encode and fold events into a fresh simulation model, as the store and the runner would."""
     model, conn = SimulationModel(), sqlite3.connect(":memory:")
     conn.executescript(model.schema)
@@ -76,6 +78,57 @@ def test_any_line_becomes_an_event_that_is_stored_and_folded(raws: list[bytes]) 
     events = events_for_lines(state, "twitter/actions.jsonl", "twitter", FileIdentity(1, offset, "h"), lines)
     assert len(events) == len(raws)
     fold([discovered, *events])
+
+
+@PROPERTY
+@given(st.lists(hostile_lines, min_size=1, max_size=5))
+def test_an_action_is_stored_as_its_model_would_store_it(raws: list[bytes]) -> None:
+    """Ingest writes an action's data without building its model: the model must read it and write it back
+    byte for byte (same fields, same order, same values)."""
+    state = IngestState("p")
+    state.apply(SimulationDiscovered(simulation_id="p", generation=1, folder="/p"))
+    lines = [Line(i * 1000, i * 1000 + 999, raw.replace(b"\n", b" "), tail="t" if i else None)
+             for i, raw in enumerate([dumps(GOOD), *raws])]
+    made = events_for_lines(state, "twitter/actions.jsonl", "twitter", FileIdentity(1, 9000, "h"), lines)
+    actions = [event for event in made if isinstance(event, Encoded)]
+    assert actions, "the good line is an action"
+    for event in actions:
+        assert encode(MODELS[event.type_name].model_validate_json(event.data)) == event.data
+
+
+json_like = st.text(st.sampled_from('{}[]":,0123456789.eE+-truefalsn \\ud8c0a'), max_size=40)
+
+
+def outcome(text: str | bytes) -> tuple[str, str]:
+    """What `loads` makes of a text: its value as exact JSON text, or the reason it refuses it."""
+    try:
+        return "value", json.dumps(checked.loads(text))
+    except checked.BadValue as exc:
+        return "refused", exc.reason
+
+
+def repeats_a_key(text: str | bytes) -> bool:
+    """Whether an object in the JSON text names a key twice (the last value is the one kept)."""
+    repeats: list[bool] = []
+    try:
+        json.loads(text, object_pairs_hook=lambda pairs: repeats.append(len(pairs) > len(dict(pairs))) or dict(pairs))
+    except (ValueError, RecursionError):
+        return False
+    return any(repeats)
+
+
+@PROPERTY
+@given(st.one_of(values.map(dumps), json_like, st.binary(max_size=60), hostile_lines))
+@example(b'{"a": 9223372036854775808, "a": 1}')
+def test_fast_decoding_reads_every_text_as_the_strict_decoder_does(monkeypatch: Any, text: str | bytes) -> None:
+    """The fast parser is a shortcut: with it or without it, the same value or the same reason. One
+    difference is allowed: a value a repeated key drops is checked only by the strict decoder."""
+    fast = outcome(text)
+    with monkeypatch.context() as patched:
+        patched.setattr(checked, "_fast", lambda _text: checked._REFUSED)
+        strict = outcome(text)
+    if strict != fast:
+        assert (strict[0], fast[0]) == ("refused", "value") and repeats_a_key(text), (strict, fast)
 
 
 def write_folder(folder: Path, config: bytes, reddit: bytes, twitter_csv: str) -> None:

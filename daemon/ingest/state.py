@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simreportd.events.codec import Recorded
+from simreportd.events.codec import Encoded, Recorded, encoded
 from simreportd.events.models import (
     AgentActed,
     DomainEvent,
@@ -29,7 +29,7 @@ from simreportd.events.models import (
     Source,
 )
 
-from .parse import Bad, parse_line, parse_row
+from .parse import Bad, Parsed, parse_line, parse_row
 from .tail import FileIdentity, Line
 from .values import clean_text
 
@@ -89,14 +89,17 @@ class IngestState:
     def apply_recorded(self, recorded: Recorded) -> None:
         """Fold one recorded event; an action (most of a stream) from its data, without building the model:
         `apply` on a million recorded actions took most of a restart's time."""
-        if recorded.type != "AgentActed":
+        if recorded.type == "AgentActed":
+            self.apply_action(recorded.data)
+        else:
             self.apply(recorded.event)
-            return
-        d = recorded.data
+
+    def apply_action(self, data: dict[str, Any]) -> None:
+        """Fold one `AgentActed` from its data, as `apply` folds its model."""
         self.version += 1
-        if (source := d.get("source")) is not None:
+        if (source := data.get("source")) is not None:
             self.files[source["file"]] = FileMark(source["ino"], source["head"], source["end"], source.get("tail"))
-        self.last_round[d["platform"]] = max(self.last_round.get(d["platform"], 0), d["round"])
+        self.last_round[data["platform"]] = max(self.last_round.get(data["platform"], 0), data["round"])
 
     def _new_generation(self, generation: int) -> None:
         for key, mark in self.files.items():
@@ -134,38 +137,53 @@ class IngestState:
 
 def events_for_lines(
     state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line]
-) -> list[DomainEvent]:
+) -> list[DomainEvent | Encoded]:
     """One event per line (a rejection for a bad one), folded into `state` as they are made."""
-    out: list[DomainEvent] = []
+    out: list[DomainEvent | Encoded] = []
     for line in lines:
-        source = Source(file=key, ino=identity.ino, head=identity.head, offset=line.offset, end=line.end,
-                        tail=line.tail)
-        event = _event_for_line(state, key, platform, line, source)
+        source: dict[str, Any] = {"file": key, "ino": identity.ino, "head": identity.head, "offset": line.offset, "end": line.end,
+                  "tail": line.tail}
+        parsed = Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)") if line.too_long \
+            else parse_line(line.raw, platform)
+        if isinstance(parsed, Parsed) and parsed.kind == "action":
+            out.append(_acted(state, parsed, source))
+            continue
+        event = _event_for_line(state, key, line, parsed, Source(**source))
         state.apply(event)
         out.append(event)
     return out
 
 
 def events_for_rows(state: IngestState, key: str, platform: Platform, identity: FileIdentity,
-                    rows: list[tuple[int, dict[str, Any]]]) -> list[DomainEvent]:
+                    rows: list[tuple[int, dict[str, Any]]]) -> list[DomainEvent | Encoded]:
     """Events for OASIS trace rows (rowid, action line): the rowid is the offset."""
-    out: list[DomainEvent] = []
+    out: list[DomainEvent | Encoded] = []
     if platform not in state.started and rows:
-        out.append(PlatformStarted(simulation_id=state.simulation_id, generation=state.generation,
-                                   platform=platform))
-        state.apply(out[-1])
+        started = PlatformStarted(simulation_id=state.simulation_id, generation=state.generation, platform=platform)
+        state.apply(started)
+        out.append(started)
     for rowid, action in rows:
-        source = Source(file=key, ino=identity.ino, head=identity.head, offset=rowid - 1, end=rowid)
+        source: dict[str, Any] = {"file": key, "ino": identity.ino, "head": identity.head, "offset": rowid - 1, "end": rowid,
+                  "tail": None}
         parsed = parse_row(action, platform)
-        ids: dict[str, Any] = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
-        if isinstance(parsed, Bad):
-            event: DomainEvent = IngestRejected(**ids, file=key, offset=rowid, reason=parsed.reason[:300],
-                                                excerpt=clean_text(json.dumps(action, ensure_ascii=False)[:200]))
-        else:
-            event = AgentActed(**ids, platform=platform, **parsed.fields)
+        if isinstance(parsed, Parsed):
+            out.append(_acted(state, parsed, source))
+            continue
+        event = IngestRejected(simulation_id=state.simulation_id, generation=state.generation, source=Source(**source),
+                               file=key, offset=rowid, reason=parsed.reason[:300],
+                               excerpt=clean_text(json.dumps(action, ensure_ascii=False)[:200]))
         state.apply(event)
         out.append(event)
     return out
+
+
+def _acted(state: IngestState, parsed: Parsed, source: dict[str, Any]) -> Encoded:
+    """An action's event, folded, and serialised without building its model: `parse_action` has checked
+    every field, and the data is laid out in `AgentActed`'s field order (a test holds it to the model)."""
+    data = {"simulation_id": state.simulation_id, "generation": state.generation, "platform": parsed.platform,
+            **parsed.fields, "source": source}
+    state.apply_action(data)
+    return encoded(AgentActed, data)
 
 
 def finished_from_hint(state: IngestState, hint: dict[Platform, int]) -> list[DomainEvent]:
@@ -179,16 +197,13 @@ def finished_from_hint(state: IngestState, hint: dict[Platform, int]) -> list[Do
     return out
 
 
-def _event_for_line(state: IngestState, key: str, platform: Platform | None, line: Line, source: Source) -> DomainEvent:
+def _event_for_line(state: IngestState, key: str, line: Line, parsed: Parsed | Bad, source: Source) -> DomainEvent:
+    """The event of a line that is not an action: a rejection, or a platform's or round's milestone."""
     ids: dict[str, Any] = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
-    parsed = Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)") if line.too_long \
-        else parse_line(line.raw, platform)
     if isinstance(parsed, Bad):
         excerpt = line.raw[:200].decode("utf-8", errors="replace")
         return IngestRejected(**ids, file=key, offset=line.offset, reason=parsed.reason[:300], excerpt=excerpt)
     f, p = parsed.fields, parsed.platform
-    if parsed.kind == "action":
-        return AgentActed(**ids, platform=p, **f)
     if parsed.kind == "simulation_start":
         return PlatformStarted(**ids, platform=p, agents_count=f["agents_count"])
     if parsed.kind == "round_start":

