@@ -281,8 +281,9 @@ HAN = re.compile(r"([\u3400-\u9fff\uf900-\ufaff])")
 
 
 def han_spaced(text: str) -> str:
-    """Han characters as single tokens (Chinese has no spaces, so unicode61 would index whole clauses)."""
-    return HAN.sub(r" \1 ", text)
+    """Han characters as single tokens (Chinese has no spaces, so unicode61 would index whole clauses).
+    ASCII text, most posts of most runs, skips the search (2.4 us a post)."""
+    return text if text.isascii() else HAN.sub(r" \1 ", text)
 
 
 def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any],

@@ -101,6 +101,16 @@ def test_the_simulation_model_counts_posts_reactions_and_follows() -> None:
     assert edges == [("follow", 2, 1), ("like", 2, 1)]
 
 
+def test_a_word_finds_its_post_in_chinese_as_in_english() -> None:
+    """Han characters are indexed one by one (Chinese has no spaces); ASCII text is indexed as it is."""
+    posts = [AgentActed(**SIM, platform="twitter", round=1, agent_id=1, action_type="CREATE_POST",
+                        action_args={"content": content, "post_id": n}) for n, content in
+             enumerate(["学生们支持新的考试政策", "Students back the exam policy", "Café owners oppose it"], 1)]
+    conn = fold(SimulationModel(), [RUN[0], *posts], "simulation-s")
+    for word, ref in [("政策", "post:twitter:1"), ("exam", "post:twitter:2"), ("cafe", "post:twitter:3")]:
+        assert [post["ref"] for post in simulation_queries.search(conn, ("s", 1), word, 5, None)] == [ref]
+
+
 def test_an_unfollow_by_the_followees_id_undoes_the_follow_of_that_agent() -> None:
     def acted(kind: str, followee: int) -> AgentActed:
         return AgentActed(simulation_id="s", generation=1, platform="twitter", round=1, agent_id=2, action_type=kind,
