@@ -52,7 +52,7 @@ class Encoded:
     """An event its maker serialised itself, every field checked as its model would: stored as it is.
 
     Ingest makes one per action line, where building the model and serialising it again were a
-    quarter of the time a line costs. `type_name` and `SCHEMA_VERSION` read as on a model.
+    fifth of the time a line costs (8 of 37 us). `type_name` and `SCHEMA_VERSION` read as on a model.
     """
 
     type_name: str
@@ -71,9 +71,9 @@ _TYPE = {"type"}  # never changed: one set for every call
 def encode(event: DomainEvent | Encoded) -> str:
     """Serialise an event's data (everything but its type) as compact JSON, in field order: what
     `model_dump_json` writes, by its serializer directly (a third faster, on every ingested line)."""
-    if type(event) is Encoded:
+    if isinstance(event, Encoded):
         return event.data
-    return event.__pydantic_serializer__.to_json(event, exclude=_TYPE).decode()  # type: ignore[union-attr]
+    return event.__pydantic_serializer__.to_json(event, exclude=_TYPE).decode()
 
 
 def decode(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainEvent:

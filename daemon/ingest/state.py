@@ -141,8 +141,7 @@ def events_for_lines(
     """One event per line (a rejection for a bad one), folded into `state` as they are made."""
     out: list[DomainEvent | Encoded] = []
     for line in lines:
-        source: dict[str, Any] = {"file": key, "ino": identity.ino, "head": identity.head, "offset": line.offset, "end": line.end,
-                  "tail": line.tail}
+        source = _source(key, identity, line.offset, line.end, line.tail)
         parsed = Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)") if line.too_long \
             else parse_line(line.raw, platform)
         if isinstance(parsed, Parsed) and parsed.kind == "action":
@@ -163,8 +162,7 @@ def events_for_rows(state: IngestState, key: str, platform: Platform, identity: 
         state.apply(started)
         out.append(started)
     for rowid, action in rows:
-        source: dict[str, Any] = {"file": key, "ino": identity.ino, "head": identity.head, "offset": rowid - 1, "end": rowid,
-                  "tail": None}
+        source = _source(key, identity, rowid - 1, rowid, None)
         parsed = parse_row(action, platform)
         if isinstance(parsed, Parsed):
             out.append(_acted(state, parsed, source))
@@ -175,6 +173,11 @@ def events_for_rows(state: IngestState, key: str, platform: Platform, identity: 
         state.apply(event)
         out.append(event)
     return out
+
+
+def _source(key: str, identity: FileIdentity, offset: int, end: int, tail: str | None) -> dict[str, Any]:
+    """A `Source`'s fields, in its order: an action's data holds them as they are, other events' models."""
+    return {"file": key, "ino": identity.ino, "head": identity.head, "offset": offset, "end": end, "tail": tail}
 
 
 def _acted(state: IngestState, parsed: Parsed, source: dict[str, Any]) -> Encoded:

@@ -18,6 +18,7 @@ INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 MAX_DEPTH = 32  # containers inside containers; real files nest 4 deep at most
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # the only way JSON text decodes to a surrogate
+_REFUSED = object()  # what `_fast` returns for text the strict decoder must read
 
 
 class BadValue(ValueError):
@@ -73,13 +74,10 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH, check_values: bool = Tr
     return value
 
 
-_REFUSED = object()
-
-
 def _fast(text: str) -> Any:
-    """pydantic-core's parser (it refuses NaN and lone surrogates itself) and a walk over the numbers: three
-    times faster than the strict decoder's hook per number. `_REFUSED` for anything the strict decoder must
-    read again, to accept it or to say why not."""
+    """pydantic-core's parser (it refuses NaN and lone surrogates itself) and a walk over the numbers: 2.9 us
+    a line where the strict decoder's hook per number took 4.4. `_REFUSED` for anything the strict decoder
+    must read again, to accept it or to say why not."""
     try:
         value = from_json(text, allow_inf_nan=False, cache_strings="keys")
     except ValueError:
