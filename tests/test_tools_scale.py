@@ -130,6 +130,7 @@ def test_the_queries_that_matter_use_their_indexes(dense: tuple, traced: list[st
     tools = SimulationTools(views_path_for(dense[0]))
     tools._call_raw(tools.gather_context, {}, key)
     tools._call_raw(tools.insight_forge, {"query": TOPIC}, key)
+    tools._call_raw(tools.coalitions, {}, key)
     conn = views(dense)
     plans = {s: " | ".join(plan(conn, s)) for s in traced if s.startswith("SELECT")}
     engaged = next(p for s, p in plans.items() if "p.engagement DESC" in s)
@@ -141,6 +142,10 @@ def test_the_queries_that_matter_use_their_indexes(dense: tuple, traced: list[st
     assert search.startswith("SCAN sim_posts_fts VIRTUAL TABLE") and "SEARCH p USING INTEGER PRIMARY KEY" in search
     first_post = next(p for s, p in plans.items() if s.startswith("SELECT id FROM sim_posts"))
     assert "USING COVERING INDEX sim_posts_by_row" in first_post
+    mutual = next(p for s, p in plans.items() if "JOIN sim_links back" in s)  # coalitions: 73 -> 29 ms at 1M
+    assert mutual.startswith("SEARCH f USING INDEX sim_links_follows")
+    formed = next(p for s, p in plans.items() if "min(e.round)" in s)  # 123 -> 10 ms at 1M
+    assert "sim_edges_by_src (simulation_id=? AND generation=? AND src_agent=? AND kind=? AND dst_agent=?)" in formed
 
 
 def test_interviews_let_the_topic_match_drive(dense: tuple, traced: list[str]) -> None:
