@@ -346,9 +346,11 @@ def agents_named(conn: sqlite3.Connection, key: Key, name: str, limit: int = 5) 
 def agent_rounds(conn: sqlite3.Connection, key: Key, agent_id: int) -> list[tuple[str, int, int]]:
     """(platform, round, actions) of one agent's posts, quotes, comments and reactions (likes, reposts, follows...),
     in round order; searches and idle turns leave no row to count by round."""
+    # `+platform`: grouped by the bare column, SQLite walked every post of the run in the order of the index
+    # that starts with the platform (sim_posts_by_id) instead of the agent's few (150 ms -> 2 ms at 1M actions).
     return [(str(p), int(r), int(a)) for p, r, a in conn.execute(
         "SELECT platform, round, sum(n) FROM (SELECT platform, round, count(*) AS n FROM sim_posts"
-        f" WHERE {KEY} AND agent_id = ? AND kind IN ('post', 'quote', 'comment') GROUP BY platform, round"
+        f" WHERE {KEY} AND agent_id = ? AND kind IN ('post', 'quote', 'comment') GROUP BY +platform, round"
         " UNION ALL SELECT platform, round, count(*) FROM sim_edges"  # a quote or comment is a post and an edge
         f" WHERE {KEY} AND src_agent = ? AND kind NOT IN ('quote', 'comment') GROUP BY platform, round)"
         " GROUP BY platform, round ORDER BY round, platform", (*key, agent_id, *key, agent_id))]

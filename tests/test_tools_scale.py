@@ -116,7 +116,8 @@ async def test_no_query_of_any_tool_scans_a_whole_table(dense: tuple, traced: li
     await tools.context(*key)
     for name, args in [("quick_search", {"query": TOPIC}), ("panorama_search", {"query": TOPIC}),
                        ("insight_forge", {"query": f"Why did {TOPIC} divide people, and who led?"}),
-                       ("simulation_analytics", {}), ("interview_agents", {"interview_topic": TOPIC})]:
+                       ("simulation_analytics", {}), ("interview_agents", {"interview_topic": TOPIC}),
+                       ("agent_profile", {"agent": 3}), ("coalitions", {})]:
         await tools.run(name, args, *key)
     reads = [s for s in traced if s.startswith("SELECT") and "'main'." not in s  # not FTS5's own look-ups
              and not s.endswith(KNOWN_UNBOUNDED)]
