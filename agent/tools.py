@@ -146,7 +146,7 @@ class SimulationTools:
             with self._camps_lock:
                 found = self._camps.get(cached)
             if found is None:
-                found = camps_from_statements(simulation_queries.statements(conn, key),  # outside the lock: seconds
+                found = camps_from_statements(simulation_queries.statements(conn, key, cached[2]),  # seconds: unlocked
                                               functools.partial(simulation_queries.texts, conn))
                 with self._camps_lock:
                     while len(self._camps) >= CAMPS_CACHED:

@@ -282,16 +282,19 @@ def last_statement(conn: sqlite3.Connection, key: Key) -> int:
     return int(row[0]) if row else 0
 
 
-def statements(conn: sqlite3.Connection, key: tuple[str, int]) -> Iterator[tuple[Any, ...]]:
-    """Every post, quote and comment as (row id, kind, round, content, author id, name, stated stance), by round
-    then ref, read as they are used (a run of a million actions has half a million). The authors are read
-    once and looked up here: a join per statement took 80% of the time at 1M actions."""
+def statements(conn: sqlite3.Connection, key: tuple[str, int], until: int) -> Iterator[tuple[Any, ...]]:
+    """Every post, quote and comment up to row `until` (`last_statement`) as (row id, kind, round, content,
+    author id, name, stated stance), by round then ref, read as they are used (a run of a million actions has
+    half a million). The authors are read once and looked up here: a join per statement took 80% of the time
+    at 1M actions. The bound on the row id also has SQLite read the table in row order, not in the order of
+    an index by agent (1M actions: 2.0-2.4 s -> 1.1 s)."""
     authors = {a: (name or "", stance or "") for a, name, stance in conn.execute(
         f"SELECT agent_id, name, stance FROM sim_agents WHERE {KEY}", key)}
     unknown = ("", "")
     for row_id, kind, round_no, content, agent in conn.execute(
-            f"SELECT id, kind, round, content, agent_id FROM sim_posts WHERE {KEY}"
-            " AND kind IN ('post', 'quote', 'comment') AND content != '' ORDER BY coalesce(round, 0), ref, id", key):
+            f"SELECT id, kind, round, content, agent_id FROM sim_posts WHERE {KEY} AND id <= ?"
+            " AND kind IN ('post', 'quote', 'comment') AND content != '' ORDER BY coalesce(round, 0), ref, id",
+            (*key, until)):
         yield (row_id, kind, round_no, content, agent, *authors.get(agent, unknown))
 
 
