@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import from_json, to_json
 
@@ -47,8 +46,7 @@ def upcast(type_name: str, schema_version: int, data: dict[str, Any]) -> dict[st
     return data
 
 
-@dataclass(frozen=True, slots=True)
-class Encoded:
+class Encoded(NamedTuple):
     """An event its maker serialised itself, every field checked as its model would: stored as it is.
 
     Ingest makes one per action line, where building the model and serialising it again were a

@@ -6,8 +6,7 @@ what the model needs (ints are ints, args are an object). No I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from simreportd.daemon.ingest import values
 from simreportd.events.models import Platform
@@ -16,15 +15,17 @@ PLATFORMS: tuple[Platform, ...] = ("twitter", "reddit")
 EVENT_TYPES = ("simulation_start", "round_start", "round_end", "simulation_end")
 
 
-@dataclass(frozen=True, slots=True)
-class Parsed:
+class Parsed(NamedTuple):
+    """A line's fields (a tuple, as `Line`: one per line)."""
+
     kind: str  # "action" or one of EVENT_TYPES
     platform: Platform
     fields: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Bad:
+class Bad(NamedTuple):
+    """Why a line is refused."""
+
     reason: str
 
 
