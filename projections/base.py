@@ -60,6 +60,11 @@ class Projection(Protocol):
         ...
 
 
+def index_names(schema: str) -> list[str]:
+    """The indexes `schema` creates, in its order."""
+    return re.findall(r"CREATE INDEX IF NOT EXISTS (\w+) ON ", schema)
+
+
 def index_statement(schema: str, name: str) -> str:
     """The statement in `schema` that creates the index `name`."""
     found = re.search(rf"CREATE INDEX IF NOT EXISTS {re.escape(name)} ON [^;]+;", schema)

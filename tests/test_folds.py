@@ -40,7 +40,7 @@ from simreportd.events.models import (
 )
 from simreportd.events.store import EventStore
 from simreportd.projections import report_queries, runner, simulation_queries
-from simreportd.projections.base import Projection, index_statement
+from simreportd.projections.base import Projection, index_names, index_statement
 from simreportd.projections.catalogue import projections
 from simreportd.projections.report import ReportView, progress_for
 from simreportd.projections.simulation import SimulationModel
@@ -264,6 +264,36 @@ async def test_indexes_only_queries_use_are_built_once_a_fold_from_empty_has_cau
             "EXPLAIN QUERY PLAN SELECT id FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?",
             ("sim_small", 1, 3)))
     assert "sim_posts_by_agent" in plan
+
+
+@pytest.mark.anyio
+async def test_a_read_model_whose_schema_only_changed_its_indexes_gets_todays_without_a_new_fold(
+        small_sim: Path, tmp_path: Path) -> None:
+    """A file of 2026-11-25's first schema (an edges index without the followee, no follows' index) is brought
+    to today's indexes at open, its rows kept: folding a big log again would take minutes."""
+    [earlier] = runner.INDEX_ONLY_UPGRADES
+    views = tmp_path / "views.sqlite3"
+    async with EventStore(tmp_path / "events.sqlite3") as store:
+        await SimulationIngestor(store, small_sim).check()
+        async with runner.ProjectionRunner(store, views, projections()) as first:
+            await first.catch_up()
+            folded, digest = first.position, await first.digest()
+        conn = sqlite3.connect(views)  # as that schema left it
+        conn.executescript("DROP INDEX sim_links_follows; DROP INDEX sim_edges_by_src;"
+                           " CREATE INDEX sim_edges_by_src ON sim_edges (simulation_id, generation, src_agent, kind);")
+        conn.execute("UPDATE projection_schema SET fingerprint = ?", (earlier,))
+        conn.commit()
+        conn.close()
+        async with runner.ProjectionRunner(store, views, projections()) as reopened:
+            assert reopened.position == folded  # not folded again: a new fold starts from 0
+            assert await reopened.digest() == digest
+            schema_sql = {name: runner._normal(index_statement(p.schema, name))
+                          for p in projections() for name in index_names(p.schema)}
+    with runner.reading(views) as conn:
+        made = {name: runner._normal(sql) for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+        assert made == schema_sql
+        assert conn.execute("SELECT fingerprint FROM projection_schema").fetchone()[0] == reopened.fingerprint
 
 
 def test_every_deferred_index_is_one_its_schema_creates() -> None:
