@@ -23,7 +23,7 @@ TAIL_WINDOW = 4096  # bytes before a stored offset whose hash must still match t
 
 
 class Line(NamedTuple):
-    """One whole line read (a tuple: a run makes millions, and a frozen dataclass costs three times as much)."""
+    """One whole line read (a tuple: a run makes millions, and a frozen dataclass costs 2.5 times as much)."""
 
     offset: int
     end: int
