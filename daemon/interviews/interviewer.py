@@ -78,11 +78,13 @@ class Interviewer:
             note = "the simulation environment is not running; answered in persona from profiles and posts"
         persona: dict[int, dict[str, Any]] = {}
         errors: list[Exception] = []
+        materials = await self._in_thread(self._persona_materials, simulation_id, generation,
+                                          [a["agent_id"] for a in agents], topic)
 
         async def answer(agent_id: int) -> None:
             try:
-                persona[agent_id] = {"mode": "persona", "platform": None, "answer": await self._persona(
-                    simulation_id, generation, agent_id, prompt, about=topic)}
+                persona[agent_id] = {"mode": "persona", "platform": None,
+                                     "answer": await self._persona(*materials[agent_id], prompt)}
             except Exception as exc:  # raised below as it is (a task group would wrap it in a group)
                 errors.append(exc)
 
@@ -109,12 +111,8 @@ class Interviewer:
                     chosen.append(by_stance[stance].pop(0))
         return chosen
 
-    async def _persona(self, simulation_id: str, generation: int, agent_id: int, question: str,
-                       about: str | None = None) -> str:
-        """An answer in the agent's persona: from its profile and its own recorded posts, those on `about`
-        (the interview's topic; else the question's own words) first."""
-        profile, posts = await self._in_thread(self._persona_material, simulation_id, generation, agent_id,
-                                                    about or question)
+    async def _persona(self, profile: dict[str, Any], posts: list[dict[str, Any]], question: str) -> str:
+        """An answer in the agent's persona, from its profile and its own recorded posts (`_persona_materials`)."""
         if self.provider.name == "openai":
             try:
                 return await self._persona_by_model(profile, posts, question)
@@ -138,17 +136,21 @@ class Interviewer:
         completion = await self.provider.complete(request, messages, 1)
         return completion.content.strip() or "(no answer)"
 
-    def _persona_material(self, simulation_id: str, generation: int, agent_id: int,
-                          question: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def _persona_materials(self, simulation_id: str, generation: int, agent_ids: list[int],
+                           about: str) -> dict[int, tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """Each agent's profile and posts: those on `about` (the interview's topic, or the question's own words)
+        first, then its latest."""
+        key = (simulation_id, generation)
         with reading(self.views_path) as conn:
-            profile = simulation_queries.agent_profile(conn, (simulation_id, generation), agent_id)
-            if profile is None:
-                low, high = simulation_queries.agent_id_range(conn, (simulation_id, generation))
-                raise NotFound(f"agent {agent_id} is not in simulation {simulation_id} (its agents are {low} to {high})")
-            relevant = simulation_queries.relevant_statements(conn, (simulation_id, generation), agent_id, question)
-            latest = simulation_queries.latest_statements(conn, (simulation_id, generation), agent_id)
-            posts = list({p["content"]: p for p in relevant + latest}.values())  # the same words once
-        return profile, posts
+            profiles = {agent_id: simulation_queries.agent_profile(conn, key, agent_id) for agent_id in agent_ids}
+            found = {agent_id: profile for agent_id, profile in profiles.items() if profile is not None}
+            if missing := [agent_id for agent_id in agent_ids if agent_id not in found]:
+                low, high = simulation_queries.agent_id_range(conn, key)
+                raise NotFound(f"agent {missing[0]} is not in simulation {simulation_id} (its agents are {low} to {high})")
+            relevant = simulation_queries.relevant_statements(conn, key, agent_ids, about)
+            latest = {agent_id: simulation_queries.latest_statements(conn, key, agent_id) for agent_id in agent_ids}
+        posts = {agent_id: {p["content"]: p for p in relevant[agent_id] + latest[agent_id]} for agent_id in found}
+        return {agent_id: (profile, list(posts[agent_id].values())) for agent_id, profile in found.items()}  # words once
 
     # --- after the report -------------------------------------------------------------------------
 
@@ -168,7 +170,8 @@ class Interviewer:
             except RPCFailed as exc:
                 note = f"live interview failed ({exc}); answered in persona"
         if mode == "persona":
-            answer = await self._persona(simulation_id, generation, agent_id, question)
+            materials = await self._in_thread(self._persona_materials, simulation_id, generation, [agent_id], question)
+            answer = await self._persona(*materials[agent_id], question)
         stream = report_stream(report["report_id"])
         await self.store.append(stream, [
             InterviewRequested(report_id=report["report_id"], interview_id=interview_id, simulation_id=simulation_id,
