@@ -140,7 +140,8 @@ def test_the_queries_that_matter_use_their_indexes(dense: tuple, traced: list[st
     assert "sim_links USING INDEX sqlite_autoindex_sim_links_1" in chains
     assert "sim_links USING INDEX sim_links_by_dst" in chains
     search = next(p for s, p in plans.items() if "bm25(sim_posts_fts)" in s)
-    assert search.startswith("SCAN sim_posts_fts VIRTUAL TABLE") and "SEARCH p USING INTEGER PRIMARY KEY" in search
+    assert search.startswith("CO-ROUTINE ranked | SCAN sim_posts_fts VIRTUAL TABLE")  # ranked, then joined
+    assert "SEARCH p USING INTEGER PRIMARY KEY" in search
     first_post = next(p for s, p in plans.items() if s.startswith("SELECT id FROM sim_posts"))
     assert "USING COVERING INDEX sim_posts_by_row" in first_post
     mutual = next(p for s, p in plans.items() if "JOIN sim_links back" in s)  # coalitions: 73 -> 29 ms at 1M
