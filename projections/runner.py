@@ -378,6 +378,7 @@ class ProjectionRunner:
             raise RuntimeError("ProjectionRunner is not open; use `async with`")
         return self._conn
 
+
 def _normal(statement: str) -> str:
     """An index statement as SQLite keeps it (without IF NOT EXISTS), spaces folded: to compare two."""
     return " ".join(statement.replace("IF NOT EXISTS ", "").rstrip(";").split())

@@ -66,16 +66,17 @@ class IngestState:
     env_status: str | None = None
 
     def apply(self, event: DomainEvent) -> None:
-        """Fold one event of this simulation's stream."""
+        """Fold one event of this simulation's stream (an action by `apply_action`, as ingest folds its own)."""
+        if isinstance(event, AgentActed):
+            self.apply_action(event.model_dump())
+            return
         self.version += 1
         if isinstance(event, SimulationDiscovered | SimulationGenerationStarted):
             self._new_generation(event.generation)
         source = getattr(event, "source", None)
         if source is not None:
             self.files[source.file] = FileMark(source.ino, source.head, source.end, source.tail)
-        if isinstance(event, AgentActed):
-            self.last_round[event.platform] = max(self.last_round.get(event.platform, 0), event.round)
-        elif isinstance(event, PlatformStarted):
+        if isinstance(event, PlatformStarted):
             self.started.add(event.platform)
         elif isinstance(event, RoundEnded):
             self.last_round_end[event.platform] = event.round

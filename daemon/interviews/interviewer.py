@@ -149,8 +149,9 @@ class Interviewer:
                 raise NotFound(f"agent {missing[0]} is not in simulation {simulation_id} (its agents are {low} to {high})")
             relevant = simulation_queries.relevant_statements(conn, key, agent_ids, about)
             latest = {agent_id: simulation_queries.latest_statements(conn, key, agent_id) for agent_id in agent_ids}
-        posts = {agent_id: {p["content"]: p for p in relevant[agent_id] + latest[agent_id]} for agent_id in found}
-        return {agent_id: (profile, list(posts[agent_id].values())) for agent_id, profile in found.items()}  # words once
+        posts = {agent_id: {p["content"]: p for p in relevant[agent_id] + latest[agent_id]}  # the same words once
+                 for agent_id in found}
+        return {agent_id: (profile, list(posts[agent_id].values())) for agent_id, profile in found.items()}
 
     # --- after the report -------------------------------------------------------------------------
 
