@@ -80,20 +80,18 @@ class CaughtUp:
     position: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     """One caller's append, waiting in the writer's queue for its outcome."""
 
     stream: str
     events: list[NewEvent]
     expected_version: int | None
-    done: anyio.Event = field(default_factory=anyio.Event)
     outcome: AppendResult | Exception | None = None
 
     def settle(self, outcome: AppendResult | Exception) -> None:
         if self.outcome is None:
             self.outcome = outcome
-            self.done.set()
 
 
 class EventLog:
@@ -112,6 +110,9 @@ class EventLog:
         self._db_head = 0  # the same, as of our last write transaction (cache)
         self._versions: dict[str, int] = {}  # stream -> version as of our last commit (cache)
         self._committed = anyio.Event()
+        # Set, and replaced, once a group's appends are settled: their callers wake and find their outcome.
+        # One event a group, not one an append: making an anyio event costs a backend lookup.
+        self._settled = anyio.Event()
         self.problem: str | None = None  # why appends fail now (a full disk), for health checks
 
     # --- what a backend provides -------------------------------------------------------------
@@ -223,16 +224,24 @@ class EventLog:
         if not wrapped:
             raise ValueError("append needs at least one event")
         pending = _Pending(stream, wrapped, expected_version)
-        assert self._queue is not None
-        try:
-            await self._queue.send(pending)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise StoreClosed() from None
-        await pending.done.wait()
+        await self._enqueue(pending)
+        while pending.outcome is None:
+            await self._settled.wait()
         if isinstance(pending.outcome, Exception):
             raise pending.outcome
         assert pending.outcome is not None
         return pending.outcome
+
+    async def _enqueue(self, pending: _Pending) -> None:
+        """Hand `pending` to the writer; wait only when the queue is full (backpressure)."""
+        assert self._queue is not None
+        try:
+            try:
+                self._queue.send_nowait(pending)  # `send` would yield first, a round trip of the loop an append
+            except anyio.WouldBlock:
+                await self._queue.send(pending)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StoreClosed() from None
 
     async def _write_loop(self, queue: MemoryObjectReceiveStream[_Pending]) -> None:
         """Commit what arrives, a group at a time, until the queue is closed and drained.
@@ -260,6 +269,8 @@ class EventLog:
                 log.exception("group commit of %d appends failed", len(group))
             for pending in group:
                 pending.settle(self._translate(exc))
+        settled, self._settled = self._settled, anyio.Event()
+        settled.set()
 
     def _committed_rows(self, rows: list[tuple[Any, ...]]) -> None:
         """After a commit: remember the head and wake the subscribers."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
@@ -56,6 +57,17 @@ async def test_appends_accepted_before_close_are_committed(store_path: Path) -> 
         await store.close()
     async with EventStore(store_path) as store:
         assert await store.last_position() == 50
+
+
+@pytest.mark.anyio
+async def test_appenders_beyond_the_queue_bound_wait_for_room_and_every_append_lands(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simreportd.events.log.MAX_QUEUED_APPENDS", 4)
+    async with EventStore(store_path) as store:
+        results = await asyncio.gather(*(store.append(f"report-{n}", [PlanningStarted(report_id=str(n))])
+                                         for n in range(200)))
+        assert sorted(p for r in results for p in r.positions) == list(range(1, 201))
+        assert [r.version for r in results] == [1] * 200
 
 
 @pytest.mark.anyio
