@@ -267,8 +267,14 @@ def sub_questions(query: str) -> list[str]:
 
 
 def bounded_json(result: dict[str, Any], limit: int) -> str:
-    """`result` as canonical JSON of at most `limit` bytes: its largest lists lose their last items until it fits."""
+    """`result` as canonical JSON of at most `limit` bytes: its largest lists lose their last items until it fits.
+
+    The lists are cut in a copy: a result can hold lists a cache keeps (the camps), and cutting those would
+    shorten every later call's answer, so a tool would answer otherwise after a restart than before it.
+    """
     text = _dumps(result)
+    if len(text.encode()) > limit:
+        result = json.loads(text)
     while len(text.encode()) > limit:
         largest = max(_lists(result), key=lambda items: len(_dumps(items)), default=None)
         if not largest:

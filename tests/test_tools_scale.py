@@ -196,6 +196,13 @@ def test_a_result_too_big_loses_list_items_not_validity() -> None:
     assert data["results"][0]["ref"] == "post:twitter:0" and "shortened" in data["truncated"]
 
 
+def test_cutting_a_result_to_size_leaves_the_lists_it_was_given_whole() -> None:
+    cached = [{"agent_id": i, "content": "x" * 300} for i in range(200)]  # as the camps a tool's cache keeps
+    first = bounded_json({"stance_shifts": cached}, MAX_RESULT)
+    assert len(cached) == 200 and "truncated" not in cached[0]
+    assert bounded_json({"stance_shifts": cached}, MAX_RESULT) == first  # the same answer the next time
+
+
 @pytest.mark.anyio
 async def test_camps_are_kept_only_until_the_run_has_new_statements(tmp_path: Path) -> None:
     """The cached camps of a running simulation follow it: never older than what the tools can read."""
