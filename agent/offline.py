@@ -168,11 +168,12 @@ def _plan(kind: str, background: dict[str, Any], requirement: str,
 def _rise(analytics: dict[str, Any], background: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The `calculate` call for how much busier the pivot round was than the rounds before it, in percent."""
     f = Facts({"simulation_analytics": [analytics]}, background, "", set())
-    row = next((r for r in f.rounds if r["round"] == f.pivot), None)
-    before = [r["total"] for r in f.rounds if f.pivot is not None and 0 < r["round"] < f.pivot]
-    if row is None or not sum(before):
+    row, before = f.at(f.pivot), f.side(after=False)
+    total = sum(r["total"] for r in before)
+    if row is None or not total:
         return []
-    return [("calculate", {"expression": f"({row['total']} / {sum(before)} * {len(before)} - 1) * 100"})]
+    rounds = sum(_last(r) - r["round"] + 1 for r in before)
+    return [("calculate", {"expression": f"({row['total']} / {total} * {rounds} - 1) * 100"})]
 
 
 def _questions(requirement: str) -> list[str]:
@@ -214,11 +215,22 @@ class Facts:
         usable = [p for p in found.values() if p.get("kind") in ("post", "quote", "comment") and p.get("content")]
         return sorted(usable, key=lambda p: p["ref"] in self.quoted_before)
 
+    def at(self, round_no: int | None) -> dict[str, Any] | None:
+        """The row of exactly that round; None if a long run's rows sum it into a span with others."""
+        return next((r for r in self.rounds if r["round"] == round_no and _last(r) == round_no), None)
+
+    def side(self, after: bool) -> list[dict[str, Any]]:
+        """The rows wholly after the pivot, or wholly before it (round 0 left out): a span of rounds that
+        holds the pivot belongs to neither."""
+        if self.pivot is None:
+            return []
+        pivot = self.pivot
+        return [r for r in self.rounds if (r["round"] > pivot if after else 0 < r["round"] and _last(r) < pivot)]
+
     def means(self, platform: str, after: bool) -> tuple[float, int]:
-        """Mean actions per round on a platform after the pivot (or before it, round 0 left out), and the rounds."""
-        rows = [r for r in self.rounds if self.pivot is not None and
-                (r["round"] > self.pivot if after else 0 < r["round"] < self.pivot)]
-        spanned = sum(r.get("last_round", r["round"]) - r["round"] + 1 for r in rows)  # rows may sum spans
+        """Mean actions per round on a platform after the pivot (or before it), and the rounds."""
+        rows = self.side(after)
+        spanned = sum(_last(r) - r["round"] + 1 for r in rows)
         return (round(sum(r[platform] for r in rows) / spanned, 2) if rows else 0.0), spanned
 
     def loud(self) -> tuple[str, str]:
@@ -254,6 +266,16 @@ def _rounds(first: int, last: int) -> str:
     return f"round {first}" if first == last else f"rounds {first}-{last}"
 
 
+def _last(row: dict[str, Any]) -> int:
+    """The last round a per-round row counts (rows of long runs sum spans of rounds)."""
+    return int(row.get("last_round", row["round"]))
+
+
+def _covered(rows: list[dict[str, Any]]) -> str:
+    """`rounds A-B` for the rows' rounds."""
+    return _rounds(rows[0]["round"], _last(rows[-1]))
+
+
 def _camp_sizes(background: dict[str, Any]) -> str:
     stances = background.get("stances") or {}
     ordered = sorted((s for s in stances if s), key=lambda s: (-stances[s], s))
@@ -279,12 +301,11 @@ def _timeline(f: Facts) -> str:
                    f"{first}-{last} ({p['rolling_mean']}).")
     if not points and f.pivot is not None:
         out.append("No round reached twice the mean of the three rounds before it.")
-    row = next((r for r in f.rounds if r["round"] == f.pivot), None)
-    before = [r["total"] for r in f.rounds if f.pivot is not None and 0 < r["round"] < f.pivot]
+    row, before = f.at(f.pivot), f.side(after=False)
     if row and before and f.pivot is not None:
-        mean = round(sum(before) / len(before), 2)
+        mean = round(sum(r["total"] for r in before) / sum(_last(r) - r["round"] + 1 for r in before), 2)
         out.append(f"Against all the rounds before it, round {f.pivot} with {row['total']} actions was "
-                   f"{round(row['total'] / mean, 2) if mean else 0}x the mean of rounds 1-{f.pivot - 1} ({mean})"
+                   f"{round(row['total'] / mean, 2) if mean else 0}x the mean of {_covered(before)} ({mean})"
                    + _percent_more(f) + ".")
     if f.event:
         out.append(f"Round {f.event['round']} is when the scenario's scheduled event landed:\n\n"
@@ -311,10 +332,10 @@ def _phases(f: Facts) -> str:
     parts = []
     if nb:
         parts.append(f"Before round {f.pivot}, Twitter averaged {tb} actions per round and Reddit averaged {rb} "
-                     f"({_rounds(1, f.pivot - 1)}).")
+                     f"({_covered(f.side(after=False))}).")
     if na:
         parts.append(f"After round {f.pivot}, Twitter averaged {ta} actions per round and Reddit averaged {ra} "
-                     f"({_rounds(f.pivot + 1, f.pivot + na)}).")
+                     f"({_covered(f.side(after=True))}).")
     return " ".join(parts)
 
 
@@ -390,8 +411,8 @@ def _platforms(f: Facts) -> str:
     widest = max(by_round, key=lambda r: (r["value"], -r["round"]), default=None)
     if widest:
         row = next(r for r in f.rounds if r["round"] == widest["round"])
-        out.append(f"They were furthest apart in round {widest['round']}: {row['twitter']} actions on Twitter against "
-                   f"{row['reddit']} on Reddit (divergence {widest['value']}).")
+        out.append(f"They were furthest apart in {_rounds(row['round'], _last(row))}: {row['twitter']} actions on "
+                   f"Twitter against {row['reddit']} on Reddit (divergence {widest['value']}).")
     mix = a.get("action_mix", {})
     for platform in sorted(mix):
         out.append(f"On {_cap(platform)} the most common actions were "
@@ -478,7 +499,9 @@ def _shifts(f: Facts) -> list[str]:
     shifts = f.camps.get("stance_shifts") or []
     if not shifts:
         return ["No agent's statements moved from one camp to another."] if f.camps else []
-    out = [f"{_n(len(shifts), 'agent')} changed sides: their statements moved to another camp than their profile's."]
+    counted = f"{_n(len(shifts), 'agent')} changed sides" if "truncated" not in f.analytics else \
+        f"At least {_n(len(shifts), 'agent')} changed sides (the analytics were shortened to fit: these are the first)"
+    out = [f"{counted}: their statements moved to another camp than their profile's."]
     for s in shifts:
         out.append(f"{s['name']} ({s['agent']}) is {s['stated_stance']} by profile, but from round {s['from_round']} "
                    f"on, all {s['statements_after']} of their statements spoke for the {s['now_speaks_for']} camp:\n\n"
@@ -516,7 +539,7 @@ def _answer_reaction(f: Facts) -> list[str]:
 def _answer_arguments(f: Facts) -> list[str]:
     arguments = f.camps.get("arguments") or {}
     out = []
-    row = next((r for r in f.rounds if r["round"] == f.pivot), None)
+    row = f.at(f.pivot)
     if row:
         out.append(f"The debate spread fastest in round {f.pivot}, with {row['total']} actions.")
     stances = f.background.get("stances") or {}

@@ -216,9 +216,9 @@ def _check_numbers(prose: str, ref: dict[str, Any], score: Score) -> None:
     """Check every figure whose wording ties it to the read models."""
     rounds = {r[0]: {"twitter": r[1], "reddit": r[2], "total": r[1] + r[2]} for r in ref["rounds"]}
     for sentence in _sentences(prose):
+        _check_camps(sentence, ref["agents"], score)
         sentence = _check_agent_figures(sentence, ref["agents"], score)
         _check_round_figures(sentence, rounds, score)
-        _check_camps(sentence, ref["agents"], score)
         _check_totals(sentence, rounds, score)
 
 
@@ -242,7 +242,9 @@ def _check_agent_figures(sentence: str, agents: dict[str, Any], score: Score) ->
 
 
 def _check_round_figures(sentence: str, rounds: dict[int, dict[str, int]], score: Score) -> None:
-    """'round R with N actions', 'N on Twitter' after a round, 'Rx the mean of rounds a-b (m)', means."""
+    """'round R with N actions', 'N on Twitter' after a round, 'Rx the mean of rounds a-b (m)', means (over the
+    rounds named in brackets, if any), and 'in rounds a-b: N actions on Twitter' (a span's sums)."""
+    _check_spans(sentence, rounds, score)
     current, phase = None, ""
     for clause in re.split(r"[;；]", sentence):
         phase = "before" if re.search(r"\bbefore\b", clause, re.I) else "after" if re.search(
@@ -262,10 +264,21 @@ def _check_round_figures(sentence: str, rounds: dict[int, dict[str, int]], score
                 _check_baseline(current, baseline.groups(), rounds, score)
         for platform, said in re.findall(rf"(Twitter|Reddit) averaged {NUMBER}", clause):
             if current is not None and phase:
-                rows = [v[platform.lower()] for r, v in rounds.items()
-                        if (r > current if phase == "after" else 0 < r < current)]
+                named = re.search(r"\(rounds (\d+)\s*[-\u2013]\s*(\d+)\)", clause)
+                first, last = (int(named.group(1)), int(named.group(2))) if named else (
+                    (current + 1, max(rounds)) if phase == "after" else (1, current - 1))
+                rows = [v[platform.lower()] for r, v in rounds.items() if first <= r <= last]
                 if rows:
                     _verdict(score, f"{platform} mean {phase} round {current}", float(said), sum(rows) / len(rows))
+
+
+def _check_spans(sentence: str, rounds: dict[int, dict[str, int]], score: Score) -> None:
+    """'in rounds a-b: N actions on Twitter against M on Reddit': the sums over those rounds."""
+    for first, last, tail in re.findall(r"\brounds (\d+)\s*[-\u2013]\s*(\d+):((?:(?!\bround).)*)", sentence):
+        span = [rounds[r] for r in range(int(first), int(last) + 1) if r in rounds]
+        for said, platform in re.findall(rf"{NUMBER} (?:actions )?on (Twitter|Reddit)\b", tail):
+            _verdict(score, f"rounds {first}-{last} on {platform}", float(said.replace(",", "")),
+                     sum(r[platform.lower()] for r in span))
 
 
 def _check_baseline(round_no: int, groups: tuple[str | None, ...], rounds: dict[int, dict[str, int]],
@@ -283,13 +296,17 @@ def _check_baseline(round_no: int, groups: tuple[str | None, ...], rounds: dict[
 def _check_camps(sentence: str, agents: dict[str, Any], score: Score) -> None:
     """'18 supportive agents', '18 supportive, 16 opposing and 4 neutral'."""
     sizes = {s: sum(a["stance"] == s for a in agents.values()) for s in STANCES}
-    for said, stance in re.findall(rf"\b{NUMBER} ({'|'.join(STANCES)})s?(?= agents\b|,| and\b|\)|\.|$)", sentence):
+    for m in re.finditer(rf"(?<!agent:)\b{NUMBER} ({'|'.join(STANCES)})s?(?= agents\b|,| and\b|\)|\.|$)", sentence):
+        said, stance = m.groups()
+        listed = re.match(r" agents \(((?:[^()]|\([^()]*\))*)\)", sentence[m.end():])
+        if listed and len(AGENT_REF.findall(listed.group(1))) == int(said):
+            continue  # '3 supportive agents (A (agent:1), B (agent:2) and C (agent:3))': a group, not a camp
         _verdict(score, f"{stance} camp size", float(said), sizes[stance])
 
 
 def _check_totals(sentence: str, rounds: dict[int, dict[str, int]], score: Score) -> None:
     """Whole-simulation figures: 'recorded N actions', 'N on Twitter and M on Reddit' (no round named)."""
-    if re.search(r"\bround \d|averag|mean|per round|after|before", sentence, re.I):
+    if re.search(r"\brounds? \d|averag|mean|per round|after|before", sentence, re.I):
         return
     total = re.search(rf"(?:recorded|in total|overall)\D{{0,20}}?{NUMBER} (?:simulated )?actions", sentence)
     if total:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ import pytest
 from simreportd.simulator.quality import score_report
 from simreportd.simulator.simulate import simulate
 from simreportd.simulator.truth import FILE
+
+from .conftest import PYTHON, TIMEOUT, write_config
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +114,34 @@ def test_interaction_chains_read_as_sentences() -> None:
     assert chain("repost") == "Jonas Zhou (agent:3) reposted the posts of Tariq Kowalski (agent:4) 2 times"
     assert chain("follow") == "Jonas Zhou (agent:3) followed Tariq Kowalski (agent:4) 2 times"
     assert chain("like", to=3) == "Jonas Zhou (agent:3) liked their own posts 2 times"
+
+
+def test_a_long_runs_report_states_no_wrong_figure(tmp_path: Path) -> None:
+    """Past 60 rounds the analytics sum the rounds into spans: the offline writer names a span as one and
+    averages a side of the pivot over the spans wholly on it, and the scorer checks both."""
+    folder = tmp_path / "sims" / "sim_long"
+    simulate(folder, agents=60, rounds=90, seed=2)
+    config = write_config(tmp_path, auto=False)
+    run = subprocess.run([PYTHON, "-m", "simreportd", "-c", str(config), "report", str(folder), "--wait"],
+                         capture_output=True, text=True, timeout=TIMEOUT * 2)
+    assert run.returncode == 0, run.stderr
+    text = (tmp_path / "reports" / run.stdout.split()[-1] / "full_report.md").read_text(encoding="utf-8")
+    score = score_report(text, json.loads((folder / FILE).read_text(encoding="utf-8")))
+    assert score.wrong_numbers == [] and score.numbers_checked >= 25
+    assert re.search(r"furthest apart in rounds \d+-\d+: \d+ actions on Twitter", text)
+
+
+def test_the_scorer_checks_a_span_of_rounds_by_its_sums_and_a_listed_group_by_its_members(
+        truth: dict[str, Any]) -> None:
+    rounds, agents = {r[0]: r for r in truth["reference"]["rounds"]}, truth["reference"]["agents"]
+    first, second = sorted(rounds)[1:3]
+    twitter = rounds[first][1] + rounds[second][1]
+    [a, b] = sorted(agents, key=int)[:2]
+    stance = agents[a]["stance"]
+    listing = f"2 {stance} agents ({agents[a]['name']} (agent:{a}) and {agents[b]['name']} (agent:{b})) follow each other."
+    right = f"They were furthest apart in rounds {first}-{second}: {twitter} actions on Twitter."
+    wrong = f"They were furthest apart in rounds {first}-{second}: {twitter + 5} actions on Twitter."
+    assert score_report(f"# R\n\n{right}\n\n{listing}\n", truth).wrong_numbers == []
+    assert score_report(f"# R\n\n{wrong}\n", truth).wrong_numbers == [
+        f"rounds {first}-{second} on Twitter: said {twitter + 5}, is {twitter}"]
+    assert score_report(f"# R\n\n2 {stance} agents argued.\n", truth).wrong_numbers  # a camp's size, and wrong
