@@ -76,7 +76,8 @@ def oasis_db(folder: Path, rows: list[tuple[object, object, str, str]]) -> None:
 class Case:
     name: str
     make: Callable[[Path], None]
-    outcome: str  # "rejected: <reason part>", "ingested" (good lines kept, setup trimmed), "ignored"
+    outcome: str  # "rejected: <reason part>", "ingested" (good lines kept, setup trimmed), "ignored",
+    # "noted: <reason part>" (an action file not read at all: recorded once, with why)
 
 
 def _with(make: Callable[[Path], None]) -> Callable[[Path], None]:
@@ -116,7 +117,8 @@ CASES = [
     Case("fifo_config", _with(lambda f: fifo(f / "simulation_config.json")), "ingested"),
     Case("env_status_dev_zero", _with(lambda f: link(f / "env_status.json", "/dev/zero")), "ingested"),
     Case("actions_etc_passwd", lambda f: (link(f / "twitter" / "actions.jsonl", "/etc/passwd"),
-                                          (f / "simulation_config.json").write_text("{}")), "ignored"),
+                                          (f / "simulation_config.json").write_text("{}")),
+         "noted: links outside the simulation folder"),
     Case("folder_linked_outside", lambda f: None, "ignored"),  # made by the fixture: needs the outside folder
     # our own
     Case("nan", lambda f: actions(f, good().replace('"fine"', "NaN")), "rejected: NaN"),
@@ -124,13 +126,15 @@ CASES = [
     Case("invalid_utf8", lambda f: actions(f, b'{"round": 1, "agent_name": "\xff\xfe"}'), "rejected: invalid UTF-8"),
     Case("surrogate_key", lambda f: actions(f, good().replace('"content"', '"\\udc00"')), "rejected: lone surrogate"),
     Case("fifo_actions", lambda f: (fifo(f / "twitter" / "actions.jsonl"), (f / "simulation_config.json").write_text("{}")),
-         "ignored"),
+         "noted: actions.jsonl is not a regular file (a FIFO)"),
     Case("fifo_run_state", _with(lambda f: fifo(f / "run_state.json")), "ingested"),
     Case("fifo_env_status", _with(lambda f: fifo(f / "env_status.json")), "ingested"),
     Case("actions_is_a_folder", lambda f: ((f / "twitter" / "actions.jsonl").mkdir(parents=True),
-                                           (f / "reddit_profiles.json").write_text("[]")), "ignored"),
+                                           (f / "reddit_profiles.json").write_text("[]")),
+         "noted: actions.jsonl is not a regular file (a folder)"),
     Case("symlink_loop", lambda f: (link(f / "twitter" / "actions.jsonl", "actions.jsonl"),
-                                    (f / "simulation_config.json").write_text("{}")), "ignored"),
+                                    (f / "simulation_config.json").write_text("{}")),
+         "noted: actions.jsonl links outside the simulation folder"),  # a loop resolves nowhere inside
     Case("config_dev_zero", _with(lambda f: link(f / "simulation_config.json", "/dev/zero")), "ingested"),
     Case("oasis_db_fifo", lambda f: fifo(f / "twitter_simulation.db"), "ignored"),
     Case("oasis_rows_hostile", lambda f: (f.mkdir(parents=True), oasis_db(f, [
@@ -215,7 +219,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_a_hostile_folder_leaves_the_daemon_serving_and_the_normal_folder_ingested(hostile: Hostile, case: Case) -> None:
     stream = f"simulation-{case.name}"
-    if case.outcome == "ignored":
+    notes = lambda: [d["reason"] for t, d in events_of(hostile.db, stream) if t == "IngestRejected"]  # noqa: E731
+    if case.outcome.startswith("noted: "):  # a file not read at all: said once, with why
+        wait_until(lambda: any(case.outcome.removeprefix("noted: ") in r for r in notes()), f"{case.name}'s note")
+    elif case.outcome == "ignored":
         wait_until(hostile.normal_done, "the normal folder to be ingested")
     else:
         wait_until(lambda: good_actions(events_of(hostile.db, stream)) >= 2, f"{case.name}'s good lines")
@@ -228,8 +235,10 @@ def test_a_hostile_folder_leaves_the_daemon_serving_and_the_normal_folder_ingest
     if case.outcome.startswith("rejected: "):
         reasons = [d["reason"] for t, d in events if t == "IngestRejected"]
         assert any(case.outcome.removeprefix("rejected: ") in r for r in reasons), reasons
-    elif case.outcome == "ignored":
+    elif case.outcome != "ingested":  # ignored, or noted
         assert good_actions(events) == 0
+    if case.outcome.startswith("noted: "):
+        assert sum(case.outcome.removeprefix("noted: ") in r for r in notes()) == 1  # not again at each check
 
 
 def test_the_daemon_restarts_over_the_hostile_log_without_fold_failures(hostile: Hostile) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 from simreportd.daemon.ingest import values
 from simreportd.events.models import Platform
 
-from .inputs import Confinement, read_bytes
+from .inputs import Confinement, NotReadable, read_bytes
 from .oasis import identify_db
 from .tail import FileIdentity, identify
 
@@ -52,6 +52,7 @@ class FolderSnapshot:
     env: EnvStatus | None = None
     finished_hint: dict[Platform, int] = field(default_factory=dict)  # OASIS only: platform -> total rounds
     minutes_per_round: int = 60
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # action files not read, and why
 
 
 class Setup(NamedTuple):
@@ -73,20 +74,34 @@ def snapshot(folder: Path, confinement: Confinement | None = None) -> FolderSnap
     if not folder.is_dir():
         return FolderSnapshot(exists=False)
     confinement = confinement or Confinement(folder)
-    sources = []
+    sources: list[SourceFile] = []
     present: set[Platform] = set()
+    unreadable: list[tuple[str, str]] = []
     for key, platform in ACTION_FILES.items():
         if (folder / key).exists():
             present.add(platform)
-        if (identity := identify(folder / key, confinement)) is not None:
+        if (identity := _identify(folder, key, confinement, unreadable)) is not None:
             sources.append(SourceFile(key, platform, folder / key, identity))
     env = read_env_status(folder, confinement)
-    if not present and (identity := identify(folder / COMBINED_FILE, confinement)) is not None:
+    if not present and (identity := _identify(folder, COMBINED_FILE, confinement, unreadable)) is not None:
         sources.append(SourceFile(COMBINED_FILE, None, folder / COMBINED_FILE, identity))
-        return FolderSnapshot(True, sources, present, env)
-    if present or sources:
-        return FolderSnapshot(True, sources, present, env)
+    if present or sources or unreadable:
+        return FolderSnapshot(True, sources, present, env, unreadable=unreadable)
     return _oasis_snapshot(folder, confinement, env)
+
+
+def _identify(folder: Path, key: str, confinement: Confinement,
+              unreadable: list[tuple[str, str]]) -> FileIdentity | None:
+    """The action file's identity, None while it is missing or has no complete line yet; a path we do not read
+    (a folder, a FIFO, a link out of the simulation folder or in a loop, no permission) goes into `unreadable`,
+    with why."""
+    try:
+        return identify(folder / key, confinement)
+    except NotReadable as exc:
+        unreadable.append((key, str(exc)))
+    except OSError as exc:
+        unreadable.append((key, f"{key} cannot be opened ({exc.strerror or exc}); not read"))
+    return None
 
 
 def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | None) -> FolderSnapshot:

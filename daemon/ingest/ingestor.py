@@ -84,6 +84,7 @@ class SimulationIngestor:
             await self._start_generation(SimulationDiscovered, "discovered")
         for source in snap.sources:
             await self._ingest(source, snap.minutes_per_round)
+        await self._note_unreadable(snap.unreadable)
         if finished := finished_from_hint(state, snap.finished_hint):
             await self._append(finished)
         if (completed := state.completion(snap.present)) is not None:
@@ -93,6 +94,17 @@ class SimulationIngestor:
                 simulation_id=self.simulation_id, generation=state.generation, status=snap.env.status,
                 twitter_available=snap.env.twitter_available, reddit_available=snap.env.reddit_available,
                 pid=snap.env.pid)])
+
+    async def _note_unreadable(self, unreadable: list[tuple[str, str]]) -> None:
+        """An action file that is not one we read (a folder, a FIFO, a link out): recorded once, with why, so
+        `status` and the log say why the run shows no actions, instead of nothing at every check."""
+        state = await self._state()
+        new = [(file, why) for file, why in unreadable if state.unreadable.get(file) != why]
+        for _, why in new:
+            log.warning("simulation %s: %s", self.simulation_id, why)
+        if new:
+            await self._append([IngestRejected(simulation_id=self.simulation_id, generation=state.generation,
+                                               file=file, offset=0, reason=why, excerpt="") for file, why in new])
 
     async def _state(self) -> IngestState:
         if self.state is None:

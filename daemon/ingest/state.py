@@ -64,6 +64,7 @@ class IngestState:
     last_round: dict[str, int] = field(default_factory=dict)
     completed: bool = False
     env_status: str | None = None
+    unreadable: dict[str, str] = field(default_factory=dict)  # file -> why it was not read, as last recorded
 
     def apply(self, event: DomainEvent) -> None:
         """Fold one event of this simulation's stream (an action by `apply_action`, as ingest folds its own)."""
@@ -86,6 +87,8 @@ class IngestState:
             self.completed = True
         elif isinstance(event, EnvironmentStatusChanged):
             self.env_status = event.status
+        elif isinstance(event, IngestRejected) and event.source is None:  # a whole file, not a line of it
+            self.unreadable[event.file] = event.reason
 
     def apply_recorded(self, recorded: Recorded) -> None:
         """Fold one recorded event; an action (most of a stream) from its data, without building the model:
@@ -107,7 +110,7 @@ class IngestState:
             self.retired.setdefault(key, []).append(mark)
         self.generation = generation
         self.files, self.started, self.finished, self.last_round_end, self.last_round = {}, set(), {}, {}, {}
-        self.completed = False
+        self.completed, self.unreadable = False, {}
 
     def classify(self, key: str, identity: FileIdentity, same_bytes: Callable[[FileMark], bool]) -> str:
         """What to do with a file: `tail` it, `adopt` it from 0, start a `new_generation`, or skip `stale`.

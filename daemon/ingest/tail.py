@@ -42,12 +42,13 @@ class FileIdentity:
 
 
 def identify(path: Path, confinement: Confinement = ANYWHERE) -> FileIdentity | None:
-    """The file's identity, or None while it is missing, unreadable or has no complete first line yet."""
+    """The file's identity, or None while it is missing or has no complete first line yet; `NotReadable` or
+    another `OSError` for a path that cannot be read (a folder, a FIFO, a link loop, no permission)."""
     try:
         with os.fdopen(open_regular(path, confinement), "rb") as f:
             st = os.fstat(f.fileno())
             first = f.readline(64 * 1024)
-    except OSError:
+    except FileNotFoundError:
         return None
     if not first.endswith(b"\n"):
         return None
