@@ -454,7 +454,8 @@ def _drivers(f: Facts) -> str:
     forge = (f.seen.get("insight_forge") or [{}])[0]
     chains = [c for c in forge.get("interaction_chains", []) if c["count"] > 1]
     if chains:
-        out.append("The strongest interaction chains around them: " + "; ".join(_chain(c) for c in chains[:5]) + ".")
+        about = f" around \u201c{forge['query']}\u201d" if forge.get("query") else ""
+        out.append(f"The strongest interaction chains{about}: " + "; ".join(_chain(c) for c in chains[:5]) + ".")
     out.append(_profile(f))
     posts = [p for p in f.posts() if engaged and p["agent"]["ref"] == engaged[0]["ref"]]
     if posts:
@@ -485,7 +486,7 @@ def _profile(f: Facts) -> str:
     if not p or not p.get("actions"):
         return ""
     a, by = p["agent"], p["by_platform"]
-    out = (f"{_who(a)}) took {p['actions']} actions; {by['twitter'] + by['reddit']} of them were posts or reactions, "
+    out = (f"{_who(a)}) took {p['actions']} actions; {by['twitter'] + by['reddit']} of them were posts, reactions or follows, "
            f"{by['twitter']} on Twitter and {by['reddit']} on Reddit, in {p['active_rounds']} rounds from round "
            f"{p['first_round']} to round {p['last_round']}, {p['statements']} of them posts, quotes or comments.")
     gave = [c for c in p.get("engaged_with", []) if c["count"] > 1][:3]
