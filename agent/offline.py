@@ -195,7 +195,10 @@ class Facts:
         events = background.get("scheduled_events") or []
         points = self.analytics.get("turning_points") or []
         busiest = self.analytics.get("busiest_round")
-        self.event = events[0] if events else None
+        last = max((_last(r) for r in self.rounds), default=None)
+        # A partial report's run may not have reached its scheduled event yet: then it is no pivot.
+        self.event = events[0] if events and (last is None or events[0]["round"] <= last) else None
+        self.unreached = events[0] if events and self.event is None else None
         self.pivot: int | None = (self.event["round"] if self.event else points[0]["round"] if points
                                   else busiest["round"] if busiest else None)
 
@@ -310,6 +313,9 @@ def _timeline(f: Facts) -> str:
     if f.event:
         out.append(f"Round {f.event['round']} is when the scenario's scheduled event landed:\n\n"
                    f"> \u201c{f.event.get('description', '')}\u201d")
+    elif f.unreached:
+        out.append(f"The scenario's scheduled event, set for round {f.unreached['round']}, had not happened by the "
+                   f"last round recorded ({_last(f.rounds[-1])}).")
     said = list({p["content"]: p for p in reversed(f.posts()) if p["round"] == f.pivot}.values())[::-1][:2]
     if said:
         out.append(f"What agents said in round {f.pivot}:\n\n" + "\n\n".join(_quote(p) for p in said))

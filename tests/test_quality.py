@@ -145,3 +145,22 @@ def test_the_scorer_checks_a_span_of_rounds_by_its_sums_and_a_listed_group_by_it
     assert score_report(f"# R\n\n{wrong}\n", truth).wrong_numbers == [
         f"rounds {first}-{second} on Twitter: said {twitter + 5}, is {twitter}"]
     assert score_report(f"# R\n\n2 {stance} agents argued.\n", truth).wrong_numbers  # a camp's size, and wrong
+
+
+def test_a_scheduled_event_the_run_has_not_reached_is_no_pivot() -> None:
+    """A partial report's run may stop before its scheduled event: the writer says so instead of placing it."""
+    from simreportd.agent.offline import Facts, _timeline
+
+    rows = [{"round": r, "twitter": 10 + (30 if r == 6 else 0), "reddit": 10, "total": 20 + (30 if r == 6 else 0),
+             "divergence": 0.0} for r in range(0, 9)]
+    analytics = {"per_round": rows, "total_actions": sum(r["total"] for r in rows), "rounds": 8,
+                 "actions_by_platform": {"twitter": 120, "reddit": 90}, "busiest_round": rows[6],
+                 "turning_points": [{"round": 6, "volume": 50, "ratio": 2.5, "rolling_mean": 20}]}
+    background = {"scheduled_events": [{"round": 20, "description": "The ministry's memo leaks."}]}
+    facts = Facts({"simulation_analytics": [analytics]}, background, "", set())
+    assert facts.event is None and facts.pivot == 6
+    text = _timeline(facts)
+    assert "set for round 20, had not happened by the last round recorded (8)" in text
+    assert "The ministry's memo leaks" not in text
+    reached = Facts({"simulation_analytics": [analytics]}, {"scheduled_events": [{"round": 6}]}, "", set())
+    assert reached.event == {"round": 6} and reached.pivot == 6
