@@ -30,6 +30,12 @@ class Rebuilt:
     before: dict[str, str]
     after: dict[str, str]
     position: int
+    position_before: int  # where the read models were when `before` was taken
+
+    @property
+    def comparable(self) -> bool:
+        """Both digests are of the same log: nothing was appended while the read models were rebuilt."""
+        return self.position_before == self.position
 
 
 async def request_report(daemon: Daemon, folder: Path) -> str:
@@ -73,12 +79,13 @@ async def fork(daemon: Daemon, report_id: str, at: int, provider: str | None = N
 
 async def rebuild(daemon: Daemon) -> Rebuilt:
     """Drop the read models, fold the whole log again, export every report; digests before and after."""
-    before = await daemon.views.digest()
-    position = await daemon.views.rebuild()
-    after = await daemon.views.digest()
+    await daemon.views.catch_up()  # the digest before is of the whole log as it is now
+    before, position_before = await daemon.views.digest_at()
+    await daemon.views.rebuild()
+    after, position = await daemon.views.digest_at()
     for report_id in await daemon.views.in_thread(report_ids, daemon.views.path):
         await daemon.exporter.export(report_id)
-    return Rebuilt(before, after, position)
+    return Rebuilt(before, after, position, position_before)
 
 
 def report_ids(views_path: Path) -> list[str]:

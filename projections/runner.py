@@ -232,21 +232,31 @@ class ProjectionRunner:
 
     async def digest(self) -> dict[str, str]:
         """A SHA-256 of every read model's rows, so two builds can be compared."""
+        return (await self.digest_at())[0]
+
+    async def digest_at(self) -> tuple[dict[str, str], int]:
+        """`digest`, and the log position the read models had reached: two digests say something only of
+        the same position (a simulation being ingested moves it)."""
         async with self._lock:
             return await self.in_thread(self._digest)
 
-    def _digest(self) -> dict[str, str]:
+    def _digest(self) -> tuple[dict[str, str], int]:
         conn = self._require()
         digests = {}
-        for projection in self.projections:
-            h = hashlib.sha256()
-            for table in projection.tables:
-                columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-                order = ", ".join(columns)
-                for row in conn.execute(f"SELECT {order} FROM {table} ORDER BY {order}"):  # noqa: S608 (names are ours)
-                    h.update(repr(row).encode())
-            digests[projection.name] = h.hexdigest()
-        return digests
+        conn.execute("BEGIN")  # one snapshot of the file: a fold child may commit while the tables are read
+        try:
+            position = self._read_checkpoint()
+            for projection in self.projections:
+                h = hashlib.sha256()
+                for table in projection.tables:
+                    columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+                    order = ", ".join(columns)
+                    for row in conn.execute(f"SELECT {order} FROM {table} ORDER BY {order}"):  # noqa: S608 (ours)
+                        h.update(repr(row).encode())
+                digests[projection.name] = h.hexdigest()
+        finally:
+            conn.execute("COMMIT")
+        return digests, position
 
     def _create_deferred_indexes(self) -> None:
         """Create the indexes only queries use, if a fold from an empty read model left them out: one sort

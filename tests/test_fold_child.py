@@ -138,3 +138,27 @@ async def test_the_inline_fold_gives_the_rows_the_child_gives(tmp_path: Path) ->
             assert bool(fold_children(os.getpid())) == (fold == "child")
             tasks.cancel_scope.cancel()
     assert digests[0] == digests[1]
+
+
+@pytest.mark.anyio
+async def test_a_rebuild_while_the_log_grows_says_its_digests_are_not_comparable(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from simreportd.daemon import actions
+    from simreportd.events.models import PlanningStarted
+
+    simulate(tmp_path / "sims" / "sim_a", agents=12, rounds=6, seed=3)
+    async with Daemon(make_config(tmp_path, reports={"auto": False})) as daemon, anyio.create_task_group() as tasks:
+        tasks.start_soon(daemon.run)
+        await daemon.watcher.rescan()
+        idle = await actions.rebuild(daemon)
+        assert idle.comparable and idle.before == idle.after
+        rebuild = daemon.views.rebuild
+
+        async def rebuild_while_a_report_starts() -> int:
+            await daemon.store.append("report-x", [PlanningStarted(report_id="x")])  # the log grows meanwhile
+            return await rebuild()
+
+        monkeypatch.setattr(daemon.views, "rebuild", rebuild_while_a_report_starts)
+        grown = await actions.rebuild(daemon)
+        assert not grown.comparable and grown.position == grown.position_before + 1
+        tasks.cancel_scope.cancel()

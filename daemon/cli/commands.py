@@ -253,14 +253,20 @@ async def rebuild(args: argparse.Namespace, config: Config) -> int:
     if holder := running_daemon(config):
         say(f"Rebuilding inside the daemon {holder.describe()}")
         frame = await send(holder, config, {"op": "rebuild"})
-        rebuilt = actions.Rebuilt(frame["before"], frame["after"], frame["position"])
+        rebuilt = actions.Rebuilt(frame["before"], frame["after"], frame["position"], frame["position_before"])
     else:
         async with Daemon(config, command="rebuild") as daemon:
             rebuilt = await actions.rebuild(daemon)
     for name in sorted(rebuilt.after):
-        verdict = "identical" if rebuilt.before.get(name) == rebuilt.after[name] else "CHANGED"
+        verdict = "not compared" if not rebuilt.comparable else \
+            "identical" if rebuilt.before.get(name) == rebuilt.after[name] else "CHANGED"
         print(f"{name:<12} {rebuilt.after[name][:16]}  {verdict}")
     print(f"rebuilt read models to position {rebuilt.position}")
+    if not rebuilt.comparable:
+        say(f"the log grew from position {rebuilt.position_before} to {rebuilt.position} while the read models were "
+            "rebuilt (a simulation being ingested, a report being written): the digests are of different logs. "
+            "Run `simreportd rebuild` again when nothing is being written to compare them.")
+        return 3
     return 0 if rebuilt.before == rebuilt.after else 1
 
 

@@ -203,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "chat-CHAT_ID.")
     p.add_argument("report_id", metavar="REPORT_ID")
     p.add_argument("--chat", metavar="CHAT_ID", help="continue this chat instead of opening a new one")
-    command("rebuild", commands.rebuild, "Drop every read model and export, replay the log, compare digests.")
+    command("rebuild", commands.rebuild, "Drop every read model and export, replay the log, compare digests "
+            "(exit 1: a read model changed; 3: the log grew meanwhile, not compared).")
     p = command("export", commands.export, "Write a report's MiroFish-compatible folder into DIR.")
     p.add_argument("report_id", metavar="REPORT_ID")
     p.add_argument("dir", metavar="DIR")

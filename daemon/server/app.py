@@ -401,7 +401,8 @@ class Server:
             return {"report_id": await actions.fork(daemon, command.report_id or "", command.at or 0,
                                                     command.provider, command.model)}
         rebuilt = await actions.rebuild(daemon)
-        return {"before": rebuilt.before, "after": rebuilt.after, "position": rebuilt.position}
+        return {"before": rebuilt.before, "after": rebuilt.after, "position": rebuilt.position,
+                "position_before": rebuilt.position_before}
 
     async def _interview(self, session: Session, command: Interview) -> None:
         interviews = getattr(self.daemon, "interviews", None)
