@@ -101,6 +101,10 @@ CASES = [
          "rejected: out of the 64-bit range"),
     Case("agent_id_2_63", lambda f: actions(f, good(agent_id=2**63)), "rejected: 64-bit"),
     Case("round_2_63", lambda f: actions(f, good(round=2**63)), "rejected: 64-bit"),
+    Case("round_negative", lambda f: actions(f, good(round=-3)), "rejected: 'round' must not be negative"),
+    Case("agent_id_negative", lambda f: actions(f, good(agent_id=-5)), "rejected: 'agent_id' must not be negative"),
+    Case("action_type_10kb", lambda f: actions(f, good(action_type="CREATE_POST" * 1000)),
+         "rejected: 'action_type' is longer than 100"),
     Case("negative_2_63_minus_1", lambda f: actions(f, good(agent_id=-(2**63) - 1)), "rejected: 64-bit"),
     Case("reddit_profile_2_63", _with(lambda f: (f / "reddit_profiles.json").write_text(json.dumps(
         [{"user_id": 2**63, "name": "x"}, {"user_id": 3, "name": "ok", "karma": 2**64}]))), "ingested"),

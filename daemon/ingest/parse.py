@@ -13,6 +13,7 @@ from simreportd.events.models import Platform
 
 PLATFORMS: tuple[Platform, ...] = ("twitter", "reddit")
 EVENT_TYPES = ("simulation_start", "round_start", "round_end", "simulation_end")
+MAX_ACTION_TYPE = 100  # OASIS names its actions in a word or three (CREATE_POST, LIKE_COMMENT)
 
 
 class Parsed(NamedTuple):
@@ -88,6 +89,8 @@ def parse_action(obj: dict[str, Any], platform: Platform) -> Parsed | Bad:
     action_type = obj.get("action_type")
     if not isinstance(action_type, str) or not action_type:
         return Bad(f"'action_type' must be a non-empty string, got {action_type!r}")
+    if len(action_type) > MAX_ACTION_TYPE:
+        return Bad(f"'action_type' is longer than {MAX_ACTION_TYPE} characters: {action_type[:40]!r}...")
     args = obj.get("action_args") or {}
     if not isinstance(args, dict):
         return Bad(f"'action_args' must be an object, got {type(args).__name__}")
@@ -108,6 +111,8 @@ def _int_problem(obj: dict[str, Any], key: str) -> str | None:
     value = obj[key]
     if values.int64(value) is None:
         return f"{key!r} must be an integer (64-bit), got {type(value).__name__} {str(value)[:40]}"[:200]
+    if value < 0:  # rounds, round counts and agent ids count from 0
+        return f"{key!r} must not be negative, got {value}"
     return None
 
 
