@@ -245,7 +245,8 @@ def simulate(args: argparse.Namespace, config: Config) -> int:
     story = write_simulation(Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
                              round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db, say=say)
     if not args.live:
-        say(f"Wrote simulation {story.simulation_id} ({len(story.agents)} agents, {story.rounds} rounds) to {args.dir}")
+        say(f"Wrote simulation {Path(args.dir).resolve().name} ({len(story.agents)} agents, {story.rounds} rounds) "
+            f"to {args.dir}; its folder's name is its id here")
     return 0
 
 
