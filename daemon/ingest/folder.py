@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -85,9 +85,9 @@ def snapshot(folder: Path, confinement: Confinement | None = None) -> FolderSnap
     env = read_env_status(folder, confinement)
     if not present and (identity := _identify(folder, COMBINED_FILE, confinement, unreadable)) is not None:
         sources.append(SourceFile(COMBINED_FILE, None, folder / COMBINED_FILE, identity))
-    if present or sources or unreadable:
+    if present or sources:
         return FolderSnapshot(True, sources, present, env, unreadable=unreadable)
-    return _oasis_snapshot(folder, confinement, env)
+    return replace(_oasis_snapshot(folder, confinement, env), unreadable=unreadable)
 
 
 def _identify(folder: Path, key: str, confinement: Confinement,
