@@ -181,15 +181,22 @@ def test_kill_9_at_20_random_moments_then_a_restart_ends_as_an_uninterrupted_run
     assert_same_final_state(config, db, uninterrupted)
 
 
-def test_a_daemon_stopped_the_moment_its_report_completes_leaves_the_report_folder_complete(
-        tmp_path: Path, small_sim: Path, llm: FakeLLM) -> None:
-    config, db = write_config(tmp_path, LLM.format(url=llm.base_url)), tmp_path / "state" / "events.sqlite3"
+def stopped_the_moment_its_report_completes(base: Path, llm: FakeLLM) -> tuple[Path, Path, Path]:
+    """Run the daemon on `base`'s folders, SIGTERM it as soon as the log holds ReportCompleted (its last steps
+    may not be folded yet, nor its folder written); the config, the event store and the report's folder."""
+    config, db = write_config(base, LLM.format(url=llm.base_url)), base / "state" / "events.sqlite3"
     daemon = cli("run", "-c", str(config))
     wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE type = 'ReportCompleted'") == 1,
                "the report to complete", timeout=TIMEOUT * 2)
-    daemon.send_signal(signal.SIGTERM)  # its last steps may not be folded yet, nor its folder written
+    daemon.send_signal(signal.SIGTERM)
     assert daemon.wait(timeout=STOP_TIMEOUT_S + 2) == 0
-    [folder] = (tmp_path / "reports").iterdir()
+    [folder] = (base / "reports").iterdir()
+    return config, db, folder
+
+
+def test_a_daemon_stopped_the_moment_its_report_completes_leaves_the_report_folder_complete(
+        tmp_path: Path, small_sim: Path, llm: FakeLLM) -> None:
+    _, db, folder = stopped_the_moment_its_report_completes(tmp_path, llm)
     progress = json.loads((folder / "progress.json").read_text())
     assert (progress["status"], progress["progress"]) == ("completed", 100)
     written = sorted(p.read_text() for p in folder.glob("section_*.md"))
@@ -198,13 +205,7 @@ def test_a_daemon_stopped_the_moment_its_report_completes_leaves_the_report_fold
 
 def test_a_report_folder_left_behind_its_view_is_written_again_at_the_next_start(
         tmp_path: Path, small_sim: Path, llm: FakeLLM) -> None:
-    config, db = write_config(tmp_path, LLM.format(url=llm.base_url)), tmp_path / "state" / "events.sqlite3"
-    daemon = cli("run", "-c", str(config))
-    wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE type = 'ReportCompleted'") == 1,
-               "the report to complete", timeout=TIMEOUT * 2)
-    daemon.send_signal(signal.SIGTERM)
-    assert daemon.wait(timeout=STOP_TIMEOUT_S + 2) == 0
-    [folder] = (tmp_path / "reports").iterdir()
+    config, _, folder = stopped_the_moment_its_report_completes(tmp_path, llm)
     (folder / "progress.json").write_text('{"status": "generating", "progress": 60, "updated_at": "earlier"}')
     (folder / "full_report.md").unlink()  # as a daemon killed before it wrote the folder's last state leaves it
 
