@@ -172,8 +172,7 @@ def _rise(analytics: dict[str, Any], background: dict[str, Any]) -> list[tuple[s
     total = sum(r["total"] for r in before)
     if row is None or not total:
         return []
-    rounds = sum(_last(r) - r["round"] + 1 for r in before)
-    return [("calculate", {"expression": f"({row['total']} / {total} * {rounds} - 1) * 100"})]
+    return [("calculate", {"expression": f"({row['total']} / {total} * {_spanned(before)} - 1) * 100"})]
 
 
 def _questions(requirement: str) -> list[str]:
@@ -233,8 +232,7 @@ class Facts:
     def means(self, platform: str, after: bool) -> tuple[float, int]:
         """Mean actions per round on a platform after the pivot (or before it), and the rounds."""
         rows = self.side(after)
-        spanned = sum(_last(r) - r["round"] + 1 for r in rows)
-        return (round(sum(r[platform] for r in rows) / spanned, 2) if rows else 0.0), spanned
+        return (round(sum(r[platform] for r in rows) / _spanned(rows), 2) if rows else 0.0), _spanned(rows)
 
     def loud(self) -> tuple[str, str]:
         """(the platform busier after the pivot, the other one)."""
@@ -274,6 +272,11 @@ def _last(row: dict[str, Any]) -> int:
     return int(row.get("last_round", row["round"]))
 
 
+def _spanned(rows: list[dict[str, Any]]) -> int:
+    """How many rounds the rows count."""
+    return sum(_last(r) - r["round"] + 1 for r in rows)
+
+
 def _covered(rows: list[dict[str, Any]]) -> str:
     """`rounds A-B` for the rows' rounds."""
     return _rounds(rows[0]["round"], _last(rows[-1]))
@@ -306,7 +309,7 @@ def _timeline(f: Facts) -> str:
         out.append("No round reached twice the mean of the three rounds before it.")
     row, before = f.at(f.pivot), f.side(after=False)
     if row and before and f.pivot is not None:
-        mean = round(sum(r["total"] for r in before) / sum(_last(r) - r["round"] + 1 for r in before), 2)
+        mean = round(sum(r["total"] for r in before) / _spanned(before), 2)
         out.append(f"Against all the rounds before it, round {f.pivot} with {row['total']} actions was "
                    f"{round(row['total'] / mean, 2) if mean else 0}x the mean of {_covered(before)} ({mean})"
                    + _percent_more(f) + ".")
