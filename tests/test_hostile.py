@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 
 from simreportd.simulator.simulate import simulate
 
-from .conftest import TIMEOUT, write_config
+from .conftest import PYTHON, TIMEOUT, write_config
 from .processes import STARTED, NotifySocket, cli, serving, wait_until
 
 pytestmark = pytest.mark.slow
@@ -243,6 +244,16 @@ def test_a_hostile_folder_leaves_the_daemon_serving_and_the_normal_folder_ingest
         assert good_actions(events) == 0
     if case.outcome.startswith("noted: "):
         assert sum(case.outcome.removeprefix("noted: ") in r for r in notes()) == 1  # not again at each check
+
+
+def test_status_says_how_many_lines_of_each_simulation_were_refused(hostile: Hostile) -> None:
+    wait_until(lambda: any(t == "IngestRejected" for t, _ in events_of(hostile.db, "simulation-nan")), "nan's refusal")
+    status = subprocess.run([PYTHON, "-m", "simreportd", "-c", str(hostile.config), "status"], capture_output=True,
+                            text=True, timeout=TIMEOUT)
+    [line] = [line for line in status.stdout.splitlines() if line.split()[:1] == ["nan"]]
+    assert re.search(r"\b1 refused \(`simreportd events --type IngestRejected`\)", line), status.stdout
+    [normal] = [line for line in status.stdout.splitlines() if line.split()[:1] == ["normal"]]
+    assert "refused" not in normal
 
 
 def test_the_daemon_restarts_over_the_hostile_log_without_fold_failures(hostile: Hostile) -> None:

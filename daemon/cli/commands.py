@@ -434,7 +434,8 @@ def print_status(info: dict[str, Any]) -> None:
     print(f"position     {info['last_position']} ({info['streams']} streams, projection lag {info['projection_lag']})")
     print(f"simulations  {len(info['simulations'])}")
     for s in info["simulations"]:
-        print(f"  {s['simulation_id']:<20} gen {s['generation']}  {s['status']:<10} {s['actions']} actions")
+        refused = f", {s['rejections']} refused (`simreportd events --type IngestRejected`)" if s["rejections"] else ""
+        print(f"  {s['simulation_id']:<20} gen {s['generation']}  {s['status']:<10} {s['actions']} actions{refused}")
     for name, node in info["leases"].items():
         print(f"lease        {name:<32} held by {node}")
     print(f"reports      {len(info['reports'])}")
