@@ -56,10 +56,10 @@ OVERFLOW_RETRIES = 2  # requests the server refused as too long, shrunk and aske
 ChatEffect = Emit | CallLLM | RunTool | Stop
 
 
-def check_question(question: object) -> str:
-    """The question, or a UsageError that says what a question must be."""
+def check_question(question: object, what: str = "chat") -> str:
+    """The question (of a chat, or of an interview), or a UsageError that says what a question must be."""
     if not isinstance(question, str) or not question.strip():
-        raise UsageError("a chat question must be a non-empty string")
+        raise UsageError(f"a{'n' if what[0] in 'aeiou' else ''} {what} question must be a non-empty string")
     if len(question) > MAX_QUESTION:
         raise UsageError(f"the question has {len(question)} characters; ask in at most {MAX_QUESTION}")
     if "\x00" in question:

@@ -82,8 +82,12 @@ async def chat_request(chats: ChatRunner, views: ProjectionRunner, body: bytes, 
             request = json.loads(body or b"null")
         except (ValueError, UnicodeDecodeError) as exc:
             raise UsageError(f"the body is not JSON: {exc}") from exc
+        except RecursionError:
+            raise UsageError("the body nests its JSON too deep") from None
         if not isinstance(request, dict):
             raise UsageError("send a JSON object: {\"simulation_id\", \"message\", \"chat_history\"}")
+        if any(not isinstance(request.get(key), str | None) for key in ("report_id", "chat_id")):
+            raise UsageError("report_id and chat_id, when given, are strings")
         message = check_question(request.get("message", request.get("question")))
         history = check_history(request.get("chat_history"))
         report_id = request.get("report_id") or await _latest_report(views, request.get("simulation_id"))

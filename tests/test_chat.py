@@ -144,6 +144,9 @@ async def test_chat_with_the_scripted_server_over_websocket_and_http_then_replay
             no_message = await anyio.to_thread.run_sync(post, running.base, b'{"simulation_id": "sim_small"}')
             too_big = await anyio.to_thread.run_sync(post, running.base, b"x" * (300 * 1024))
             unknown = await anyio.to_thread.run_sync(post, running.base, b'{"simulation_id": "nope", "message": "?"}')
+            odd_id = await anyio.to_thread.run_sync(post, running.base, json.dumps({
+                "simulation_id": small_sim.name, "message": "?", "chat_id": 123}).encode())
+            deep = await anyio.to_thread.run_sync(post, running.base, b'{"x": ' + b"[" * 5000 + b"]" * 5000 + b"}")
             chatted = len(llm.requests) - served
             events = await running.daemon.store.read_stream(chat_stream(chat_id))
             report_events = await running.daemon.store.read_stream(report_stream(report_id))
@@ -173,6 +176,8 @@ async def test_chat_with_the_scripted_server_over_websocket_and_http_then_replay
     assert no_message[0] == 400 and "non-empty string" in no_message[1]["error"]
     assert too_big[0] == 413 and too_big[1]["success"] is False
     assert unknown[0] == 404 and "has no report" in unknown[1]["error"]
+    assert odd_id[0] == 400 and "are strings" in odd_id[1]["error"]
+    assert deep[0] == 400 and "too deep" in deep[1]["error"]
     assert replayed.divergence is None and replayed.steps == len(events)
     assert not any(r.type.startswith("Chat") for r in report_events)
 

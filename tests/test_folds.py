@@ -188,7 +188,9 @@ def test_notifications_announce_sections_failures_and_interviews() -> None:
 
 def test_bad_client_frames_get_the_error_they_deserve() -> None:
     cases = {"not json": "bad_json", "[]": "bad_message", '{"op": "subscribe", "topics": ["x"]}': "bad_topics",
-             '{"op": "subscribe", "after": -1}': "bad_after", '{"op": "launch"}': "unknown_op"}
+             '{"op": "subscribe", "after": -1}': "bad_after", '{"op": "launch"}': "unknown_op",
+             '{"op": {}}': "bad_message", "[" * 100_000 + "]" * 100_000: "bad_json",
+             '{"op": "fork", "report_id": "r", "at": -1}': "bad_request"}
     for text, code in cases.items():
         error = parse_message(text)
         assert isinstance(error, ProtocolError) and error.code == code, (text, error)

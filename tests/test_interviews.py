@@ -12,7 +12,7 @@ import pytest
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.daemon.service import Daemon
-from simreportd.errors import InterviewLocked, RPCFailed
+from simreportd.errors import InterviewLocked, RPCFailed, UsageError
 from simreportd.events.streams import report_stream
 from simreportd.simulator.simulate import simulate
 
@@ -92,6 +92,9 @@ async def test_user_interviews_are_refused_before_unlock_and_answered_after(tmp_
         with pytest.raises(InterviewLocked, match="unlock when it completes"):
             await daemon.interviews.ask(report_id, 1, "Anything?")
         await generate(daemon, report_id)
+        for agent, question in ((2**70, "Anything?"), (1, ""), (1, "?" * 5000)):  # refused before SQLite or a prompt
+            with pytest.raises(UsageError):
+                await daemon.interviews.ask("sim_small", agent, question)
         answer = await daemon.interviews.ask("sim_small", 1, "What did you post about?")
         events = await daemon.store.read_stream(report_stream(report_id))
     assert answer["report_id"] == report_id and answer["mode"] == "persona"

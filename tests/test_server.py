@@ -138,13 +138,17 @@ async def test_bad_frames_get_error_frames_and_the_connection_stays_open(running
                  json.dumps({"op": "subscribe", "filter": {"report_id": 3}}),
                  json.dumps({"op": "subscribe", "after": -1}),
                  json.dumps({"op": "generate_report", "simulation_id": "sim_nowhere"}),
-                 json.dumps({"op": "interview", "report_id": "r", "agent_id": "x", "question": "?"})]
+                 json.dumps({"op": "interview", "report_id": "r", "agent_id": "x", "question": "?"}),
+                 json.dumps({"op": []}), '{"op": "subscribe", "x": ' + "[" * 5000 + "]" * 5000 + "}",
+                 json.dumps({"op": "interview", "report_id": "r", "agent_id": 2**70, "question": "?"}),
+                 json.dumps({"op": "interview", "report_id": "r", "agent_id": 1, "question": " "}),
+                 json.dumps({"op": "fork", "report_id": "r", "at": 2**70})]
         codes = []
         for case in cases:
             await ws.send(case)
             codes.append(json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["code"])
         assert codes == ["bad_json", "bad_message", "unknown_op", "bad_topics", "bad_filter", "bad_after",
-                         "not_found", "bad_request"]
+                         "not_found", "bad_request", "bad_message", "bad_json", "usage", "usage", "bad_request"]
         await ws.send("x" * (server_module.MAX_MESSAGE + 1))
         with pytest.raises(ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), TIMEOUT)

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from simreportd.agent import core
+from simreportd.agent.chat import check_question
 from simreportd.agent.chat_runner import CHAT_ID_PREFIX
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
@@ -339,6 +340,7 @@ async def fork(args: argparse.Namespace, config: Config) -> int:
 
 
 async def interview(args: argparse.Namespace, config: Config) -> int:
+    check_question(args.question, "interview")  # here, not after a 100 KB frame the daemon's port refuses
     if holder := running_daemon(config):
         answer = await send(holder, config, {"op": "interview", "report_id" if args.target.startswith("report_")
                                              else "simulation_id": args.target, "agent_id": args.agent,

@@ -15,10 +15,11 @@ from typing import Any, TypeVar
 import anyio
 
 from simreportd.agent import core
+from simreportd.agent.chat import check_question
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
 from simreportd.daemon.interviews import rpc as interview_rpc
-from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed
+from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
 from simreportd.events.log import EventLog
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.streams import report_stream
@@ -157,6 +158,9 @@ class Interviewer:
 
     async def ask(self, target: str, agent_id: int, question: str, platform: str | None = None) -> dict[str, Any]:
         """A user's question to one agent, refused before the report's interviews are unlocked; recorded."""
+        question = check_question(question, "interview")
+        if isinstance(agent_id, bool) or not isinstance(agent_id, int) or not -2**63 <= agent_id < 2**63:
+            raise UsageError(f"agent {str(agent_id)[:30]} is no agent id (a 64-bit integer)")
         report = await self._unlocked_report(target)
         simulation_id, generation = report["simulation_id"], report["generation"]
         interview_id = uuid.uuid4().hex[:12]

@@ -18,7 +18,6 @@ from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.report import STATUS_AFTER, progress_for, shown_progress
 
 TOPICS = frozenset({"notifications", "events"})
-MAX_QUESTION = 2000
 
 
 @dataclass(frozen=True)
@@ -95,9 +94,11 @@ def parse_message(text: str | bytes) -> Command | ProtocolError:
         message = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         return ProtocolError("bad_json", f"the frame is not JSON: {exc}")
-    if not isinstance(message, dict):
-        return ProtocolError("bad_message", "a frame must be a JSON object with an 'op'")
-    op = message.get("op")
+    except RecursionError:
+        return ProtocolError("bad_json", "the frame nests its JSON too deep")
+    if not isinstance(message, dict) or not isinstance(message.get("op"), str):
+        return ProtocolError("bad_message", "a frame must be a JSON object with an 'op' (a string)")
+    op = message["op"]
     if op == "subscribe":
         return _subscribe(message)
     if op == "generate_report":
@@ -118,11 +119,17 @@ def _handed_over(op: str, message: dict[str, Any]) -> HandedOver | ProtocolError
              "timeout_s": float}
     for key, kind in types.items():
         value = message.get(key)
-        if (value is None and key in HANDED_OVER[op]) or (value is not None and (
-                not isinstance(value, kind) or isinstance(value, bool))):
+        if (value is None and key in HANDED_OVER[op]) or (value is not None and not _fits(value, kind)):
             return ProtocolError("bad_request", f"{op} needs {', '.join(HANDED_OVER[op]) or 'nothing'}; "
-                                                f"{key} must be a {kind.__name__}")
+                                                f"{key} must be a {'whole number >= 0' if kind is int else kind.__name__}")
     return HandedOver(op, **{key: message.get(key) for key in types})
+
+
+def _fits(value: object, kind: type) -> bool:
+    """`value` is a `kind` (a bool is no number here), and an int one a 64-bit count or position."""
+    if isinstance(value, bool) or not isinstance(value, kind):
+        return False
+    return not isinstance(value, int) or 0 <= value < 2**63
 
 
 def _subscribe(message: dict[str, Any]) -> Subscribe | ProtocolError:
@@ -144,10 +151,8 @@ def _interview(message: dict[str, Any]) -> Interview | ProtocolError:
     target = message.get("report_id") or message.get("simulation_id")
     if not isinstance(target, str):
         return ProtocolError("bad_request", "interview needs a simulation_id or a report_id")
-    if isinstance(agent, bool) or not isinstance(agent, int) or not isinstance(question, str) or not question.strip():
-        return ProtocolError("bad_request", "interview needs agent_id (integer) and question (non-empty string)")
-    if len(question) > MAX_QUESTION:
-        return ProtocolError("bad_request", f"the question is longer than {MAX_QUESTION} characters")
+    if isinstance(agent, bool) or not isinstance(agent, int) or not isinstance(question, str):
+        return ProtocolError("bad_request", "interview needs agent_id (integer) and question (string)")
     platform = message.get("platform")
     if platform not in (None, "twitter", "reddit"):
         return ProtocolError("bad_request", "platform must be twitter, reddit or absent")
