@@ -5,6 +5,7 @@ Every error names the key, the value and what is allowed, so the CLI can print o
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import tomllib
@@ -122,6 +123,21 @@ class ServerConfig(Section):
     allowed_origins: list[str] = Field(default_factory=list)
     allowed_hosts: list[str] = Field(default_factory=list)
 
+    def refuse_if_exposed(self) -> None:
+        """A host beyond loopback needs a token: refused when the config is read (at start and at SIGHUP),
+        not when the port opens."""
+        if not is_loopback(self.host) and not self.token:
+            raise ConfigError(f"[server] host = {self.host!r} is not loopback: set [server] token to expose it")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
 
 class ServiceConfig(Section):
     stop_timeout_s: float = Field(default=10.0, gt=0, le=600)
@@ -195,6 +211,7 @@ def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> 
         config = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, raw)) from None
+    config.server.refuse_if_exposed()
     return config.resolve_paths(base)
 
 

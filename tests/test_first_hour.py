@@ -49,6 +49,7 @@ def test_usage_and_configuration_errors_exit_2_with_a_message(store: tuple) -> N
     root, config, report_id = store
     (root / "empty_sim").mkdir(exist_ok=True)
     (root / "loud.toml").write_text('[log]\nlevel = "loud"\n', encoding="utf-8")
+    (root / "exposed.toml").write_text('[server]\nhost = "0.0.0.0"\n', encoding="utf-8")  # no token
     cases = [
         (2, "invalid choice", ["no-such-command"]),
         (2, "the following arguments are required: SIM_DIR", ["report"]),
@@ -68,6 +69,7 @@ def test_usage_and_configuration_errors_exit_2_with_a_message(store: tuple) -> N
     ]
     broken = audit(cases, config, root)
     broken += audit([(2, "[log] level = 'loud' is invalid", ["status"])], root / "loud.toml", root)
+    broken += audit([(2, "host = '0.0.0.0' is not loopback: set [server] token", ["run"])], root / "exposed.toml", root)
     broken += audit([(2, "does not exist", ["status"])], root / "missing.toml", root)
     elsewhere = write_config(root / "elsewhere")
     broken += audit([(2, "no event store at", ["status"]), (2, "no event store at", ["events"]),

@@ -101,6 +101,9 @@ def test_sighup_takes_a_good_config_and_refuses_a_bad_one(tmp_path: Path) -> Non
         config.write_text(good + "\n[agent]\nmax_tools = 9\n")
         daemon.send_signal(signal.SIGHUP)
         systemd.wait_for("READY=1")
+        config.write_text(good.replace("[server]\n", '[server]\nhost = "0.0.0.0"\n'))  # exposed, no token
+        daemon.send_signal(signal.SIGHUP)
+        systemd.wait_for("READY=1")
         simulate(tmp_path / "more" / "sim_after", agents=6, rounds=2, seed=3)
         wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE stream = 'simulation-sim_after'") > 0,
                    "the old config to keep working")
@@ -109,6 +112,7 @@ def test_sighup_takes_a_good_config_and_refuses_a_bad_one(tmp_path: Path) -> Non
     stderr = daemon.log_path.read_text()
     assert "configuration reloaded" in stderr
     assert "config reload refused" in stderr and "unknown key [agent] max_tools" in stderr
+    assert "host = '0.0.0.0' is not loopback: set [server] token" in stderr
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze (.ci/run installs it)")

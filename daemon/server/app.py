@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import logging
 from http import HTTPStatus
 from pathlib import Path
@@ -33,7 +32,7 @@ from websockets.protocol import State
 
 from simreportd.daemon import actions
 from simreportd.daemon.chat import answer_frame, chat_request, chat_target, step_frame
-from simreportd.daemon.config import ServerConfig
+from simreportd.daemon.config import ServerConfig, is_loopback
 from simreportd.daemon.server import http_api
 from simreportd.errors import ConfigError, SimreportdError, StoreClosed
 from simreportd.events.codec import Recorded
@@ -65,15 +64,6 @@ UNSENT_BYTES = 1 << 20  # bytes written to a client's connection but not yet sen
 BUFFER_EVENTS = 10_000
 MAX_MESSAGE = 64 * 1024
 SLOW_CLIENT = 4008
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def host_name(header: str) -> str:
@@ -188,8 +178,7 @@ class Server:
     """Serves `/ws`, the JSON API, the MiroFish endpoints and the dashboard for a running Daemon."""
 
     def __init__(self, daemon: Any, config: ServerConfig) -> None:
-        if not is_loopback(config.host) and not config.token:
-            raise ConfigError(f"[server] host = {config.host!r} is not loopback: set [server] token to expose it")
+        config.refuse_if_exposed()
         self.daemon, self.config = daemon, config
         self.sessions: set[Session] = set()
         self.reports: dict[str, ReportInfo] = {}
