@@ -333,6 +333,8 @@ class ReportState:
     def _on_WriterChanged(self, e: WriterChanged) -> None:
         assert self.request is not None
         self.request = self.request.model_copy(update={"provider": e.provider, "model": e.model})
+        if e.context_tokens:  # the offline writer after a server of 8,192 tokens: its conversations are not cut
+            self.rules = self.rules.model_copy(update={"context_tokens": e.context_tokens})
 
     def standing(self) -> str:
         """Where an unfinished report stands, in words: `is still being written (2 of 4 sections done)`."""

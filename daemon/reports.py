@@ -145,7 +145,8 @@ class ReportScheduler:
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
         settings = settings_for(self.config.agent, llm, REPORT_TOOLS, self.config.reports.parallel_sections)
-        settings = settings.model_copy(update={"context_tokens": llm.context_tokens or await self._server_context(llm.model)})
+        context = llm.context_tokens or await self._server_context(self.provider_name, llm.model)
+        settings = settings.model_copy(update={"context_tokens": context})
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
                                 trigger=trigger, provider=self.provider_name,
                                 model=model_for(llm, self.provider_name),
@@ -158,9 +159,9 @@ class ReportScheduler:
             log.debug("report %s was already requested", report_id)
         return report_id
 
-    async def _server_context(self, model: str) -> int:
-        """`[llm] context_tokens = 0`: what the server says its context is, else 8192; recorded with the report."""
-        ask = getattr(self.runner.writers(self.provider_name), "context_window", None)
+    async def _server_context(self, provider: str, model: str) -> int:
+        """`[llm] context_tokens = 0`: what the writer says its context is, else 8192; recorded with the report."""
+        ask = getattr(self.runner.writers(provider), "context_window", None)
         return (await ask(model) if ask else None) or DEFAULT_CONTEXT_TOKENS
 
     async def resume(self, report_id: str, provider: str | None = None, model: str | None = None,
@@ -186,8 +187,9 @@ class ReportScheduler:
         resumed: list[DomainEvent] = [ReportResumed(report_id=report_id, overrides=overrides or {})]
         line = f"Resuming report {report_id} with {describe_writer(*own)}, the writer it was written with"
         if writer != own:
+            context = None if self.config.llm.context_tokens else await self._server_context(*writer)
             resumed.insert(0, WriterChanged(report_id=report_id, provider=writer[0], model=writer[1],
-                                            previous_provider=own[0], previous_model=own[1]))
+                                            previous_provider=own[0], previous_model=own[1], context_tokens=context))
             line = (f"Resuming report {report_id} with {describe_writer(*writer)} instead of "
                     f"{describe_writer(*own)} (recorded as WriterChanged)")
         await self.store.append(report_stream(report_id), resumed, expected_version=events[-1].version)

@@ -404,6 +404,7 @@ class WriterChanged(ReportEvent):
     model: str
     previous_provider: str
     previous_model: str
+    context_tokens: int | None = None  # the new writer's context, when [llm] context_tokens leaves it to the writer
 
 
 class ReportForked(ReportEvent):

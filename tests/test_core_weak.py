@@ -185,6 +185,19 @@ def test_resume_overrides_change_the_following_requests() -> None:
     assert request.model == "bigger" and request.params["max_tokens"] == 50 and request.params["timeout"] == 300.0
 
 
+def test_a_writer_switched_to_with_its_own_context_gets_that_budget() -> None:
+    """A report asked of a server whose context was guessed at 8,192 tokens and resumed with the offline
+    writer: its conversations are budgeted by the new writer's context, not cut to the old one's."""
+    s = started()
+    before = s.rules.context_tokens
+    s.apply(WriterChanged(report_id="r1", provider="offline", model="offline", previous_provider="openai",
+                          previous_model="m", context_tokens=1_000_000))
+    assert before != 1_000_000 and s.rules.context_tokens == 1_000_000
+    s.apply(WriterChanged(report_id="r1", provider="openai", model="m", previous_provider="offline",
+                          previous_model="offline"))  # [llm] context_tokens fixes it: the budget stays
+    assert s.rules.context_tokens == 1_000_000
+
+
 def test_attempts_are_counted_across_a_resume() -> None:
     s = started(max_retries=0)
     effect = drive(s)

@@ -198,3 +198,8 @@ async def test_a_failed_fork_continues_only_with_its_writer_or_a_recorded_switch
         changed = [json.loads(d) for (d,) in conn.execute("SELECT data FROM events WHERE type = 'WriterChanged'")]
     assert [(c["previous_provider"], c["previous_model"], c["provider"]) for c in changed] == \
         [("openai", "other", "offline")]
+    assert changed[0]["context_tokens"] == 1_000_000  # the offline writer's, not the 8,192 guessed for the server
+    with sqlite3.connect(store_path) as conn:
+        [(completed,)] = conn.execute("SELECT json_extract(data, '$.status') FROM events WHERE type = 'ReportCompleted'"
+                                      " AND stream = ?", (f"report-{fork_id}",)).fetchall()
+    assert completed == "completed"
