@@ -226,6 +226,8 @@ async def test_http_endpoints_match_the_mirofish_shapes(running: Running) -> Non
     _, progress = await get(f"/api/report/{report_id}/progress")
     assert progress["data"]["progress"] == 100 and progress["data"]["status"] == "completed"
     _, one = await get(f"/api/report/{report_id}/section/2")
+    status, beyond = await get(f"/api/report/{report_id}/section/99")
+    assert status == 404 and f"has no section 99 (its sections are 1 to {len(state.outline.sections)})" in str(beyond)
     assert one["data"]["content"].startswith(f"## {state.outline.sections[1].title}\n")
     _, log = await get(f"/api/report/{report_id}/agent-log?from_line=3")
     assert log["data"]["from_line"] == 3 and len(log["data"]["logs"]) == log["data"]["total_lines"] - 3

@@ -102,7 +102,7 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
     if not (folder / "simulation_config.json").exists():
         story = write_simulation(folder, agents=40, rounds=16, seed=7)
         say(f"Simulated {len(story.agents)} agents over {story.rounds} rounds into {folder}")
-    (root / "config.toml").write_text(DEMO_CONFIG, encoding="utf-8")
+    (root / "config.toml").write_text(DEMO_CONFIG.format(config=root / "config.toml"), encoding="utf-8")
     if holder := running_daemon(config):
         say(f"Handing over to the daemon {holder.describe()}")
         frame = await send(holder, config, {"op": "request_report", "folder": str(folder)})
@@ -192,7 +192,7 @@ async def generate(daemon: Daemon, report_id: str) -> ReportState:
 
 
 DEMO_CONFIG = """# Written by `simreportd demo`: the daemon on the demo's folders. Run it with
-#   simreportd -c simreportd-demo/config.toml run
+#   simreportd -c {config} run
 # and open http://127.0.0.1:8765/ for the dashboard. Every other key keeps its default.
 [store]
 path = "state/events.sqlite3"

@@ -161,6 +161,10 @@ def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, ind
     match = [s for s in (found or {}).get("sections", []) if s["section_index"] == number
              and s["status"] == "completed"]
     if not match:
+        total = (found or {}).get("sections_total")
+        if found is None or (total and not 1 <= number <= total):
+            return not_found(f"report {report_id} has no section {index}"
+                             + (f" (its sections are 1 to {total})" if total else ""))
         return not_found(f"section {index} of report {report_id} is not ready")
     return mirofish({"filename": f"section_{number:02d}.md", "section_index": number,
                      "content": section_markdown(match[0])})
