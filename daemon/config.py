@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simreportd.errors import ConfigError
-from simreportd.events.log import EventLog
+from simreportd.events.log import EventLog, redacted_url
 from simreportd.events.store import EventStore
 
 ENV_PREFIX = "SIMREPORTD_"
@@ -47,6 +47,11 @@ class StoreConfig(Section):
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     url: str = Field(default="", pattern=r"^(postgres(ql)?://.*)?$")
     password_env: str = "PGPASSWORD"
+
+    @property
+    def where(self) -> str:
+        """The event store as messages name it: the PostgreSQL URL without its password, or the SQLite file."""
+        return redacted_url(self.url) if self.url else str(self.path)
 
     def open(self) -> EventLog:
         """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path`."""

@@ -355,6 +355,15 @@ class EventLog:
             raise WaitTimeout(f"position {position}", timeout) from None
 
 
+def redacted_url(url: str) -> str:
+    """A database URL without its password, for messages and logs."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        credentials, _, host = rest.rpartition("@")
+        rest = credentials.split(":")[0] + "@" + host
+    return scheme + sep + rest
+
+
 def _gather_group(first: _Pending, queue: MemoryObjectReceiveStream[_Pending]) -> list[_Pending]:
     """`first` and every append already waiting behind it, up to MAX_GROUP_APPENDS."""
     group = [first]

@@ -25,7 +25,7 @@ import asyncpg
 from simreportd.errors import StoreFull, StoreNotEmpty, StoreUnusable
 
 from .codec import Recorded
-from .log import EventLog, _Pending, _plan_group, _settle
+from .log import EventLog, _Pending, _plan_group, _settle, redacted_url
 
 log = logging.getLogger("simreportd.events.postgres")
 
@@ -71,7 +71,7 @@ class PostgresEventStore(EventLog):
     def __init__(self, url: str, password: str | None = None) -> None:
         super().__init__()
         self.url, self._password = url, password
-        self.where = _redacted(url)
+        self.where = redacted_url(url)
         self._writer: asyncpg.Connection | None = None
         self._listener: asyncpg.Connection | None = None
         self._pool: asyncpg.Pool | None = None
@@ -87,7 +87,9 @@ class PostgresEventStore(EventLog):
             self._listener = await asyncpg.connect(self.url, password=self._password)
             await self._listener.add_listener(CHANNEL, self._notified)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreUnusable(self.where, f"{type(exc).__name__}: {exc}") from exc
+            raise StoreUnusable(self.where, f"{type(exc).__name__}: {exc}",
+                                "Check that the server runs and takes connections, that the database exists, and "
+                                "[store] url and the password (in the variable [store] password_env names)") from exc
 
     async def _close_connections(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -176,15 +178,6 @@ class PostgresEventStore(EventLog):
         rows = await self._reader().fetch(
             f"SELECT stream, max(version), max(position) FROM {TABLE} GROUP BY stream ORDER BY stream")
         return [(r[0], int(r[1]), int(r[2])) for r in rows]
-
-
-def _redacted(url: str) -> str:
-    """The URL without a password, for messages and logs."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        credentials, _, host = rest.rpartition("@")
-        rest = credentials.split(":")[0] + "@" + host
-    return scheme + sep + rest
 
 
 

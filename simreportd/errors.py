@@ -63,10 +63,10 @@ class StoreUnusable(SimreportdError):
     code = "store_unusable"
     exit_code = 2
 
-    def __init__(self, path: object, reason: str) -> None:
+    def __init__(self, path: object, reason: str, advice: str = "If the file is damaged, move it away and restore a "
+                 "backup (`sqlite3 FILE .recover` may save its events); a new store starts empty") -> None:
         self.path, self.reason = path, reason
-        super().__init__(f"cannot use the event store {path}: {reason}. If the file is damaged, move it away and "
-                         "restore a backup (`sqlite3 FILE .recover` may save its events); a new store starts empty")
+        super().__init__(f"cannot use the event store {path}: {reason}. {advice}")
 
 
 class StoreFull(SimreportdError, OSError):

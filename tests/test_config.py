@@ -82,3 +82,11 @@ def test_a_report_recorded_without_rules_gets_the_configuration_defaults() -> No
     configured, recorded = settings_for(config.agent, config.llm, REPORT_TOOLS), ReportRules(tools=REPORT_TOOLS)
     assert configured.model_dump(exclude=RULES_ADDED_LATER) == recorded.model_dump(exclude=RULES_ADDED_LATER)
     assert not any(getattr(recorded, rule) for rule in RULES_ADDED_LATER)
+
+
+def test_the_store_is_named_by_its_url_without_the_password_or_by_its_file() -> None:
+    from simreportd.daemon.config import StoreConfig
+
+    assert StoreConfig(url="postgresql://ann:s3cret@db.example:5432/events").where == \
+        "postgresql://ann@db.example:5432/events"
+    assert StoreConfig(path=Path("state/events.sqlite3")).where == "state/events.sqlite3"

@@ -14,6 +14,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from simreportd.errors import StoreUnusable
 from simreportd.events.models import PlanningStarted
 from simreportd.events.postgres import TABLE, PostgresEventStore
 from simreportd.events.store import CaughtUp
@@ -112,6 +113,7 @@ def test_migrate_copies_a_store_into_postgresql_with_positions_and_ids_intact(
     assert on_postgres["last_position"] == on_sqlite["last_position"] > 0
     assert on_postgres["reports"] == on_sqlite["reports"]
     assert on_postgres["simulations"] == on_sqlite["simulations"]
+    assert on_postgres["store"].startswith("postgresql://") and on_sqlite["store"].endswith("events.sqlite3")
 
 
 def simreportd(config: Path, *args: str) -> subprocess.CompletedProcess:
@@ -171,3 +173,13 @@ def test_three_daemons_share_the_work_and_one_killed_mid_report_is_taken_over(
              " WHERE type = 'SectionCompleted' GROUP BY 1, 2 HAVING count(*) > 1) twice") == "0"
     digests = [simreportd(nodes[n], "rebuild").stdout for n in daemons]
     assert digests[0] == digests[1] and "CHANGED" not in digests[0]  # every node folded the same read models
+
+
+@pytest.mark.anyio
+async def test_a_server_that_cannot_be_reached_is_named_without_its_password_and_with_postgresql_advice() -> None:
+    with pytest.raises(StoreUnusable) as refused:
+        async with PostgresEventStore("postgresql://ann:s3cret@127.0.0.1:1/events"):
+            pass
+    message = str(refused.value)
+    assert "postgresql://ann@127.0.0.1:1/events" in message and "s3cret" not in message
+    assert "Check that the server runs" in message and ".recover" not in message

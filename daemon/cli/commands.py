@@ -225,7 +225,7 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
     say(f"  full report  {folder / 'full_report.md'}")
     say(f"  sections     {folder}/section_NN.md  (MiroFish-compatible folder: {folder})")
     say(f"  trace        {folder / 'agent_log.jsonl'}  and  simreportd events --stream {report_stream(report_id)}")
-    say(f"  event store  {config.store.path}")
+    say(f"  event store  {config.store.where}")
     if daemon_config is not None:
         say(f"See it in the dashboard: simreportd -c {daemon_config} run   then open http://127.0.0.1:8765/")
     print(report_id)
@@ -292,7 +292,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
-            raise NotFound(f"no completed report in {config.store.path} to replay")
+            raise NotFound(f"no completed report in {config.store.where} to replay")
         results = [await replay_one(store, report_id, args.into) for report_id in ids]
     if args.all:
         print(f"{'report':<22}{'steps':>7}  result")
@@ -361,7 +361,7 @@ async def events(args: argparse.Namespace, config: Config) -> int:
     existing_store(config)
     async with config.store.open() as store:
         if args.stream and not args.follow and not await store.read_stream(args.stream):
-            raise NotFound(f"no stream {args.stream!r} in {config.store.path}; streams are named like "
+            raise NotFound(f"no stream {args.stream!r} in {config.store.where}; streams are named like "
                            "simulation-SIM_ID and report-REPORT_ID (`simreportd status` lists the ids)")
         if args.follow:
             async for item in store.subscribe(args.after, args.types, streams):
@@ -403,7 +403,7 @@ async def status(args: argparse.Namespace, config: Config) -> int:
         owners = await leases.owners() if config.store.url else {}
     views = await anyio.to_thread.run_sync(read_views_summary, views_path_for(config.store.path))
     holder = read_holder(config.store.path)
-    info = {"store": str(config.store.path), "last_position": head, "streams": len(streams),
+    info = {"store": config.store.where, "last_position": head, "streams": len(streams),
             "daemon": {"pid": holder.pid, "since": holder.since, "command": holder.command, "url": holder.url}
             if holder else None,
             "projection_position": views["position"], "projection_lag": head - views["position"],
