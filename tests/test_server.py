@@ -242,6 +242,8 @@ async def test_http_endpoints_match_the_mirofish_shapes(running: Running) -> Non
     assert markdown.startswith(f"# {state.outline.title}")
     _, svg = await get("/api/simulations/sim_small/activity.svg")
     assert svg.startswith("<svg") and "polyline" in svg
+    status, _ = await get("/api/simulations/nope/activity.svg")
+    assert status == 404  # as /api/reports/nope: no chart of nothing
     _, metrics = await get("/metrics")
     assert 'simreportd_reports{status="completed"} 1' in metrics and "simreportd_websocket_clients" in metrics
     status, missing = await get("/api/reports/nope")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simreportd.projections import report_queries, simulation_queries
-from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
+from simreportd.projections.chart import activity_chart, activity_rows
 from simreportd.projections.export import full_markdown, load_report, section_markdown
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.report import mirofish_status, shown_progress
@@ -87,8 +87,9 @@ def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
 @route(r"/api/simulations/([^/]+)/activity\.svg")
 def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
     latest = simulation_queries.latest_generation(conn, simulation_id)
-    chart = activity_chart(conn, simulation_id, latest[0]) if latest else activity_svg([], f"Actions per round: {simulation_id}")
-    return 200, SVG, chart.encode()
+    if latest is None:
+        return not_found(f"no simulation {simulation_id}")
+    return 200, SVG, activity_chart(conn, simulation_id, latest[0]).encode()
 
 
 @route("/api/reports")
