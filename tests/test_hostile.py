@@ -224,7 +224,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_a_hostile_folder_leaves_the_daemon_serving_and_the_normal_folder_ingested(hostile: Hostile, case: Case) -> None:
     stream = f"simulation-{case.name}"
-    notes = lambda: [d["reason"] for t, d in events_of(hostile.db, stream) if t == "IngestRejected"]  # noqa: E731
+    def notes() -> list[str]:
+        return [d["reason"] for t, d in events_of(hostile.db, stream) if t == "IngestRejected"]
+
     if case.outcome.startswith("noted: "):  # a file not read at all: said once, with why
         wait_until(lambda: any(case.outcome.removeprefix("noted: ") in r for r in notes()), f"{case.name}'s note")
     elif case.outcome == "ignored":

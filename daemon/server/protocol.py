@@ -141,7 +141,7 @@ def _subscribe(message: dict[str, Any]) -> Subscribe | ProtocolError:
             any(not isinstance(v, str) for v in flt.values()):
         return ProtocolError("bad_filter", "filter may hold report_id and/or simulation_id, as strings")
     after = message.get("after")
-    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 2**63):
+    if after is not None and not _fits(after, int):
         return ProtocolError("bad_after", "after must be a position (integer >= 0) or null")
     return Subscribe(frozenset(topics), flt.get("report_id"), flt.get("simulation_id"), after or 0)
 
