@@ -13,7 +13,7 @@ from simreportd.agent.runner import settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import ChatAnswered, ChatEvent, ChatLLMRequested, ChatToolCalled
-from simreportd.projections import report_queries
+from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.runner import ProjectionRunner, reading
 
 from .config import Config
@@ -107,8 +107,8 @@ async def _latest_report(views: ProjectionRunner, simulation_id: object) -> str:
         raise UsageError("Please provide simulation_id (or report_id)")
 
     def latest(path: Path) -> dict[str, Any] | None:
-        with reading(path) as conn:
-            return report_queries.latest_report(conn, simulation_id)
+        with reading(path) as conn:  # a simulation is named by its folder or by its config's simulation_id
+            return report_queries.latest_report(conn, simulation_queries.resolve(conn, simulation_id) or simulation_id)
 
     row = await views.in_thread(latest, views.path)
     if row is None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
 
 from simreportd.errors import NotFound
+from simreportd.projections import report_queries
 from simreportd.projections.chart import activity_chart
 from simreportd.projections.export import load_report, render
 from simreportd.projections.report import mirofish_status
@@ -73,12 +75,16 @@ class Exporter:
             log.exception("finding the report folders behind their views failed; each is written at its next change")
 
     def _stale(self) -> list[str]:
-        """Reports whose folder's progress.json is not their view's: a daemon killed between folding a report's
-        events and writing its folder, or a folder deleted by hand."""
+        """Reports whose folder's progress.json is not their view's (a daemon killed between folding a report's
+        events and writing its folder, or a folder deleted by hand), and deleted reports that still have one."""
         with reading(self.views_path) as conn:
-            rows = conn.execute("SELECT report_id, status, updated_at FROM reports").fetchall()
-        return [report_id for report_id, status, updated_at in rows
-                if _progress_of(self.output_dir / report_id) != (mirofish_status(status), updated_at)]
+            rows = conn.execute("SELECT report_id, status, updated_at, deleted FROM reports").fetchall()
+
+        def behind(report_id: str, status: str, updated_at: str, deleted: int) -> bool:
+            folder = self.output_dir / report_id
+            return folder.exists() if deleted else _progress_of(folder) != (mirofish_status(status), updated_at)
+
+        return [row[0] for row in rows if behind(*row)]
 
     async def export(self, report_id: str, folder: Path | None = None) -> Path:
         """Write the report's folder (default: output_dir/<report_id>) and return it."""
@@ -90,12 +96,22 @@ class Exporter:
     def _export(self, report_id: str, target: Path) -> None:
         with reading(self.views_path) as conn:
             report = load_report(conn, report_id)
+            if report is None and report_queries.is_deleted(conn, report_id):
+                _remove_folder(target)
+                return
             if report is None:
                 raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
             chart = activity_chart(conn, report["simulation_id"], report["generation"])
         target.mkdir(parents=True, exist_ok=True)
         for name, data in render(report, chart).items():
             write_if_changed(target / name, data)
+
+
+def _remove_folder(folder: Path) -> None:
+    """Remove a deleted report's folder: its files are derived, its events stay in the log."""
+    if (folder / "meta.json").is_file():
+        shutil.rmtree(folder, ignore_errors=True)
+        log.info("removed the folder of deleted report %s", folder.name)
 
 
 def write_if_changed(path: Path, data: bytes) -> None:

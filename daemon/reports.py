@@ -12,6 +12,7 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -45,7 +46,8 @@ from simreportd.events.models import (
 )
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
-from simreportd.projections.runner import ProjectionRunner
+from simreportd.projections import report_queries
+from simreportd.projections.runner import ProjectionRunner, reading
 
 from .config import Config
 from .leases import Leases, SoleNode
@@ -86,6 +88,8 @@ class ReportScheduler:
         self.unfinished: dict[str, int] = {}  # report id -> position of its last start, anywhere
         self._tasks: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
+        self._asking = anyio.Lock()  # one decision at a time on whether a run has its report
+        self._asked: dict[tuple[str, int], str] = {}  # the report this process last asked for, per run
 
     async def run(self, follow: bool = True) -> None:
         """Run reports until cancelled; with `follow`, start them as their events arrive in the log."""
@@ -107,9 +111,12 @@ class ReportScheduler:
                 continue
             event = item.event
             if isinstance(event, SimulationCompleted) and self.config.reports.auto:
-                await self.request(event.simulation_id, event.generation, trigger="auto",
-                                   report_id=auto_report_id(event.simulation_id, event.generation),
-                                   caused_by=item.event_id)
+                await self.views.wait_for(item.position, timeout=3600)  # the views know the run's reports so far
+                async with self._asking:
+                    if await self._current(event.simulation_id, event.generation) is None:
+                        await self._ask(event.simulation_id, event.generation, trigger="auto",
+                                        report_id=auto_report_id(event.simulation_id, event.generation),
+                                        caused_by=item.event_id)
             elif isinstance(event, ReportRequested | ReportResumed):
                 self.unfinished[event.report_id] = item.position
                 self.start(event.report_id, item.position)
@@ -124,6 +131,45 @@ class ReportScheduler:
                 run = self.runs.get(report_id)
                 if run is None or run.elsewhere:
                     self.start(report_id, position)
+
+    async def ensure(self, simulation_id: str, force: bool = False, trigger: str = "cli") -> tuple[str, str]:
+        """The report of the simulation's newest run: (its id, `running` or `completed`) if it has one,
+        else a new one's (id, `new`). With `force` a completed report is written again; a running one is
+        never doubled, so many callers asking at once cost one report."""
+        async with self._asking:
+            runs = await runs_so_far(self.store, simulation_id)
+            if not runs:
+                return await self.request(simulation_id, trigger=trigger), "new"  # says why it cannot
+            generation = max(runs)
+            found = await self._current(simulation_id, generation)
+            if found is not None and (found[1] == "running" or not force):
+                return found
+            return await self._ask(simulation_id, generation, trigger), "new"
+
+    async def _ask(self, simulation_id: str, generation: int, trigger: str, report_id: str | None = None,
+                   caused_by: str | None = None) -> str:
+        report_id = await self.request(simulation_id, generation, trigger, report_id, caused_by)
+        self._asked[(simulation_id, generation)] = report_id
+        return report_id
+
+    async def _current(self, simulation_id: str, generation: int) -> tuple[str, str] | None:
+        """The run's newest report that is running or completed (a failed one is not its report), from the
+        views and from what this process has just asked for that the views may not have folded yet."""
+        def newest(path: Path) -> dict[str, Any] | None:
+            with reading(path) as conn:
+                return report_queries.latest_report(conn, simulation_id, generation)
+
+        row = await self.views.in_thread(newest, self.views.path)
+        asked = self._asked.get((simulation_id, generation))
+        if asked is not None and (row is None or row["report_id"] != asked):  # asked, not folded yet
+            run = self.runs.get(asked)
+            if run is None or run.running:
+                return asked, "running"
+            if run.state is not None and run.state.report_completed:
+                return asked, "completed"
+        if row is None or row["status"] == "failed":
+            return None
+        return row["report_id"], "completed" if row["status"] in report_queries.COMPLETED else "running"
 
     def running(self) -> int:
         """How many reports run in this process now."""

@@ -417,6 +417,14 @@ class ReportForked(ReportEvent):
     model: str
 
 
+class ReportDeleted(ReportEvent):
+    """A user deleted the report (MiroFish's `DELETE /api/report/<id>`): it is hidden from every view and
+    its folder removed; its events stay in the log, which nothing erases."""
+
+    type: Literal["ReportDeleted"] = "ReportDeleted"
+    trigger: str = "http"
+
+
 class InterviewRequested(ReportEvent):
     type: Literal["InterviewRequested"] = "InterviewRequested"
     interview_id: str
@@ -555,6 +563,7 @@ AnyEvent = Annotated[
         ReportResumed,
         WriterChanged,
         ReportForked,
+        ReportDeleted,
         InterviewRequested,
         InterviewAnswered,
         ChatStarted,

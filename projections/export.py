@@ -1,7 +1,9 @@
-"""Render the MiroFish-compatible report folder (FORMATS.md section 3) from the report view.
+"""Render the MiroFish-compatible report folder (docs/formats.md, report folders) from the report view.
 
 `load_report` reads the rows; `render` is pure: rows in, `{file name: bytes}` out. The daemon
-writes the files; `rebuild` and `export` render the same bytes from the same rows.
+writes the files; `rebuild` and `export` render the same bytes from the same rows. The folder
+is one MiroFish's own `ReportManager` (`backend/app/services/report_agent.py`) loads: `meta.json`
+is its `Report.to_dict()` with MiroFish's five statuses, our quality verdict in fields of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
         return None
     report["sections"] = report_queries.sections(conn, report_id)
     report["log"] = report_queries.agent_log(conn, report_id)
+    report["console"] = report_queries.console_log(conn, report_id)
     return report
 
 
@@ -39,25 +42,49 @@ def full_markdown(report: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def outline(report: dict[str, Any]) -> dict[str, Any] | None:
+    """MiroFish's `ReportOutline.to_dict()`: title, summary, sections with their content (None before planning)."""
+    if not report["sections"]:
+        return None
+    return {"title": report["title"], "summary": report["summary"],
+            "sections": [{"title": s["title"], "content": s["content"] or "", "subsections": []}
+                         for s in report["sections"]]}
+
+
+def meta(report: dict[str, Any]) -> dict[str, Any]:
+    """MiroFish's `Report.to_dict()` (what its ReportManager loads and its API answers), then our own fields:
+    `quality` (`ok` or `degraded`, with the `problems`), the `partial` notice, `progress`."""
+    return {"report_id": report["report_id"], "simulation_id": report["simulation_id"],
+            "graph_id": report.get("graph_id") or "", "simulation_requirement": report.get("requirement") or "",
+            "status": mirofish_status(report["status"]), "outline": outline(report),
+            "markdown_content": full_markdown(report) if report["sections"] else "",
+            "created_at": report["created_at"], "completed_at": report["completed_at"] or "", "error": report["error"],
+            "quality": "degraded" if report["status"] == "completed_degraded" else "ok",
+            "problems": json.loads(report.get("problems") or "[]"), "partial": report.get("partial"),
+            "progress": shown_progress(report["status"], report["progress"])}
+
+
+def progress(report: dict[str, Any]) -> dict[str, Any]:
+    """progress.json, as MiroFish's `ReportManager.update_progress` writes it: the current section by title."""
+    titles = {s["section_index"]: s["title"] for s in report["sections"]}
+    return {"status": mirofish_status(report["status"]), "progress": shown_progress(report["status"], report["progress"]),
+            "message": report["message"], "current_section": titles.get(report["current_section"]),
+            "completed_sections": [s["title"] for s in report["sections"] if s["status"] == "completed"],
+            "updated_at": report["updated_at"]}
+
+
 def render(report: dict[str, Any], chart: str) -> dict[str, bytes]:
     """Every file of the report folder; `chart` is its run's `activity_chart`."""
     completed = [s for s in report["sections"] if s["status"] == "completed"]
-    outline = {"title": report["title"], "summary": report["summary"],
-               "sections": [{"title": s["title"], "content": s["content"] or ""} for s in report["sections"]]}
-    meta = {"report_id": report["report_id"], "simulation_id": report["simulation_id"], "status": report["status"],
-            "problems": json.loads(report.get("problems") or "[]"), "outline": outline, "created_at": report["created_at"],
-            "completed_at": report["completed_at"], "error": report["error"],
-            **({"partial": report["partial"]} if report.get("partial") else {})}
-    progress = {"status": mirofish_status(report["status"]),
-                "progress": shown_progress(report["status"], report["progress"]),
-                "message": report["message"], "current_section": report["current_section"],
-                "completed_sections": [s["title"] for s in completed], "updated_at": report["updated_at"]}
     files = {
-        "meta.json": _json(meta), "outline.json": _json(outline), "progress.json": _json(progress),
+        "meta.json": _json(meta(report)), "progress.json": _json(progress(report)),
         "agent_log.jsonl": "".join(line + "\n" for line in report["log"]).encode("utf-8"),
+        "console_log.txt": "".join(line + "\n" for line in report["console"]).encode("utf-8"),
         "full_report.md": full_markdown(report).encode("utf-8"),
         "activity.svg": chart.encode(),
     }
+    if (planned := outline(report)) is not None:
+        files["outline.json"] = _json(planned)
     for s in completed:
         files[f"section_{s['section_index']:02d}.md"] = section_markdown(s).encode("utf-8")
     return files

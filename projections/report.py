@@ -1,7 +1,6 @@
-"""The report view and the MiroFish agent log (DESIGN.md section 5, FORMATS.md section 3).
-
-Status, progress, outline, sections, interview unlock, tokens, timings and error of every
-report, plus one `agent_log` row per line of the upstream-compatible agent_log.jsonl.
+"""The report view (docs/architecture.md, read models): status, progress, outline, sections, interview
+unlock, tokens, timings and error of every report, and (agent_log.py) the lines of its MiroFish agent and
+console logs.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from simreportd.events.models import (
     OutlinePlanned,
     PlanningStarted,
     ReportCompleted,
+    ReportDeleted,
     ReportFailed,
     ReportRequested,
     ReportResumed,
@@ -26,6 +26,7 @@ from simreportd.events.models import (
     WriterChanged,
 )
 
+from . import agent_log
 from .base import Write, by_type_name
 
 SCHEMA = """
@@ -36,22 +37,17 @@ CREATE TABLE IF NOT EXISTS reports (
     trigger TEXT, forked_from TEXT, protocol TEXT, llm_calls INTEGER, llm_failures INTEGER, tool_calls INTEGER,
     rejections INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, tokens_estimated INTEGER,
     error TEXT, failed_stage TEXT, resumable INTEGER, created_at TEXT, completed_at TEXT, updated_at TEXT,
-    last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0, partial TEXT, problems TEXT DEFAULT '[]');
+    last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0, partial TEXT, problems TEXT DEFAULT '[]',
+    deleted INTEGER DEFAULT 0);
 CREATE TABLE IF NOT EXISTS report_sections (
     report_id TEXT, section_index INTEGER, title TEXT, description TEXT, status TEXT, content TEXT,
     tool_calls INTEGER, iterations INTEGER, forced INTEGER, completed_at TEXT, position INTEGER,
     problems TEXT DEFAULT '[]', rejections TEXT DEFAULT '{}', grounded_quotes INTEGER DEFAULT 0,
     ungrounded_quotes INTEGER DEFAULT 0, PRIMARY KEY (report_id, section_index));
-CREATE TABLE IF NOT EXISTS agent_log (
-    report_id TEXT, line_no INTEGER, position INTEGER, line TEXT, PRIMARY KEY (report_id, line_no));
-"""
+""" + agent_log.SCHEMA
 
 COUNT_COLUMNS = {"LLMRequested": "llm_calls", "LLMFailed": "llm_failures", "ToolCalled": "tool_calls",
                  "ResponseRejected": "rejections"}
-LOG_ACTIONS = {"ReportRequested": "report_start", "PlanningStarted": "planning_start",
-               "OutlinePlanned": "planning_complete", "SectionStarted": "section_start",
-               "LLMResponded": "llm_response", "ToolCalled": "tool_call", "ToolObserved": "tool_result",
-               "ReportCompleted": "report_complete", "ReportFailed": "error", "LLMFailed": "error"}
 
 
 def mirofish_status(status: str) -> str:
@@ -88,7 +84,7 @@ def shown_progress(status: str, progress: int) -> int:
 class ReportView:
     name = "report"
     schema = SCHEMA
-    tables = ("reports", "report_sections", "agent_log")
+    tables = ("reports", "report_sections", *agent_log.TABLES)
     extra_tables = ()
     deferred_indexes = ()
 
@@ -101,13 +97,13 @@ class ReportView:
             column = COUNT_COLUMNS[t]
             yield (f"UPDATE reports SET {column} = {column} + 1 WHERE report_id = ?", (rid,))
         yield ("UPDATE reports SET updated_at = ?, last_position = ? WHERE report_id = ?", (at, recorded.position, rid))
-        yield from _log_lines(recorded)
+        yield from agent_log.log_writes(recorded)
 
     def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("INSERT OR REPLACE INTO reports VALUES (?, ?, ?, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
-               " 0, 0, 0, ?, ?, ?, ?, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?, NULL, ?, 0, 0, ?, '[]')",
+        yield ("INSERT OR REPLACE INTO reports VALUES (?1, ?2, ?3, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
+               " 0, 0, 0, ?4, ?5, ?6, ?7, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?8, NULL, ?8, 0, 0, ?9, '[]', 0)",
                (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
-                d.get("trigger", ""), d.get("forked_from"), at, at, partial_label(d.get("partial"))))
+                d.get("trigger", ""), d.get("forked_from"), at, partial_label(d.get("partial"))))
 
     def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = ?, progress = 5, message = 'Planning the outline'"
@@ -173,6 +169,9 @@ class ReportView:
     def _WriterChanged(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET provider = ?, model = ? WHERE report_id = ?", (d["provider"], d["model"], d["report_id"]))
 
+    def _ReportDeleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET deleted = 1 WHERE report_id = ?", (d["report_id"],))
+
     def _ReportResumed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = CASE WHEN sections_total > 0 THEN 'generating' ELSE 'planning' END,"
                " error = NULL, failed_stage = NULL, message = 'Resumed' WHERE report_id = ?", (d["report_id"],))
@@ -181,41 +180,7 @@ class ReportView:
         ReportRequested: _ReportRequested, PlanningStarted: _PlanningStarted, ToolProtocolChosen: _ToolProtocolChosen,
         OutlinePlanned: _OutlinePlanned, SectionStarted: _SectionStarted, LLMResponded: _LLMResponded,
         SectionCompleted: _SectionCompleted, ReportCompleted: _ReportCompleted, InterviewUnlocked: _InterviewUnlocked,
-        ReportFailed: _ReportFailed, WriterChanged: _WriterChanged, ReportResumed: _ReportResumed})
-    types = frozenset({*HANDLERS, *COUNT_COLUMNS, *LOG_ACTIONS})  # counted and logged events touch the report too
+        ReportFailed: _ReportFailed, WriterChanged: _WriterChanged, ReportResumed: _ReportResumed,
+        ReportDeleted: _ReportDeleted})
+    types = frozenset({*HANDLERS, *COUNT_COLUMNS, *agent_log.TYPES})  # counted and logged events touch the report too
 
-
-def _log_lines(recorded: Recorded) -> Iterable[Write]:
-    """The agent_log.jsonl lines this event stands for (section completion writes two)."""
-    d, t = recorded.data, recorded.type
-    actions = ["section_content", "section_complete"] if t == "SectionCompleted" else \
-        [LOG_ACTIONS[t]] if t in LOG_ACTIONS else []
-    for action in actions:
-        yield ("INSERT INTO agent_log SELECT ?, (SELECT count(*) FROM agent_log WHERE report_id = ?), ?,"
-               " json_set(?, '$.elapsed_seconds', round((julianday(?) - julianday(r.created_at)) * 86400, 3),"
-               " '$.section_title', (SELECT s.title FROM report_sections s WHERE s.report_id = r.report_id"
-               " AND s.section_index = ?)) FROM reports r WHERE r.report_id = ?",
-               (d["report_id"], d["report_id"], recorded.position, _log_line(recorded, action),
-                recorded.recorded_at, d.get("section_index"), d["report_id"]))
-
-
-def _log_line(recorded: Recorded, action: str) -> str:
-    d = recorded.data
-    stage = "planning" if recorded.type in ("ReportRequested", "PlanningStarted", "OutlinePlanned") else \
-        "complete" if recorded.type == "ReportCompleted" else "generating"
-    details: dict[str, Any]
-    if action == "section_content":
-        details = {"content": d["content"], "content_length": len(d["content"])}
-    elif action == "tool_call":
-        details = {"tool_name": d["tool"], "parameters": d["arguments"], "iteration": d["iteration"]}
-    elif action == "tool_result":
-        details = {"tool_name": d["tool"], "result": d["result"], "result_length": len(d["result"])}
-    elif action == "llm_response":
-        details = {"response": d.get("content", ""), "has_tool_calls": bool(d.get("tool_calls")),
-                   "tool_calls": d.get("tool_calls", [])}
-    else:
-        details = {k: v for k, v in d.items() if k not in ("report_id", "context")}
-    return json.dumps({
-        "timestamp": recorded.recorded_at, "elapsed_seconds": 0.0, "report_id": d["report_id"],
-        "action": action, "stage": stage, "section_title": None,
-        "section_index": d.get("section_index"), "details": details}, ensure_ascii=False, sort_keys=False)

@@ -38,6 +38,15 @@ def simulations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return rows
 
 
+def resolve(conn: sqlite3.Connection, given: str) -> str | None:
+    """The simulation a client names: by our id (its folder's name) or by the `simulation_id` its
+    simulation_config.json gives (which clients of the simulator know it by); None if neither."""
+    row = conn.execute("SELECT simulation_id FROM sim_generations WHERE simulation_id = ?1 UNION ALL"
+                       " SELECT simulation_id FROM sim_generations WHERE json_extract(config, '$.simulation_id') = ?1"
+                       " LIMIT 1", (given,)).fetchone()
+    return str(row[0]) if row else None
+
+
 def latest_generation(conn: sqlite3.Connection, simulation_id: str) -> tuple[int, str] | None:
     """(generation, folder) of the simulation's newest generation, or None if it is unknown."""
     row = conn.execute("SELECT generation, folder FROM sim_generations WHERE simulation_id = ?"

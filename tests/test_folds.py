@@ -81,8 +81,11 @@ def recorded(events: list[DomainEvent], stream: str) -> list[Recorded]:
 
 
 def fold(projection: Projection, events: list[DomainEvent], stream: str) -> sqlite3.Connection:
+    """Fold into a database with every read model's tables, as the views file has (the report view's queries
+    join the simulation model's)."""
     conn = sqlite3.connect(":memory:")
-    conn.executescript(projection.schema)
+    for each in projections():
+        conn.executescript(each.schema)
     for r in recorded(events, stream):
         if r.type in projection.types:
             for sql, params in projection.apply(r):

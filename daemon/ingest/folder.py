@@ -185,6 +185,7 @@ def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
         "narrative_direction": event_config.get("narrative_direction") or "",
         "scheduled_events": event_config.get("scheduled_events") or [],
         "llm_model": config.get("llm_model") or "",
+        **{key: str(config[key]) for key in ("simulation_id", "project_id", "graph_id") if config.get(key)},
     }
     requirement = str(config.get("simulation_requirement") or "")
     if not values.fits([summary, requirement]):

@@ -1,0 +1,314 @@
+"""Every route of MiroFish's report API, answered from our log and read models (docs/formats.md).
+
+MiroFish's frontend talks to one base URL and reads `{success: true, data}` or `{success: false,
+error}`; its routes, their request fields, defaults and status codes are those of MiroFish's
+`backend/app/api/report.py`, and the shapes of `data` those of its `Report.to_dict()` and
+`ReportManager` (`backend/app/services/report_agent.py`). Only MiroFish's five statuses appear
+here; our quality verdict travels in `quality` and `problems`.
+
+Two kinds of handler: readers take a read-only connection to the read models and run in a
+worker thread; actors take the daemon (they append events: generate, delete, chat, and the
+tools). Each returns a `Reply`; the HTTP layer (asgi.py) turns it into a response.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from simreportd.errors import SimreportdError
+from simreportd.events.models import ReportDeleted
+from simreportd.events.streams import report_stream
+from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections.export import full_markdown, load_report, meta, progress, section_markdown
+from simreportd.projections.report import mirofish_status
+from simreportd.projections.runner import reading
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One request as a handler sees it: path parameters (decoded), query parameters, the JSON body."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: Any  # JSON-able, or bytes with `content_type`
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Daemon(Protocol):
+    """What the actors need of the daemon."""
+
+    @property
+    def store(self) -> Any: ...
+    @property
+    def views(self) -> Any: ...
+    @property
+    def reports(self) -> Any: ...
+    @property
+    def runner(self) -> Any: ...
+
+
+Reader = Callable[[sqlite3.Connection, Ask], Reply]
+Actor = Callable[[Daemon, Ask], Awaitable[Reply]]
+
+
+def ok(data: Any, **extra: Any) -> Reply:
+    return Reply(200, {"success": True, "data": data, **extra})
+
+
+def failed(status: int, error: str, **extra: Any) -> Reply:
+    return Reply(status, {"success": False, "error": error, **extra})
+
+
+def _from_line(ask: Ask) -> int:
+    """`from_line` as Flask's `type=int` reads it: anything but an integer counts as 0 (and so does < 0)."""
+    text = ask.query.get("from_line", "0").strip()
+    return int(text) if text.lstrip("-").isdigit() and len(text) < 19 and int(text) > 0 else 0
+
+
+def _simulation(conn: sqlite3.Connection, given: object) -> str | None:
+    """The simulation a client names, by its folder name or by `simulation_id` in its simulation_config.json."""
+    return simulation_queries.resolve(conn, given) if isinstance(given, str) and given else None
+
+
+def _report_meta(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | None:
+    found = load_report(conn, report_id)
+    return meta(found) if found is not None else None
+
+
+# --- readers ---------------------------------------------------------------------------------
+
+
+def get_report(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    found = _report_meta(conn, ask.params["report_id"])
+    return ok(found) if found else failed(404, f"no report {ask.params['report_id']}")
+
+
+def by_simulation(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    simulation_id = _simulation(conn, ask.params["simulation_id"])
+    row = report_queries.latest_report(conn, simulation_id) if simulation_id else None
+    if row is None:
+        return failed(404, f"simulation {ask.params['simulation_id']} has no report", has_report=False)
+    return ok(_report_meta(conn, row["report_id"]), has_report=True)
+
+
+def list_reports(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    limit = ask.query.get("limit", "50")
+    simulation_id = _simulation(conn, ask.query.get("simulation_id")) or ask.query.get("simulation_id")
+    ids = report_queries.report_list(conn, simulation_id, int(limit) if limit.isdigit() and len(limit) < 10 else 50)
+    reports = [found for found in (_report_meta(conn, rid) for rid in ids) if found]
+    return ok(reports, count=len(reports))
+
+
+def download(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    report_id = ask.params["report_id"]
+    found = load_report(conn, report_id)
+    if found is None:
+        return failed(404, f"no report {report_id}")
+    return Reply(200, full_markdown(found).encode("utf-8"), "text/markdown; charset=utf-8",
+                 {"Content-Disposition": f'attachment; filename="{report_id}.md"'})
+
+
+def get_progress(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    found = load_report(conn, ask.params["report_id"])
+    return ok(progress(found)) if found else failed(404, f"no progress for report {ask.params['report_id']}")
+
+
+def sections(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    report_id = ask.params["report_id"]
+    found = load_report(conn, report_id)
+    done = [s for s in (found or {}).get("sections", []) if s["status"] == "completed"]
+    return ok({"report_id": report_id, "sections": [
+        {"filename": f"section_{s['section_index']:02d}.md", "section_index": s["section_index"],
+         "subsection_index": None, "content": section_markdown(s), "is_subsection": False} for s in done],
+        "total_sections": len(done), "is_complete": found is not None and mirofish_status(found["status"]) == "completed"})
+
+
+def section(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    number = ask.params["index"]
+    found = load_report(conn, ask.params["report_id"])
+    match = [s for s in (found or {}).get("sections", []) if str(s["section_index"]) == number.lstrip("0")
+             and s["status"] == "completed"]
+    if not match:
+        return failed(404, f"no section_{number.zfill(2)}.md in report {ask.params['report_id']} (not written yet, "
+                           "or beyond its sections)")
+    index = match[0]["section_index"]
+    return ok({"filename": f"section_{index:02d}.md", "section_index": index, "content": section_markdown(match[0])})
+
+
+def check(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    given = ask.params["simulation_id"]
+    simulation_id = _simulation(conn, given)
+    row = report_queries.latest_report(conn, simulation_id) if simulation_id else None
+    status = mirofish_status(row["status"]) if row else None
+    return ok({"simulation_id": given, "has_report": row is not None, "report_status": status,
+               "report_id": row["report_id"] if row else None, "interview_unlocked": status == "completed"})
+
+
+def agent_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    start = _from_line(ask)
+    lines = [json.loads(line) for line in report_queries.agent_log(conn, ask.params["report_id"], start)]
+    return ok({"logs": lines, "total_lines": report_queries.log_length(conn, "agent_log", ask.params["report_id"]),
+               "from_line": start, "has_more": False})
+
+
+def agent_log_whole(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    lines = [json.loads(line) for line in report_queries.agent_log(conn, ask.params["report_id"])]
+    return ok({"logs": lines, "count": len(lines)})
+
+
+def console_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    start = _from_line(ask)
+    lines = report_queries.console_log(conn, ask.params["report_id"], start)
+    return ok({"logs": lines, "total_lines": report_queries.log_length(conn, "console_log", ask.params["report_id"]),
+               "from_line": start, "has_more": False})
+
+
+def console_log_whole(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    lines = report_queries.console_log(conn, ask.params["report_id"])
+    return ok({"logs": lines, "count": len(lines)})
+
+
+def generate_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
+    """MiroFish's task status, where our task is the report itself (`task_id` is the report id)."""
+    body = ask.body if isinstance(ask.body, dict) else {}
+    task_id, given = body.get("task_id") or ask.query.get("task_id"), body.get("simulation_id")
+    simulation_id = _simulation(conn, given)
+    row = report_queries.latest_report(conn, simulation_id) if simulation_id else None
+    if row is not None and mirofish_status(row["status"]) == "completed":
+        return ok({"simulation_id": given, "report_id": row["report_id"], "status": "completed", "progress": 100,
+                   "message": "The report is written", "already_completed": True})
+    if not isinstance(task_id, str) or not task_id:
+        return failed(400, "send task_id (the report_id generate answered) or simulation_id")
+    found = load_report(conn, task_id)
+    if found is None:
+        return failed(404, f"no task {task_id}")
+    status = mirofish_status(found["status"])
+    return ok({"task_id": task_id, "task_type": "report_generate",
+               "status": {"pending": "pending", "completed": "completed", "failed": "failed"}.get(status, "processing"),
+               "progress": max(0, found["progress"]), "message": found["message"],
+               "result": {"report_id": task_id, "simulation_id": found["simulation_id"], "status": status}
+               if status == "completed" else None,
+               "error": found["error"], "metadata": {"simulation_id": found["simulation_id"], "report_id": task_id},
+               "created_at": found["created_at"], "updated_at": found["updated_at"]})
+
+
+# --- actors ----------------------------------------------------------------------------------
+
+
+async def _resolve(daemon: Daemon, given: object) -> str | None:
+    def find(path: Any) -> str | None:
+        with reading(path) as conn:
+            return _simulation(conn, given)
+
+    return await daemon.views.in_thread(find, daemon.views.path)  # type: ignore[no-any-return]
+
+
+async def generate(daemon: Daemon, ask: Ask) -> Reply:
+    """The run's report: the one it has (running or completed) unless `force_regenerate`; else a new one."""
+    body = ask.body if isinstance(ask.body, dict) else {}
+    given = body.get("simulation_id")
+    if not isinstance(given, str) or not given:
+        return failed(400, "send simulation_id")
+    simulation_id = await _resolve(daemon, given)
+    if simulation_id is None:
+        return failed(404, f"no simulation {given}: its folder is not under [watch] roots or not ingested yet")
+    try:
+        report_id, state = await daemon.reports.ensure(simulation_id, force=body.get("force_regenerate") is True,
+                                                       trigger="http")
+    except SimreportdError as exc:
+        return failed(409 if exc.exit_code == 2 else 500, str(exc))
+    messages = {"completed": "The report already exists", "running": "The report is being written",
+                "new": "Report started: poll /api/report/generate/status with task_id, or the agent log"}
+    return ok({"simulation_id": given, "report_id": report_id, "task_id": report_id,
+               "status": "completed" if state == "completed" else "generating", "message": messages[state],
+               "already_generated": state == "completed"})
+
+
+async def delete(daemon: Daemon, ask: Ask) -> Reply:
+    """Hide the report everywhere (a ReportDeleted event); nothing is erased from the log."""
+    report_id = ask.params["report_id"]
+
+    def status(path: Any) -> str | None:
+        with reading(path) as conn:
+            row = report_queries.report_row(conn, report_id)
+            return None if row is None else str(row["status"])
+
+    found = await daemon.views.in_thread(status, daemon.views.path)
+    if found is None:
+        return failed(404, f"no report {report_id}")
+    if found not in ("completed", "completed_degraded", "failed"):
+        return failed(409, f"report {report_id} is being written ({found}); delete it once it has ended")
+    stream = report_stream(report_id)
+    version = (await daemon.store.read_stream(stream))[-1].version
+    await daemon.store.append(stream, [ReportDeleted(report_id=report_id)], expected_version=version)
+    await daemon.views.wait_for(await daemon.store.last_position(), timeout=30)
+    return Reply(200, {"success": True, "message": f"report {report_id} deleted"})
+
+
+async def search_tool(daemon: Daemon, ask: Ask) -> Reply:
+    """MiroFish's `tools/search`: our `quick_search` on the simulation the request names."""
+    body = ask.body if isinstance(ask.body, dict) else {}
+    query, limit = body.get("query"), body.get("limit", 10)
+    if not isinstance(query, str) or not query.strip():
+        return failed(400, "send simulation_id (or graph_id) and query")
+    return await _tool(daemon, body, "quick_search", {"query": query, "limit": limit if isinstance(limit, int) else 10})
+
+
+async def statistics_tool(daemon: Daemon, ask: Ask) -> Reply:
+    """MiroFish's `tools/statistics`: our `simulation_analytics` on the simulation the request names."""
+    return await _tool(daemon, ask.body if isinstance(ask.body, dict) else {}, "simulation_analytics", {})
+
+
+async def _tool(daemon: Daemon, body: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Reply:
+    given = body.get("simulation_id") or body.get("graph_id")
+    simulation_id = await _resolve(daemon, given)
+    if simulation_id is None:
+        return failed(400 if not given else 404, f"no simulation {given}" if given else "send simulation_id")
+
+    def newest(path: Any) -> int | None:
+        with reading(path) as conn:
+            latest = simulation_queries.latest_generation(conn, simulation_id)
+            return None if latest is None else latest[0]
+
+    generation = await daemon.views.in_thread(newest, daemon.views.path)
+    try:
+        result = await daemon.runner.tools.run(tool, arguments, simulation_id, generation)
+    except SimreportdError as exc:
+        return failed(400, str(exc))
+    return ok(json.loads(result))
+
+
+READERS: list[tuple[str, str, Reader]] = [
+    ("GET", "/api/report/list", list_reports),
+    ("GET", "/api/report/check/{simulation_id}", check),
+    ("GET", "/api/report/by-simulation/{simulation_id}", by_simulation),
+    ("POST", "/api/report/generate/status", generate_status),
+    ("GET", "/api/report/generate/status", generate_status),  # the frontend's getReportStatus asks with GET
+    ("GET", "/api/report/{report_id}", get_report),
+    ("GET", "/api/report/{report_id}/download", download),
+    ("GET", "/api/report/{report_id}/progress", get_progress),
+    ("GET", "/api/report/{report_id}/sections", sections),
+    ("GET", "/api/report/{report_id}/section/{index}", section),
+    ("GET", "/api/report/{report_id}/agent-log", agent_log),
+    ("GET", "/api/report/{report_id}/agent-log/stream", agent_log_whole),
+    ("GET", "/api/report/{report_id}/console-log", console_log),
+    ("GET", "/api/report/{report_id}/console-log/stream", console_log_whole),
+]
+ACTORS: list[tuple[str, str, Actor]] = [
+    ("POST", "/api/report/generate", generate),
+    ("DELETE", "/api/report/{report_id}", delete),
+    ("POST", "/api/report/tools/search", search_tool),
+    ("POST", "/api/report/tools/statistics", statistics_tool),
+]  # POST /api/report/chat is daemon/chat.py's chat_request
+
