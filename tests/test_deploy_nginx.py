@@ -1,0 +1,138 @@
+"""The deployment the README gives a MiroFish user, run for real: Debian's nginx with docs/deploy/nginx-mirofish.conf.
+
+MiroFish's frontend sends every call to one base URL (`frontend/src/api/index.js`, line 5:
+`VITE_API_BASE_URL`), so one origin must answer both MiroFish's backend routes and our report
+routes. Through the shipped nginx file: the report routes and our websocket reach simreportd,
+another `/api/` route reaches the stand-in for MiroFish's backend, and a frontend path gets the
+frontend's index.html.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+
+from .conftest import PYTHON, TIMEOUT, write_config
+from .processes import cli, wait_until
+
+NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (.ci/run installs Debian's nginx)")
+SHIPPED = Path(__file__).parent.parent / "docs" / "deploy" / "nginx-mirofish.conf"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Backend(BaseHTTPRequestHandler):
+    """Stands in for MiroFish's Flask backend: every answer says who answered."""
+
+    def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
+        body = json.dumps({"success": True, "data": {"answered_by": "mirofish-backend", "path": self.path}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def proxied(tmp_path: Path, small_sim: Path) -> Iterator[tuple[str, str]]:
+    """(the proxy's base URL, the id of a completed report) with simreportd, the stand-in and nginx running."""
+    ours, theirs, front = free_port(), free_port(), free_port()
+    config = write_config(tmp_path, auto=False).read_text().replace("port = 0", f"port = {ours}")
+    (tmp_path / "config.toml").write_text(config)
+    done = subprocess.run([PYTHON, "-m", "simreportd", "-c", str(tmp_path / "config.toml"), "report", str(small_sim),
+                           "--wait"], capture_output=True, text=True, timeout=300)
+    report_id = done.stdout.strip().splitlines()[-1]
+    backend = ThreadingHTTPServer(("127.0.0.1", theirs), Backend)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    daemon = cli("-c", str(tmp_path / "config.toml"), "run")
+    wait_until(lambda: _answers(f"http://127.0.0.1:{ours}/healthz"), "simreportd to serve")
+    nginx = _start_nginx(tmp_path, ours, theirs, front)
+    try:
+        wait_until(lambda: _answers(f"http://127.0.0.1:{front}/api/report/list"), "nginx to serve")
+        yield f"127.0.0.1:{front}", report_id
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=TIMEOUT)
+        backend.shutdown()
+        daemon.terminate()
+
+
+def _start_nginx(tmp_path: Path, ours: int, theirs: int, front: int) -> subprocess.Popen:
+    """nginx in the foreground, one process, with the shipped server block and only its addresses replaced."""
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    (dist / "index.html").write_text("<!doctype html><title>MiroFish frontend</title>")
+    block = (SHIPPED.read_text().replace("127.0.0.1:8765", f"127.0.0.1:{ours}")
+             .replace("127.0.0.1:5001", f"127.0.0.1:{theirs}").replace("127.0.0.1:3000", f"127.0.0.1:{front}")
+             .replace("/srv/mirofish/frontend/dist", str(dist)))
+    (tmp_path / "site.conf").write_text(block)
+    temp = tmp_path / "nginx-temp"
+    temp.mkdir()
+    (tmp_path / "nginx.conf").write_text(
+        f"daemon off; master_process off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/nginx-error.log;\n"
+        "events {}\nhttp {\n access_log off;\n"
+        + "".join(f" {kind}_temp_path {temp}/{kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        + f" include {tmp_path}/site.conf;\n}}\n")
+    return subprocess.Popen([str(NGINX), "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=TIMEOUT) as answer:
+        return json.loads(answer.read())
+
+
+def test_one_origin_serves_our_report_routes_mirofish_backend_routes_and_the_frontend(proxied: tuple[str, str]) -> None:
+    base, report_id = proxied
+    report = get_json(f"http://{base}/api/report/{report_id}")
+    assert report["success"] and report["data"]["report_id"] == report_id and report["data"]["status"] == "completed"
+    log = get_json(f"http://{base}/api/report/{report_id}/agent-log?from_line=0")["data"]
+    assert log["total_lines"] == len(log["logs"]) > 0
+    theirs = get_json(f"http://{base}/api/simulation/sim_small")
+    assert theirs["data"]["answered_by"] == "mirofish-backend"
+    with urllib.request.urlopen(f"http://{base}/report/{report_id}", timeout=TIMEOUT) as page:
+        assert b"MiroFish frontend" in page.read()
+    with urllib.request.urlopen(f"http://{base}/simreportd/", timeout=TIMEOUT) as page:
+        assert b"<html" in page.read().lower()
+
+
+def test_our_dashboard_websocket_is_upgraded_through_the_proxy(proxied: tuple[str, str]) -> None:
+    base, report_id = proxied
+
+    async def subscribe() -> list[dict]:
+        async with connect(f"ws://{base}/ws") as ws:
+            await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"], "after": 0}))
+            frames = []
+            while not frames or frames[-1]["type"] != "caught_up":
+                frames.append(json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT)))
+            return frames
+
+    frames = asyncio.run(subscribe())
+    assert any(f["type"] == "section_ready" and f["report_id"] == report_id for f in frames)
