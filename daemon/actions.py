@@ -38,9 +38,11 @@ class Rebuilt:
         return self.position_before == self.position
 
 
-async def request_report(daemon: Daemon, folder: Path) -> str:
-    """Ingest one simulation folder (inside [watch] roots or not) and ask for its report; return its id."""
-    return await daemon.reports.request(await ingest_folder(daemon, folder), trigger="cli")
+async def request_report(daemon: Daemon, folder: Path, force: bool = False) -> str:
+    """Ingest one simulation folder (inside [watch] roots or not) and return the id of its run's report: the one
+    it has (being written or written) unless `force`, else a new one."""
+    report_id, _ = await daemon.reports.ensure(await ingest_folder(daemon, folder), force=force, trigger="cli")
+    return report_id
 
 
 async def ingest_folder(daemon: Daemon, folder: Path) -> str:

@@ -89,7 +89,8 @@ class ReportScheduler:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
         self._asking = anyio.Lock()  # one decision at a time on whether a run has its report
-        self._asked: dict[tuple[str, int], str] = {}  # the report this process last asked for, per run
+        self._asked: dict[tuple[str, int], tuple[str, bool]] = {}  # per run, the report this process last asked
+        # for, and whether it is partial (asked before the run completed)
 
     async def run(self, follow: bool = True) -> None:
         """Run reports until cancelled; with `follow`, start them as their events arrive in the log."""
@@ -113,8 +114,8 @@ class ReportScheduler:
             if isinstance(event, SimulationCompleted) and self.config.reports.auto:
                 await self.views.wait_for(item.position, timeout=3600)  # the views know the run's reports so far
                 async with self._asking:
-                    if await self._current(event.simulation_id, event.generation) is None:
-                        await self._ask(event.simulation_id, event.generation, trigger="auto",
+                    if await self._current(event.simulation_id, event.generation, whole_run=True) is None:
+                        await self._ask(event.simulation_id, event.generation, False, trigger="auto",
                                         report_id=auto_report_id(event.simulation_id, event.generation),
                                         caused_by=item.event_id)
             elif isinstance(event, ReportRequested | ReportResumed):
@@ -141,27 +142,28 @@ class ReportScheduler:
             if not runs:
                 return await self.request(simulation_id, trigger=trigger), "new"  # says why it cannot
             generation = max(runs)
-            found = await self._current(simulation_id, generation)
+            found = await self._current(simulation_id, generation, whole_run=runs[generation] is None)
             if found is not None and (found[1] == "running" or not force):
                 return found
-            return await self._ask(simulation_id, generation, trigger), "new"
+            return await self._ask(simulation_id, generation, runs[generation] is not None, trigger), "new"
 
-    async def _ask(self, simulation_id: str, generation: int, trigger: str, report_id: str | None = None,
-                   caused_by: str | None = None) -> str:
+    async def _ask(self, simulation_id: str, generation: int, partial: bool, trigger: str,
+                   report_id: str | None = None, caused_by: str | None = None) -> str:
         report_id = await self.request(simulation_id, generation, trigger, report_id, caused_by)
-        self._asked[(simulation_id, generation)] = report_id
+        self._asked[(simulation_id, generation)] = report_id, partial
         return report_id
 
-    async def _current(self, simulation_id: str, generation: int) -> tuple[str, str] | None:
-        """The run's newest report that is running or completed (a failed one is not its report), from the
-        views and from what this process has just asked for that the views may not have folded yet."""
+    async def _current(self, simulation_id: str, generation: int, whole_run: bool) -> tuple[str, str] | None:
+        """The run's newest report that is running or completed (a failed one is not its report; nor, once the
+        run has completed, a partial one), from the views and from what this process has just asked for that
+        the views may not have folded yet."""
         def newest(path: Path) -> dict[str, Any] | None:
             with reading(path) as conn:
-                return report_queries.latest_report(conn, simulation_id, generation)
+                return report_queries.latest_report(conn, simulation_id, generation, whole_run)
 
         row = await self.views.in_thread(newest, self.views.path)
-        asked = self._asked.get((simulation_id, generation))
-        if asked is not None and (row is None or row["report_id"] != asked):  # asked, not folded yet
+        asked, partial = self._asked.get((simulation_id, generation), (None, False))
+        if asked is not None and not (whole_run and partial) and (row is None or row["report_id"] != asked):
             run = self.runs.get(asked)
             if run is None or run.running:
                 return asked, "running"

@@ -53,15 +53,16 @@ def outline(report: dict[str, Any]) -> dict[str, Any] | None:
 
 def meta(report: dict[str, Any]) -> dict[str, Any]:
     """MiroFish's `Report.to_dict()` (what its ReportManager loads and its API answers), then our own fields:
-    `quality` (`ok` or `degraded`, with the `problems`), the `partial` notice, `progress`."""
+    `quality` (`ok` or `degraded`, with the `problems`), `progress`, and for a partial report its notice."""
     return {"report_id": report["report_id"], "simulation_id": report["simulation_id"],
             "graph_id": report.get("graph_id") or "", "simulation_requirement": report.get("requirement") or "",
             "status": mirofish_status(report["status"]), "outline": outline(report),
             "markdown_content": full_markdown(report) if report["sections"] else "",
             "created_at": report["created_at"], "completed_at": report["completed_at"] or "", "error": report["error"],
             "quality": "degraded" if report["status"] == "completed_degraded" else "ok",
-            "problems": json.loads(report.get("problems") or "[]"), "partial": report.get("partial"),
-            "progress": shown_progress(report["status"], report["progress"])}
+            "problems": json.loads(report.get("problems") or "[]"),
+            "progress": shown_progress(report["status"], report["progress"]),
+            **({"partial": report["partial"]} if report.get("partial") else {})}
 
 
 def progress(report: dict[str, Any]) -> dict[str, Any]:

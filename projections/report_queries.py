@@ -29,13 +29,14 @@ def report_ids(conn: sqlite3.Connection, completed_only: bool = False) -> list[s
     return [r[0] for r in conn.execute(sql) if not completed_only or r[1] in COMPLETED]
 
 
-def latest_report(conn: sqlite3.Connection, simulation_id: str, generation: int | None = None) -> dict[str, Any] | None:
-    """The simulation's (or one generation's) newest report: report_id, status, interview_unlocked; None if it
-    has none."""
+def latest_report(conn: sqlite3.Connection, simulation_id: str, generation: int | None = None,
+                  whole_run: bool = False) -> dict[str, Any] | None:
+    """The simulation's (or one generation's) newest report, with `whole_run` not counting partial ones:
+    report_id, status, interview_unlocked; None if it has none."""
     found = rows_as_dicts(conn.execute(
         f"SELECT report_id, status, interview_unlocked FROM reports WHERE simulation_id = ?1 AND {SHOWN}"
-        " AND (?2 IS NULL OR generation = ?2) ORDER BY created_at DESC, report_id DESC LIMIT 1",
-        (simulation_id, generation)))
+        " AND (?2 IS NULL OR generation = ?2) AND (NOT ?3 OR partial IS NULL)"
+        " ORDER BY created_at DESC, report_id DESC LIMIT 1", (simulation_id, generation, whole_run)))
     return found[0] if found else None
 
 

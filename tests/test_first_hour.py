@@ -117,12 +117,23 @@ def test_commands_log_what_happens_not_what_already_happened(store: tuple) -> No
     root, config, report_id = store
     old = simreportd("-c", str(config), "export", report_id, str(root / "again"))
     assert old.returncode == 0 and report_id not in old.stderr.replace(f"Exported {report_id}", "")
-    fresh = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait")
+    fresh = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait", "--force")
     new_id = fresh.stdout.strip().splitlines()[-1]
     logged = [line.split(": ", 1)[1] for line in fresh.stderr.splitlines() if " INFO simreportd.agent.runner: " in line]
     assert logged[0].startswith(f"report {new_id} started: simulation sim_one generation 1, offline")
     assert any(line.startswith(f"report {new_id}: section 1/") for line in logged)
     assert logged[-1] == f"report {new_id} completed" and report_id not in fresh.stderr
+
+
+def test_asking_again_for_a_run_s_report_returns_it_and_force_writes_another(store: tuple) -> None:
+    """One report per run unless forced: what a daemon and a user asking at once, or twice, must not double."""
+    root, config, _ = store
+    again = [simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait") for _ in range(2)]
+    report_id = again[0].stdout.strip().splitlines()[-1]
+    assert [a.stdout.strip().splitlines()[-1] for a in again] == [report_id, report_id]
+    assert f"already has report {report_id} (completed)" in again[1].stderr
+    forced = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait", "--force")
+    assert forced.returncode == 0 and forced.stdout.strip().splitlines()[-1] != report_id
 
 
 def test_the_demo_run_twice_says_the_report_exists_and_how_to_start_over(tmp_path: Path) -> None:

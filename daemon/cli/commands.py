@@ -128,7 +128,7 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             ingested = await send(holder, config, {"op": "ingest", "folder": str(folder)})
             async with config.store.open() as store:
                 await follow_run(store, ingested["simulation_id"], sys.stderr)
-        frame = await send(holder, config, {"op": "request_report", "folder": str(folder)})
+        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), "force": args.force})
         if not args.wait:
             print(frame["report_id"])
             return 0
@@ -139,7 +139,9 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             simulation_id = await actions.ingest_folder(daemon, folder)
             if not args.now:
                 await wait_for_run(daemon, simulation_id)
-        report_id = await daemon.reports.request(simulation_id, trigger="cli")
+        report_id, standing = await daemon.reports.ensure(simulation_id, force=args.force, trigger="cli")
+        if standing != "new":
+            say(f"The run already has report {report_id} ({standing}); `--force` writes a new one")
         if not args.wait:
             say("report requested; no daemon is running, so it is written when `simreportd run` starts "
                 "(pass --wait to write it here and now)")

@@ -168,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "id last")
     p.add_argument("--now", action="store_true", help="do not wait for a running simulation to complete: report on "
                    "what it has written so far (the report says it is partial)")
+    p.add_argument("--force", action="store_true", help="write a new report even if the run has a completed one "
+                   "(without it, the run's report is returned: the one being written or the one written)")
     strict(p)
     p = command("resume", commands.resume, "Continue a failed report from its last recorded step, with the "
                 "provider and model it was written with unless --provider/--model ask for another.")

@@ -81,6 +81,7 @@ class HandedOver:
     model: str | None = None
     max_tokens: int | None = None  # resume overrides
     timeout_s: float | None = None
+    force: bool | None = None  # request_report: a new report even if the run has one
 
 
 Command = Subscribe | GenerateReport | Interview | Chat | HandedOver
@@ -116,7 +117,7 @@ def parse_message(text: str | bytes) -> Command | ProtocolError:
 
 def _handed_over(op: str, message: dict[str, Any]) -> HandedOver | ProtocolError:
     types = {"folder": str, "report_id": str, "at": int, "provider": str, "model": str, "max_tokens": int,
-             "timeout_s": float}
+             "timeout_s": float, "force": bool}
     for key, kind in types.items():
         value = message.get(key)
         if (value is None and key in HANDED_OVER[op]) or (value is not None and not _fits(value, kind)):
@@ -127,7 +128,7 @@ def _handed_over(op: str, message: dict[str, Any]) -> HandedOver | ProtocolError
 
 def _fits(value: object, kind: type) -> bool:
     """`value` is a `kind` (a bool is no number here), and an int one a 64-bit count or position."""
-    if isinstance(value, bool) or not isinstance(value, kind):
+    if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
         return False
     return not isinstance(value, int) or 0 <= value < 2**63
 
