@@ -39,7 +39,7 @@ def _statement(item: Any) -> str:
     """One statement on a line: `[ref] Name (round N, platform): text`, quotes and line breaks flattened."""
     if not isinstance(item, dict):
         return _flat(item)
-    agent = item.get("agent") if isinstance(item.get("agent"), dict) else {}
+    agent = _dict(item.get("agent"))
     where = ", ".join(str(p) for p in (f"round {item['round']}" if "round" in item else "", item.get("platform"))
                       if p)
     text = _flat(item.get("content", ""))
@@ -57,6 +57,10 @@ def _numbered(items: Iterable[str]) -> list[str]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def quick_search(result: dict[str, Any], requirement: str) -> str:
@@ -88,7 +92,7 @@ def panorama_search(result: dict[str, Any], requirement: str) -> str:
     current, earlier = _list(result.get("current_statements")), _list(result.get("superseded_statements"))
     names: dict[str, str] = {}
     for item in (*current, *earlier):
-        agent = item.get("agent") if isinstance(item, dict) and isinstance(item.get("agent"), dict) else {}
+        agent = _dict(item.get("agent")) if isinstance(item, dict) else {}
         if agent.get("name"):
             names.setdefault(str(agent["name"]), str(agent.get("stance") or "agent"))
     return "\n".join([
@@ -105,7 +109,7 @@ def interview_agents(result: dict[str, Any], requirement: str) -> str:
     lines = [f"**采访主题:** {_flat(result.get('topic', ''))}", f"**采访人数:** {len(interviews)} / {len(interviews)}",
              "", "### 采访对象选择理由"]
     for n, item in enumerate(interviews, 1):
-        agent = item.get("agent") if isinstance(item.get("agent"), dict) else {}
+        agent = _dict(item.get("agent"))
         lines.append(f"{n}. **{_flat(agent.get('name', '?'))}（index={item.get('agent_id', '?')}）**："
                      f"{_flat(agent.get('stance') or 'no stated')} stance, among the most active on the topic")
     lines += ["", "---", "### 采访实录"]
@@ -116,7 +120,7 @@ def interview_agents(result: dict[str, Any], requirement: str) -> str:
 
 
 def _interview_block(n: int, item: dict[str, Any], questions: list[str]) -> list[str]:
-    agent = item.get("agent") if isinstance(item.get("agent"), dict) else {}
+    agent = _dict(item.get("agent"))
     answer = str(item.get("answer", ""))
     platform = {"twitter": "【Twitter平台回答】", "reddit": "【Reddit平台回答】"}.get(str(item.get("platform")), "")
     asked = questions or [_flat(item.get("question", ""))]

@@ -175,7 +175,7 @@ def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, ind
 def agent_log(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     start = int_param(query.get("from_line", "0"), "from_line")
     lines = [json.loads(line) for line in report_queries.agent_log(conn, report_id, start)]
-    total = report_queries.agent_log_length(conn, report_id)
+    total = report_queries.log_length(conn, "agent_log", report_id)
     return mirofish({"logs": lines, "total_lines": total, "from_line": start, "has_more": False})
 
 
