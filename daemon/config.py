@@ -109,6 +109,7 @@ class ReportsConfig(Section):
     auto: bool = True
     output_dir: Path = Path("reports")
     parallel_sections: int = Field(default=1, ge=1, le=16)
+    max_running: int = Field(default=4, ge=1)
 
     @field_validator("parallel_sections", mode="before")
     @classmethod
@@ -119,6 +120,15 @@ class ReportsConfig(Section):
 
 class InterviewConfig(Section):
     timeout_s: float = Field(default=60.0, gt=0)
+
+
+class LimitsConfig(Section):
+    chats_at_once: int = Field(default=4, ge=1)
+    chats_per_client: int = Field(default=2, ge=1)
+    chats_per_minute: int = Field(default=20, ge=1)
+    interviews_at_once: int = Field(default=4, ge=1)
+    interviews_per_client: int = Field(default=2, ge=1)
+    interviews_per_minute: int = Field(default=20, ge=1)
 
 
 class ServerConfig(Section):
@@ -161,6 +171,7 @@ class Config(Section):
     agent: AgentConfig = AgentConfig()
     reports: ReportsConfig = ReportsConfig()
     interview: InterviewConfig = InterviewConfig()
+    limits: LimitsConfig = LimitsConfig()
     server: ServerConfig = ServerConfig()
     service: ServiceConfig = ServiceConfig()
     log: LogConfig = LogConfig()

@@ -30,6 +30,7 @@ again as it is will fail again; 1: it failed now, and may succeed once the cause
     ├── SchedulerStopped (scheduler_stopped, 1)  a report was started outside the scheduler's run()
     ├── RPCFailed (rpc_failed, 1)            the live simulator did not answer an interview usefully
     ├── ChatFailed (chat_failed, 1)          a chat question could not be answered (the LLM failed)
+    ├── LimitReached (limit_reached, 1)      a client asked for more chats or interviews than allowed
     └── HandoverFailed (handover_failed, 1 or 2)  the running daemon refused or could not be reached
 """
 
@@ -245,6 +246,16 @@ def exit_code_for(code: str) -> int:
             return cls.exit_code
         pending.extend(cls.__subclasses__())
     return 2 if code in PROTOCOL_USAGE_CODES else 1
+
+
+class LimitReached(SimreportdError):
+    """A client asked for more than a limit allows (chats or interviews at once, or a minute); try again later."""
+
+    code = "limit_reached"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class HandoverFailed(SimreportdError):
