@@ -1,4 +1,4 @@
-"""The report view and the MiroFish agent log (DESIGN.md section 5, FORMATS.md section 3).
+"""The report view and the MiroFish agent log (docs/architecture.md#read-models, docs/formats.md#the-agent-log).
 
 Status, progress, outline, sections, interview unlock, tokens, timings and error of every
 report, plus one `agent_log` row per line of the upstream-compatible agent_log.jsonl.
