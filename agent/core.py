@@ -1,4 +1,4 @@
-"""The sans-I/O report agent: from the folded state, decide the next effect (DESIGN.md section 1, rule 3).
+"""The sans-I/O report agent: from the folded state, decide the next effect (docs/architecture.md#sans-io-core-and-runner).
 
 Like python-websockets' protocol objects, nothing here touches a socket, a file, a
 clock or a random source: `decide(state)` returns either events to append (decisions

@@ -1,5 +1,5 @@
 """Is a section grounded? Every blockquote must occur in an observation of that section, and every
-cited id must come from the tools (FORMATS.md section 4: hallucinated facts). Pure text checks.
+cited id must come from the tools (docs/formats.md#upstream-failure-modes: invented facts). Pure text checks.
 """
 
 from __future__ import annotations

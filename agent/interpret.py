@@ -1,4 +1,4 @@
-"""Read a model's reply: tool calls, final answer, outline JSON, and the guards of FORMATS.md section 4.
+"""Read a model's reply: tool calls, final answer, outline JSON, and the guards of docs/formats.md#upstream-failure-modes.
 
 Pure text handling, tolerant of what real servers send: `<think>` blocks, code fences,
 arguments as strings, tool calls written as text by models that were given native tools.

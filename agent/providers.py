@@ -1,4 +1,4 @@
-"""LLM providers: what the runner calls to perform a `CallLLM` effect (DESIGN.md section 4).
+"""LLM providers: what the runner calls to perform a `CallLLM` effect (docs/architecture.md#providers).
 
 `openai` speaks to any OpenAI-compatible server with the client's own retries off: the
 runner retries, so every attempt is an event. Errors are translated here, once, into

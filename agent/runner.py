@@ -1,4 +1,4 @@
-"""Perform the core's effects and append their results (DESIGN.md section 1, rule 3).
+"""Perform the core's effects and append their results (docs/architecture.md#sans-io-core-and-runner).
 
 The runner is the only part of the agent that waits, calls out or reads the clock. It
 folds the report stream, asks `core.decide` what to do, does it, appends the outcome,

@@ -1,4 +1,4 @@
-"""The report agent's whole state as a fold of its stream (DESIGN.md section 1, rule 2).
+"""The report agent's whole state as a fold of its stream (docs/architecture.md#the-two-rules).
 
 Outline, current section, iteration, tool count, used tools and the conversation are all
 derived here from events; nothing else is kept. After a crash the runner folds the

@@ -1,4 +1,4 @@
-"""The report tools, reading the simulation model (DESIGN.md section 4).
+"""The report tools, reading the simulation model (docs/architecture.md#tools).
 
 Every result is canonical JSON with ids (`post:twitter:42`, `agent:7`) so sentences can
 cite evidence, and every query orders its rows fully, so the same model gives the same

@@ -1,4 +1,4 @@
-"""The report tools as the model sees them: names, descriptions, JSON schemas (DESIGN.md section 4).
+"""The report tools as the model sees them: names, descriptions, JSON schemas (docs/architecture.md#tools).
 
 Pure data. `agent/tools.py` implements them against the simulation model.
 """

@@ -1,7 +1,7 @@
 """What the writing commands do to a running Daemon, wherever they were asked for.
 
 The CLI calls these on a Daemon of its own when no daemon holds the store; the server calls
-the very same functions when a CLI command hands its work over (DESIGN.md section 9), so
+the very same functions when a CLI command hands its work over (docs/architecture.md#one-writer-per-store), so
 both paths behave alike.
 """
 

@@ -3,11 +3,11 @@
 Both are Python on a hot path and one interpreter runs one thread of Python at a time:
 in one process a big ingest and the fold it feeds take about the sum of their times, in
 two about the longer of them (bench/all.py). The read-model file already allows more than
-one folder (each batch reads the checkpoint in its own transaction, DESIGN.md section 1,
-rule 4), so the child is just another folder of the same file, and killing either process
+one folder (each batch reads the checkpoint in its own transaction, docs/architecture.md#read-models),
+so the child is just another folder of the same file, and killing either process
 at any moment loses nothing.
 
-The parent owns the child (DESIGN.md section 9): it starts it inside its task group, tells
+The parent owns the child (docs/architecture.md#the-fold-child): it starts it inside its task group, tells
 it each commit so it need not poll, and takes in each batch it folds (`take_folded`: the
 listeners and waiters see what they would have seen). It stops the child by closing its
 stdin, and folds in its own process if the child cannot start or dies. The protocol is

@@ -1,4 +1,4 @@
-"""Who does which work when several daemons share one PostgreSQL log (DESIGN.md section 10).
+"""Who does which work when several daemons share one PostgreSQL log (docs/architecture.md#scale-out-on-postgresql).
 
 One owner per simulation folder for ingest (`ingest:<simulation_id>`) and one per report for
 the agent (`report:<report_id>`). With SQLite there is one daemon per store (its lock file),

@@ -1,4 +1,4 @@
-"""One writer daemon per store (DESIGN.md section 9): an exclusive lock file beside the SQLite store.
+"""One writer daemon per store (docs/architecture.md#one-writer-per-store): an exclusive lock file beside the SQLite store.
 
 The lock is an `flock` on `<store>.lock`, held for the life of the process that writes (the
 daemon, or a CLI command when no daemon runs); the kernel drops it when the process dies,

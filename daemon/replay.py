@@ -1,4 +1,4 @@
-"""Reproduce a report from its log, and fork one (DESIGN.md section 7).
+"""Reproduce a report from its log, and fork one (docs/architecture.md#replay-rebuild-and-fork).
 
 Replay copies the report's simulation events and the start of its stream into a scratch
 store, rebuilds the simulation model there, and runs the same runner with the `replay`

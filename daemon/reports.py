@@ -78,7 +78,7 @@ class ReportRun:
 
 
 class ReportScheduler:
-    """Owns the task group every report runner of this process lives in (DESIGN.md section 9)."""
+    """Owns the task group every report runner of this process lives in (docs/architecture.md#concurrency-and-ownership)."""
 
     def __init__(self, store: EventLog, views: ProjectionRunner, runner: ReportRunner, config: Config,
                  provider_name: str, leases: Leases | None = None) -> None:

@@ -34,7 +34,7 @@ class Source(BaseModel):
     head: str
     offset: int
     end: int
-    tail: str | None = None  # hash of the file's bytes just before `end` (issue 12: same inode, same head)
+    tail: str | None = None  # hash of the file's bytes just before `end` (docs/architecture.md#ingest: same inode, same head)
 
 
 # --- simulation stream: simulation-<simulation_id> ------------------------------------------

@@ -1,4 +1,4 @@
-"""The PostgreSQL event store (DESIGN.md section 10): one log shared by daemons on several machines.
+"""The PostgreSQL event store (docs/architecture.md#scale-out-on-postgresql): one log shared by daemons on several machines.
 
 The driver is asyncpg: a maintained, native asyncio driver (no worker thread per call, as
 aiosqlite or psycopg's thread-backed pool would need), with LISTEN/NOTIFY built in;

@@ -1,4 +1,4 @@
-"""The append-only SQLite event store (DESIGN.md section 2), the embedded default.
+"""The append-only SQLite event store (docs/architecture.md#the-event-store), the embedded default.
 
 `EventLog` (log.py) queues appends and lets one writer task commit them a group
 at a time; this module supplies the SQLite half: the schema, one transaction per group,

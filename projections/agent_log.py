@@ -1,4 +1,4 @@
-"""The report's agent_log.jsonl and console_log.txt, line by line, as MiroFish writes them (docs/formats.md).
+"""The report's agent_log.jsonl and console_log.txt, line by line, as MiroFish writes them (docs/formats.md#the-agent-log).
 
 MiroFish's report panel is driven by these lines alone (`frontend/src/components/Step4Report.vue`
 polls them): the outline appears from `planning_complete`'s `details.outline`, a section's text

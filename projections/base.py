@@ -1,7 +1,7 @@
 """What a projection is: a pure fold from events to parameterised SQL writes on its own tables.
 
 `apply(event)` touches no connection: it says which writes the event implies, and the
-runner performs them, with the checkpoint, in one transaction (DESIGN.md section 1, rule 4).
+runner performs them, with the checkpoint, in one transaction (docs/architecture.md#read-models).
 Tests can fold events into an in-memory database without the event store.
 """
 

@@ -1,4 +1,4 @@
-"""Render the MiroFish-compatible report folder (docs/formats.md, report folders) from the report view.
+"""Render the MiroFish-compatible report folder (docs/formats.md#report-folder) from the report view.
 
 `load_report` reads the rows; `render` is pure: rows in, `{file name: bytes}` out. The daemon
 writes the files; `rebuild` and `export` render the same bytes from the same rows. The folder

@@ -1,4 +1,4 @@
-"""Read the fold-failure markers the projection runner leaves when one event cannot be folded (issue 12).
+"""Read the markers the projection runner leaves when one event cannot be folded (docs/architecture.md#untrusted-input).
 
 A marker says which projection skipped which event and why; `status`, `/healthz` and
 `/metrics` show them so a skipped event is never silent.

@@ -1,6 +1,6 @@
-"""The report view (docs/architecture.md, read models): status, progress, outline, sections, interview
+"""The report view (docs/architecture.md#read-models): status, progress, outline, sections, interview
 unlock, tokens, timings and error of every report, and (agent_log.py) the lines of its MiroFish agent and
-console logs.
+console logs (docs/formats.md#the-agent-log).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class ProjectionRunner:
 
     It owns the read-model database: its write connection, and the `limiter` that every
     reader of that file (tools, exporter, HTTP) runs its worker threads under. A cancelled
-    caller waits for its thread to return (DESIGN.md section 9), so the connection is never
+    caller waits for its thread to return (docs/architecture.md#threads), so the connection is never
     closed under a thread that still uses it.
     """
 
@@ -317,7 +317,7 @@ class ProjectionRunner:
         _execute(conn, projection.apply(recorded))
 
     def _fold_guarded(self, conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
-        """Fold one event in a savepoint: if it fails, undo only it and leave a failure marker (issue 12)."""
+        """Fold one event in a savepoint: if it fails, undo only it and leave a marker (docs/architecture.md#untrusted-input)."""
         conn.execute("SAVEPOINT fold")
         try:
             self._fold(conn, projection, recorded)
@@ -428,7 +428,7 @@ _INTERRUPTION: ContextVar[_Interruption | None] = ContextVar("simreportd_interru
 
 
 async def in_thread(func: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter | None = None) -> T:
-    """Run `func` in a worker thread and wait for it, even when cancelled (DESIGN.md section 9).
+    """Run `func` in a worker thread and wait for it, even when cancelled (docs/architecture.md#threads).
 
     A cancelled caller never abandons the thread; instead the queries it runs through
     `reading()` are interrupted, so a long scan ends at once and shutdown stays bounded.

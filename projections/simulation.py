@@ -1,4 +1,4 @@
-"""The simulation model: what the report tools query (DESIGN.md section 5).
+"""The simulation model: what the report tools query (docs/architecture.md#read-models).
 
 Per simulation generation: platforms, rounds, agents and profiles, posts/comments/quotes
 with an FTS5 index, interaction edges (undone ones marked), activity counts. A pure fold:
@@ -348,7 +348,7 @@ class EdgeTally:
 
 def _target_agent(edge: str, args: dict[str, Any]) -> int | None:
     """A follow's or mute's target by id, when its name is missing: the native environment writes the followee
-    under `agent_id` (FORMATS.md; SimSwarm's coalition detector missed it), OASIS under `followee_id`."""
+    under `agent_id` (docs/formats.md#action-lines; SimSwarm's coalition detector missed it), OASIS under `followee_id`."""
     if edge not in ("follow", "mute"):
         return None
     return next((args[k] for k in ("agent_id", "followee_id") if type(args.get(k)) is int), None)

@@ -1,4 +1,4 @@
-"""The trace view: every step the report agent took, with latency and tokens (DESIGN.md section 5).
+"""The trace view: every step the report agent took, with latency and tokens (docs/architecture.md#read-models).
 
 One row per event; the HTTP layer nests them as report > sections > iterations > steps.
 """

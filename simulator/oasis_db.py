@@ -1,4 +1,4 @@
-"""Write the raw OASIS SQLite database of one platform (FORMATS.md section 2) for a story."""
+"""Write the raw OASIS SQLite database of one platform (docs/formats.md#oasis-databases) for a story."""
 
 from __future__ import annotations
 

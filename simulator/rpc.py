@@ -1,4 +1,4 @@
-"""The live half of `simreportd simulate --live`: answer interviews over the file RPC (FORMATS.md 1.5)."""
+"""The live half of `simreportd simulate --live`: answer interviews over the file RPC (docs/formats.md#interview-file-rpc)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`simreportd simulate`: write a MiroFish-layout simulation folder (FORMATS.md section 1).
+"""`simreportd simulate`: write a MiroFish-layout simulation folder (docs/formats.md#mirofish-simulation-folder).
 
 At once, or over time with `--live` the way the real parallel runner does it: line by
 line with open/append/close, sometimes half a line first, then the environment stays

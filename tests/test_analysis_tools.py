@@ -1,4 +1,4 @@
-"""The analysis tools: calculate, agent_profile and coalitions (issue 17).
+"""The analysis tools: calculate, agent_profile and coalitions (docs/architecture.md#tools).
 
 `calculate` is checked on its own (answers and refusals); agent_profile and coalitions on
 a `simulate`d folder whose coalitions, side-changers and per-agent actions are known by

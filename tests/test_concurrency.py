@@ -1,4 +1,4 @@
-"""Structured concurrency (DESIGN.md section 9): no stray tasks or threads, cancellation that stays bounded."""
+"""Structured concurrency (docs/architecture.md#concurrency-and-ownership): no stray tasks or threads, bounded cancellation."""
 
 from __future__ import annotations
 

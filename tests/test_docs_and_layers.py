@@ -1,8 +1,10 @@
-"""Documentation and architecture checks: every event documented, imports pointing one way."""
+"""Documentation and architecture checks: every event documented, imports pointing one way, and the design
+cited from code is in the repository (docs/README.md)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,85 @@ def test_outline_v1_is_upcast_to_section_objects() -> None:
     assert upcast("OutlinePlanned", 1, stored)["sections"][1] == {"title": "Two", "description": ""}
     event = decode("OutlinePlanned", 1, stored)
     assert isinstance(event, OutlinePlanned) and [s.title for s in event.sections] == ["One", "Two"]
+
+
+# What the repository ships as code, configuration and documentation: a reference from any of it must lead
+# to something a clone has. Caches and test artifacts are not part of it.
+SHIPPED = ["events", "projections", "agent", "daemon", "simulator", "simreportd", "tests", "bench", "docs", "systemd",
+           ".ci", "config.toml", "pyproject.toml", "README.md"]
+NOT_SHIPPED = {"__pycache__", "artifacts", ".hypothesis", ".pytest_cache"}
+TEXT_SUFFIXES = {"", ".py", ".md", ".toml", ".service", ".html", ".js", ".css", ".json", ".txt", ".sh", ".cfg"}
+# Pages and trackers a clone does not have: the design notes the project started from, their folder, the
+# machine they lived on, and issue numbers of a tracker that is not part of the repository. (The path is
+# split in two literals so that this line does not match itself.)
+OUTSIDE = re.compile(r"\b(?:DESIGN|FORMATS|STYLE)\.md\b|\.\./shared\b|/work" r"/|\b[Ii]ssues?\s+#?\d+|\b[Ii]ssues show\b")
+DOCS_CITATION = re.compile(r"\bdocs/([\w./-]+\.md)(?:#([\w-]+))?")
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def shipped_files() -> list[Path]:
+    files: list[Path] = []
+    for name in SHIPPED:
+        top = ROOT / name
+        candidates = [top] if top.is_file() else sorted(top.rglob("*"))
+        files += [p for p in candidates if p.is_file() and p.suffix in TEXT_SUFFIXES
+                  and not NOT_SHIPPED & set(p.relative_to(ROOT).parts)]
+    return files
+
+
+def lines_of(path: Path) -> list[tuple[int, str]]:
+    try:
+        return list(enumerate(path.read_text(encoding="utf-8").splitlines(), 1))
+    except UnicodeDecodeError:
+        return []
+
+
+def anchors(page: Path) -> set[str]:
+    """The section anchors of a Markdown page, as GitHub makes them from its headings."""
+    out = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if match := re.match(r"#{1,6}\s+(.*)", line):
+            out.add(re.sub(r"[^\w\- ]", "", match[1].strip().lower()).replace(" ", "-"))
+    return out
+
+
+def test_no_reference_to_a_file_or_issue_outside_the_repository() -> None:
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}"
+             for path in shipped_files() for number, line in lines_of(path) if OUTSIDE.search(line)]
+    assert found == [], "cite docs/ instead:\n" + "\n".join(found)
+
+
+def test_every_cited_docs_page_and_section_exists() -> None:
+    missing = []
+    for path in shipped_files():
+        for number, line in lines_of(path):
+            for page, section in DOCS_CITATION.findall(line):
+                target = ROOT / "docs" / page
+                if not target.is_file():
+                    missing.append(f"{path.relative_to(ROOT)}:{number}: docs/{page} does not exist")
+                elif section and section not in anchors(target):
+                    missing.append(f"{path.relative_to(ROOT)}:{number}: docs/{page} has no section #{section}")
+    assert missing == [], "\n".join(missing)
+
+
+def test_links_between_docs_pages_resolve() -> None:
+    broken = []
+    for page in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
+        for number, line in lines_of(page):
+            for link in MARKDOWN_LINK.findall(line):
+                if "://" in link or link.startswith("mailto:"):
+                    continue
+                file_part, _, section = link.partition("#")
+                target = (page.parent / file_part).resolve() if file_part else page
+                if not target.exists():
+                    broken.append(f"{page.relative_to(ROOT)}:{number}: {link} does not exist")
+                elif section and target.suffix == ".md" and section not in anchors(target):
+                    broken.append(f"{page.relative_to(ROOT)}:{number}: {link} names no section of {target.name}")
+    assert broken == [], "\n".join(broken)
+
+
+def test_code_cites_the_docs() -> None:
+    """The design is cited where it is implemented: without citations the test above would check nothing."""
+    cited = {page for path in shipped_files() if path.suffix == ".py" for _, line in lines_of(path)
+             for page, _ in DOCS_CITATION.findall(line)}
+    assert {"architecture.md", "formats.md", "protocol.md"} <= cited

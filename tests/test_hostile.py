@@ -1,4 +1,4 @@
-"""No input can stop the daemon (issue 12): hostile simulation folders against one real running daemon.
+"""No input can stop the daemon (docs/architecture.md#untrusted-input): hostile simulation folders against one real daemon.
 
 One daemon watches a root holding every bad folder below plus a normal simulation. Each
 case then checks that the daemon is alive, `/healthz` answers, the normal folder is fully

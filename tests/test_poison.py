@@ -1,4 +1,4 @@
-"""Poison in the log or in a folder stops nothing (issue 12): fold isolation, folder isolation, rewrites."""
+"""Poison in the log or a folder stops nothing (docs/architecture.md#untrusted-input): fold and folder isolation, rewrites."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property tests (issue 12): whatever a line, a profile or a config file holds, ingest never raises and
+"""Property tests (docs/architecture.md#untrusted-input): whatever a line, a profile or a config holds, ingest never raises and
 every event it makes can be stored and folded."""
 
 from __future__ import annotations

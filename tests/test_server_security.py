@@ -1,4 +1,4 @@
-"""The server's answers to hostile requests (issue 12): DNS rebinding, methods, doubled headers, absurd numbers."""
+"""The server's answers to hostile requests (docs/protocol.md#security): DNS rebinding, methods, doubled headers, big numbers."""
 
 from __future__ import annotations
 

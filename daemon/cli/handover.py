@@ -1,4 +1,4 @@
-"""Hand a CLI command's work over to the daemon that holds the store (DESIGN.md section 9).
+"""Hand a CLI command's work over to the daemon that holds the store (docs/architecture.md#one-writer-per-store).
 
 The daemon's lock file names the URL it serves; the command is sent there as one websocket
 op (`request_report`, `resume`, `fork`, `rebuild`, `interview`, `chat`), and the daemon answers with

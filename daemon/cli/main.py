@@ -1,9 +1,9 @@
-"""`simreportd`: the command line, the front door of the daemon (DESIGN.md section 8).
+"""`simreportd`: the command line, the front door of the daemon (docs/protocol.md#command-line).
 
 Exit codes: 0 success, 1 a failed run, 2 bad usage or configuration. Our errors are
 printed as one line that says what to do, never as a traceback.
 
-Async commands run under one root cancel scope (DESIGN.md section 9): SIGTERM or SIGINT
+Async commands run under one root cancel scope (docs/architecture.md#shutdown): SIGTERM or SIGINT
 cancel it, every component finishes or rolls back what it has in flight, and the process
 exits 0. If that takes longer than `[service] stop_timeout_s`, or a second SIGINT comes, it
 exits at once: SQLite keeps every committed event either way.

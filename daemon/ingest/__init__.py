@@ -1,1 +1,1 @@
-"""Ingest: find simulation folders, read what simulators write, and append it as events (DESIGN.md section 3)."""
+"""Ingest: find simulation folders, read what simulators write, and append it as events (docs/architecture.md#ingest)."""

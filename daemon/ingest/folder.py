@@ -1,4 +1,4 @@
-"""Read what a simulation folder holds right now (FORMATS.md section 1): blocking file reads only.
+"""Read what a simulation folder holds right now (docs/formats.md#mirofish-simulation-folder): blocking file reads only.
 
 Every function here tolerates a folder that is being written or deleted underneath it, and
 reads through `inputs` (regular files inside the folder, bounded) and `values` (every value

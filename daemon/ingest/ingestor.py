@@ -1,4 +1,4 @@
-"""Turn one simulation folder into events of its `simulation-<id>` stream (DESIGN.md section 3).
+"""Turn one simulation folder into events of its `simulation-<id>` stream (docs/architecture.md#ingest).
 
 `check()` is idempotent and cheap: every watch event, rescan or restart just calls it,
 and it appends whatever the files hold beyond what the log already records.

@@ -1,4 +1,4 @@
-"""Open simulation input files safely: regular files only, inside their folder, bounded reads (issue 12).
+"""Open simulation input files safely: regular files inside their folder, bounded reads (docs/architecture.md#untrusted-input).
 
 A FIFO opened for reading blocks until a writer comes (a worker thread lost for ever); a
 device such as /dev/zero never ends; a symlink to /etc/passwd would put that file into

@@ -1,4 +1,4 @@
-"""Read an OASIS simulation database (FORMATS.md section 2) as a source of agent actions.
+"""Read an OASIS simulation database (docs/formats.md#oasis-databases) as a source of agent actions.
 
 Used when a folder has no actions.jsonl. The `trace` table is read in rowid order,
 read-only, and what its `info` leaves out is joined back from the other tables, so the

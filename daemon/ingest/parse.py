@@ -1,4 +1,4 @@
-"""Parse one actions.jsonl line (FORMATS.md section 1.1) into fields, or say why it is bad.
+"""Parse one actions.jsonl line (docs/formats.md#action-lines) into fields, or say why it is bad.
 
 Liberal in what it reads (unknown action types and extra keys are kept), strict about
 what the model needs (ints are ints, args are an object). No I/O.

@@ -1,4 +1,4 @@
-"""What ingest knows about one simulation, as a fold of its own stream (DESIGN.md section 2).
+"""What ingest knows about one simulation, as a fold of its own stream (docs/architecture.md#the-two-rules).
 
 The tail position of every file travels in the `source` of the events it produced, so
 this fold *is* the bookkeeping: there is nothing else that could disagree with the log.

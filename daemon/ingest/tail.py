@@ -4,7 +4,7 @@ Only complete lines (ending in `\\n`) are returned: a half-written last line sta
 until its end arrives. A line longer than the limit is returned as `too_long` with a short
 excerpt, and reading goes on after its end without ever holding it whole. The last line
 read carries a hash of the bytes just before its end: a file rewritten in place, with the
-same inode and first line, is told apart by it before reading on (issue 12).
+same inode and first line, is told apart by it before reading on (docs/architecture.md#ingest).
 """
 
 from __future__ import annotations

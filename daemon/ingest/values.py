@@ -1,4 +1,4 @@
-"""Decode and check input JSON so every value fits what the event models and SQLite hold (issue 12).
+"""Decode and check input JSON so every value fits what the event models and SQLite hold (docs/architecture.md#untrusted-input).
 
 Validation at the door: a value that would later fail a fold (an integer beyond 64 bits,
 NaN, a lone surrogate, nesting that overflows a recursive serialiser) is refused here,

@@ -4,7 +4,7 @@ watchfiles tells us quickly that something changed; a periodic rescan catches wh
 misses (overflow, roots created or recreated later, network file systems). Either way a
 change only means "check this folder again": `SimulationIngestor.check` is idempotent.
 A folder whose check fails is recorded (`IngestFailed`) and retried with backoff; the
-failure never reaches the watcher or the other folders (issue 12).
+failure never reaches the watcher or the other folders (docs/architecture.md#untrusted-input).
 """
 
 from __future__ import annotations

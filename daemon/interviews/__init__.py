@@ -1,1 +1,1 @@
-"""Interviews with simulated agents: live over the simulator's file RPC, else in persona (FORMATS.md 1.5)."""
+"""Interviews with simulated agents: live over the simulator's file RPC, else in persona (docs/formats.md#interview-file-rpc)."""

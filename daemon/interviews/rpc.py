@@ -1,4 +1,4 @@
-"""The client half of the simulator's file RPC (FORMATS.md section 1.5).
+"""The client half of the simulator's file RPC (docs/formats.md#interview-file-rpc).
 
 A command is written to a temporary name and renamed into `ipc_commands/`, so the
 simulator never reads half a file; the answer is awaited with watchfiles, with a poll
@@ -38,7 +38,7 @@ def write_command(folder: Path, command_type: str, args: dict[str, Any]) -> str:
 
 def read_response(path: Path) -> dict[str, Any] | None:
     """The response, or None while it is missing, half-written, or not something we could record."""
-    try:  # a regular file inside the simulation folder, bounded, every value storable (issue 12)
+    try:  # a regular file inside the simulation folder, bounded, every value storable (docs/architecture.md#untrusted-input)
         response = values.loads(read_bytes(path, Confinement(path.parent.parent)))
     except (OSError, values.BadValue):
         return None

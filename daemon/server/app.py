@@ -1,4 +1,4 @@
-"""The websocket and HTTP server (DESIGN.md section 6): one port, `/ws` for websockets, GETs for the rest.
+"""The websocket and HTTP server (docs/protocol.md): one port, `/ws` for websockets, GETs for the rest.
 
 One broadcaster task follows the log and offers each event to every session. A session
 that subscribes with `after` first reads the history itself (buffering what the

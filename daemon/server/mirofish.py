@@ -1,4 +1,5 @@
-"""Every route of MiroFish's report API, answered from our log and read models (docs/formats.md).
+"""Every route of MiroFish's report API, answered from our log and read models
+(docs/formats.md#http-routes-for-mirofish-clients).
 
 MiroFish's frontend talks to one base URL and reads `{success: true, data}` or `{success: false,
 error}`; its routes, their request fields, defaults and status codes are those of MiroFish's

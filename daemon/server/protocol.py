@@ -1,4 +1,4 @@
-"""The websocket protocol without the socket (DESIGN.md section 6): client messages in, frames out.
+"""The websocket protocol without the socket (docs/protocol.md#websocket): client messages in, frames out.
 
 Notifications are derived from events and carry the event's position, so a client that
 reconnects with `after=<last position>` gets exactly what it missed.
