@@ -89,6 +89,7 @@ class ReportScheduler:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
         self._asking = anyio.Lock()  # one decision at a time on whether a run has its report
+        self._writing = anyio.CapacityLimiter(config.reports.max_running)  # reports written at once; others wait
         self._asked: dict[tuple[str, int], tuple[str, bool]] = {}  # per run, the report this process last asked
         # for, and whether it is partial (asked before the run completed)
 
@@ -279,7 +280,8 @@ class ReportScheduler:
                 run.elsewhere = True
                 return
             await self.views.wait_for(position, timeout=3600)  # the tools need the simulation model this far
-            run.state = await self.runner.run(run.report_id)
+            async with self._writing:
+                run.state = await self.runner.run(run.report_id)
         except Exception as exc:
             log.exception("report %s stopped by an unexpected error", run.report_id)
             run.error = exc

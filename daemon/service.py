@@ -30,6 +30,7 @@ from .chat import chat_writer
 from .config import Config, LLMConfig
 from .exporter import Exporter
 from .fold_child import ChildSpec, FoldChild
+from .gates import Gate
 from .leases import leases_for
 from .lock import StoreLock
 from .reports import ReportScheduler
@@ -83,6 +84,10 @@ class Daemon:
         self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.writers,
                                    FolderEnvironment(views_path, limiter))
         self.chats = ChatRunner(self.store, self.runner.tools, self.writers, chat_writer(c))
+        limits = c.limits  # what clients may spend on model calls (daemon/gates.py)
+        self.chat_gate = Gate("chat question", limits.chats_at_once, limits.chats_per_client, limits.chats_per_minute)
+        self.interview_gate = Gate("interview", limits.interviews_at_once, limits.interviews_per_client,
+                                   limits.interviews_per_minute)
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
                                c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks,

@@ -1,0 +1,148 @@
+"""MiroFish's own frontend against simreportd, in headless Chromium: what a MiroFish user sees.
+
+Run by hand (CI cannot fetch MiroFish; its code is AGPL-3.0 and is never copied here):
+
+    git clone https://github.com/666ghj/MiroFish && cd MiroFish/frontend && npm ci
+    VITE_API_BASE_URL=http://127.0.0.1:3300 npx vite build
+    python bench/mirofish_frontend.py MiroFish/frontend/dist shots/
+
+It writes a finished simulation, has simreportd write its report (the offline writer), serves
+the built frontend with docs/deploy/nginx-mirofish.conf on port 3300 (nginx from Debian), opens
+`/report/<id>` and `/interaction/<id>`, waits until the outline and every section title are on
+the page, asks the chat panel a question, and saves a screenshot of each view.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+from tests.browser import Chromium  # noqa: E402 (the suite's DevTools client, run from the repository)
+
+FRONT = 3300
+ROOT = Path(__file__).parent.parent
+
+
+def run(*args: str, cwd: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "simreportd", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+    if done.returncode:
+        raise SystemExit(f"simreportd {' '.join(args)} failed: {done.stderr[-2000:]}")
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def wait_for(condition, what: str, timeout: float = 120) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def start_nginx(work: Path, dist: Path, port: int) -> subprocess.Popen:
+    block = (ROOT / "docs/deploy/nginx-mirofish.conf").read_text()
+    block = block.replace("127.0.0.1:8765", f"127.0.0.1:{port}").replace("127.0.0.1:3000", f"127.0.0.1:{FRONT}") \
+        .replace("/srv/mirofish/frontend/dist", str(dist.resolve()))
+    (work / "site.conf").write_text(block)
+    (work / "nginx-temp").mkdir(exist_ok=True)
+    (work / "nginx.conf").write_text(
+        f"daemon off; master_process off; pid {work}/nginx.pid; error_log {work}/nginx-error.log;\nevents {{}}\n"
+        "http {\n include /etc/nginx/mime.types;\n access_log off;\n"
+        + "".join(f" {k}_temp_path {work}/nginx-temp/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi",
+                                                                       "scgi"))
+        + f" include {work}/site.conf;\n}}\n")
+    return subprocess.Popen(["/usr/sbin/nginx", "-p", str(work), "-c", str(work / "nginx.conf")])
+
+
+async def page_text(browser: Chromium) -> str:
+    return str(await browser.evaluate("document.body.innerText"))
+
+
+async def shoot(browser: Chromium, url: str, path: Path, must_show: list[str], timeout: float = 120) -> str:
+    """Open `url`, wait until every string of `must_show` is on the page, save a screenshot; the page's text."""
+    await browser.goto(url)
+    deadline = time.monotonic() + timeout
+    while True:
+        text = await page_text(browser)
+        missing = [s for s in must_show if s not in text]
+        if not missing or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(1)
+    await browser.screenshot(path)
+    print(f"{path}: {'shows everything asked' if not missing else 'MISSING ' + repr(missing)}")
+    return text
+
+
+async def views(report_id: str, shots: Path, titles: list[str]) -> None:
+    base = f"http://127.0.0.1:{FRONT}"
+    with tempfile.TemporaryDirectory() as profile:
+        async with Chromium(Path(profile)) as browser:
+            await browser.call("Emulation.setDeviceMetricsOverride", width=1600, height=1400, deviceScaleFactor=1,
+                               mobile=False)
+            await shoot(browser, f"{base}/report/{report_id}", shots / "report.png", titles)
+            await shoot(browser, f"{base}/interaction/{report_id}", shots / "interaction.png", titles[:1])
+            asked = await browser.evaluate("""(async () => {
+                const box = document.querySelector('textarea, input[type=text]');
+                if (!box) return 'no chat input';
+                box.value = 'Which camp was largest, and who spoke for it?';
+                box.dispatchEvent(new Event('input', {bubbles: true}));
+                box.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
+                const send = [...document.querySelectorAll('button')].find(b => /send|发送/i.test(b.innerText + b.className));
+                if (send) send.click();
+                return 'asked';
+            })()""", wait=True)
+            print("chat:", asked)
+            await asyncio.sleep(8)
+            await browser.screenshot(shots / "chat.png")
+            print(f"{shots / 'chat.png'}: the chat panel after one question")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dist", type=Path, help="MiroFish's built frontend (frontend/dist)")
+    parser.add_argument("shots", type=Path, help="where the screenshots go")
+    args = parser.parse_args()
+    args.shots.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        run("simulate", str(work / "sims" / "sim_frontend"), "--agents", "24", "--rounds", "10", "--seed", "11", cwd=work)
+        port = 8799
+        (work / "config.toml").write_text(f'[store]\npath = "state/events.sqlite3"\n[watch]\nroots = ["sims"]\n'
+                                          f'[reports]\noutput_dir = "reports"\nauto = false\n[server]\nport = {port}\n')
+        report_id = run("-c", "config.toml", "report", "sims/sim_frontend", "--wait", cwd=work)
+        daemon = subprocess.Popen([sys.executable, "-m", "simreportd", "-c", "config.toml", "run"], cwd=work,
+                                  stderr=subprocess.DEVNULL)
+        nginx = start_nginx(work, args.dist, port)
+        try:
+            wait_for(lambda: _up(f"http://127.0.0.1:{FRONT}/api/report/{report_id}"), "simreportd behind nginx")
+            report = get(f"http://127.0.0.1:{FRONT}/api/report/{report_id}")["data"]
+            titles = [report["outline"]["title"], *[s["title"] for s in report["outline"]["sections"]]]
+            asyncio.run(views(report_id, args.shots, titles))
+        finally:
+            nginx.terminate()
+            daemon.terminate()
+            daemon.wait(timeout=30)
+
+
+def _up(url: str) -> bool:
+    try:
+        return bool(get(url).get("success"))
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    main()
