@@ -91,7 +91,7 @@ def es_recorder(sockets: str, name: str) -> PostgresApplicationRecorder:
 
 def es_batched(sockets: str, name: str) -> float:
     recorder, originator = es_recorder(sockets, name), uuid.uuid4()
-    batches = [[es_stored(b * BATCH + i, originator, b * BATCH + i + 1) for i in range(BATCH)] for b in range(BATCHES)]
+    batches = [[es_stored(event(b * BATCH + i), originator, b * BATCH + i + 1) for i in range(BATCH)] for b in range(BATCHES)]
     started = time.perf_counter()
     for batch in batches:
         recorder.insert_events(batch)
@@ -102,7 +102,7 @@ def es_batched(sockets: str, name: str) -> float:
 
 def es_single(sockets: str, name: str) -> float:
     recorder = es_recorder(sockets, name)
-    events = [es_stored(i, uuid.uuid4(), 1) for i in range(SINGLES)]
+    events = [es_stored(event(i), uuid.uuid4(), 1) for i in range(SINGLES)]
     started = time.perf_counter()
     for stored in events:
         recorder.insert_events([stored])
