@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import anyio
+import anyio.lowlevel
 
 from .inputs import Confinement, NotReadable, open_regular
 
@@ -72,6 +73,8 @@ async def query(path: Path, confinement: Confinement, func: Callable[..., T], *a
             done = True
             watch.cancel_scope.cancel()
     if error is not None:
+        if guard.cancelled:
+            await anyio.lowlevel.checkpoint()  # the cancellation that stopped the query, raised here
         raise error  # outside the task group: the caller gets the error itself, not a group of one
     return result  # type: ignore[return-value]
 

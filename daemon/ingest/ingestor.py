@@ -230,8 +230,10 @@ class SimulationIngestor:
         targets a line dropped come from the database beside it); how many were taken."""
         parsed = parse_lines(lines, source.platform)
         plan = plan_seeds(parsed, full=lines[-1].end - lines[0].offset >= CHUNK // 2)
+        if plan.cut == 0:
+            return 0
         extra: dict[int, dict[str, Any]] = dict(plan.ids)
-        if database is not None and plan.cut:
+        if database is not None:
             try:
                 found = await self._fill(state, database, parsed[:plan.cut], plan.skip)
             except foreign.Unreadable as exc:
