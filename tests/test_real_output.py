@@ -335,3 +335,25 @@ def _types(db: Path, stream: str) -> list[str]:
         return []
     finally:
         conn.close()
+
+
+def test_simulate_like_mirofish_writes_the_runners_folder(tmp_path: Path) -> None:
+    """The CLI's `--like mirofish`: both databases, both action files, its truth; the seed posts appear in
+    round 0 without ids and again later with them, as the runner writes them (run_parallel_simulation.py:1193)."""
+    import subprocess
+
+    from .conftest import PYTHON
+
+    folder = tmp_path / "sim_cli"
+    done = subprocess.run([PYTHON, "-m", "simreportd", "simulate", str(folder), "--like", "mirofish", "--seed", "2"],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    truth = json.loads((folder / "mirofish_truth.json").read_text(encoding="utf-8"))
+    for platform in PLATFORMS:
+        assert (folder / f"{platform}_simulation.db").exists()
+        lines = [json.loads(raw) for raw in (folder / platform / "actions.jsonl").read_text(encoding="utf-8").splitlines()]
+        seeds = [x for x in lines if x.get("round") == 0 and x.get("action_type") == "CREATE_POST"]
+        copies = [x for x in lines if x.get("round", 0) > 0 and x.get("action_type") == "CREATE_POST"
+                  and x["action_args"]["content"] in {s["action_args"]["content"] for s in seeds}]
+        assert all("post_id" not in s["action_args"] for s in seeds) and len(copies) >= len(seeds)
+        assert len([x for x in lines if "action_type" in x]) > len(truth["platforms"][platform]["actions"])
