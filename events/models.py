@@ -90,6 +90,21 @@ class AgentActed(SimulationEvent):
     source: Source | None = None
 
 
+class AgentInterviewed(SimulationEvent):
+    """An agent's answer to an interview in the live environment, read from the simulator's database (a
+    `trace` row of action `interview`): an interview of the run, never an action of a round."""
+
+    type: Literal["AgentInterviewed"] = "AgentInterviewed"
+    platform: Platform
+    agent_id: int
+    agent_name: str = ""
+    prompt: str = ""
+    response: str = ""
+    interview_id: str = ""
+    timestamp: str | None = None
+    source: Source | None = None
+
+
 class RoundEnded(SimulationEvent):
     type: Literal["RoundEnded"] = "RoundEnded"
     platform: Platform
@@ -535,6 +550,7 @@ AnyEvent = Annotated[
         PlatformStarted,
         RoundStarted,
         AgentActed,
+        AgentInterviewed,
         RoundEnded,
         PlatformFinished,
         SimulationCompleted,

@@ -39,6 +39,8 @@ from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import checkpoint, reading, views_path_for
+from simreportd.simulator.mirofish import TRUTH_FILE as MIROFISH_TRUTH
+from simreportd.simulator.mirofish import write_mirofish
 from simreportd.simulator.simulate import simulate as write_simulation
 
 from .handover import running_daemon, send
@@ -245,6 +247,15 @@ async def completed_generation(store: EventLog, simulation_id: str) -> int:
 
 def simulate(args: argparse.Namespace, config: Config) -> int:
     """Synchronous on purpose: `--live` owns the main thread to receive SIGTERM like a real simulator."""
+    if getattr(args, "like", "story") == "mirofish":
+        if args.live or args.restart:
+            raise UsageError("--like mirofish writes a finished run; drop --live and --restart")
+        truth = write_mirofish(Path(args.dir), seed=args.seed, agents=args.agents, rounds=args.rounds,
+                               databases=True)
+        actions = sum(len(p["actions"]) for p in truth["platforms"].values())
+        say(f"Wrote simulation {Path(args.dir).resolve().name} as MiroFish writes it ({args.agents} agents, "
+            f"{args.rounds} rounds, {actions} actions) to {args.dir}; its truth is in {MIROFISH_TRUTH}")
+        return 0
     story = write_simulation(Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
                              round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db, say=say)
     if not args.live:

@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: %(default)s)")
     p.add_argument("--restart", action="store_true", help="delete and rewrite the run files (force restart)")
     p.add_argument("--oasis-db", action="store_true", help="also write the OASIS SQLite databases")
+    p.add_argument("--like", choices=("story", "mirofish"), default="story", help="story: the stand-in simulator's "
+                   "run with its story; mirofish: what MiroFish's runner over OASIS v0.2.5 really writes (seed posts "
+                   "logged twice, dropped targets, idle rounds, interviews in the databases, Chinese text), with "
+                   "its truth in mirofish_truth.json (default: %(default)s)")
     p = command("report", commands.report, "Ingest SIM_DIR and generate its report, once the run has completed.")
     p.add_argument("sim_dir", metavar="SIM_DIR", help="the simulation folder (holding simulation_config.json or "
                    "twitter/actions.jsonl)")

@@ -18,7 +18,6 @@ from simreportd.daemon.ingest import values
 from simreportd.events.models import Platform
 
 from .inputs import Confinement, NotReadable, read_bytes
-from .oasis import identify_db
 from .tail import FileIdentity, identify
 
 ACTION_FILES: dict[str, Platform] = {"twitter/actions.jsonl": "twitter", "reddit/actions.jsonl": "reddit"}
@@ -53,6 +52,8 @@ class FolderSnapshot:
     finished_hint: dict[Platform, int] = field(default_factory=dict)  # OASIS only: platform -> total rounds
     minutes_per_round: int = 60
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # action files not read, and why
+    databases: dict[Platform, Path] = field(default_factory=dict)  # the OASIS databases present, by platform
+    databases_only: bool = False  # no actions.jsonl: the databases are the actions' source
 
 
 class Setup(NamedTuple):
@@ -85,9 +86,11 @@ def snapshot(folder: Path, confinement: Confinement | None = None) -> FolderSnap
     env = read_env_status(folder, confinement)
     if not present and (identity := _identify(folder, COMBINED_FILE, confinement, unreadable)) is not None:
         sources.append(SourceFile(COMBINED_FILE, None, folder / COMBINED_FILE, identity))
+    databases: dict[Platform, Path] = {p: folder / f"{p}_simulation.db" for p in ACTION_FILES.values()
+                                       if (folder / f"{p}_simulation.db").exists()}
     if present or sources:
-        return FolderSnapshot(True, sources, present, env, unreadable=unreadable)
-    return replace(_oasis_snapshot(folder, confinement, env), unreadable=unreadable)
+        return FolderSnapshot(True, sources, present, env, unreadable=unreadable, databases=databases)
+    return replace(_oasis_snapshot(folder, confinement, env, databases), unreadable=unreadable)
 
 
 def _identify(folder: Path, key: str, confinement: Confinement,
@@ -104,16 +107,11 @@ def _identify(folder: Path, key: str, confinement: Confinement,
     return None
 
 
-def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | None) -> FolderSnapshot:
-    """The databases as sources, with run_state.json as the only hint that a platform has ended."""
-    sources: list[SourceFile] = []
-    present: set[Platform] = set()
-    for platform in ("twitter", "reddit"):
-        key = f"{platform}_simulation.db"
-        if (folder / key).exists():
-            present.add(platform)
-            if (identity := identify_db(folder / key, confinement)) is not None:
-                sources.append(SourceFile(key, platform, folder / key, identity, kind="oasis"))
+def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | None,
+                    databases: dict[Platform, Path]) -> FolderSnapshot:
+    """The databases as the only sources (the ingestor reads them, each query bounded), with run_state.json as
+    the only hint that a platform has ended."""
+    present = set(databases)
     run_state = _read_json(folder / "run_state.json", confinement)
     run_state = run_state if isinstance(run_state, dict) else {}
     total = max(0, values.int64(run_state.get("total_rounds")) or 0)
@@ -122,7 +120,8 @@ def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | Non
     config = _read_json(folder / "simulation_config.json", confinement)
     time_config = config.get("time_config", {}) if isinstance(config, dict) else {}
     minutes = values.int64(time_config.get("minutes_per_round", 60)) if isinstance(time_config, dict) else 60
-    return FolderSnapshot(True, sources, present, env, hint, minutes if minutes and minutes > 0 else 60)
+    return FolderSnapshot(True, [], present, env, hint, minutes if minutes and minutes > 0 else 60,
+                          databases=databases, databases_only=bool(databases))
 
 
 def read_env_status(folder: Path, confinement: Confinement | None = None) -> EnvStatus | None:

@@ -7,8 +7,8 @@ and it appends whatever the files hold beyond what the log already records.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +26,24 @@ from simreportd.events.models import (
 )
 from simreportd.events.streams import simulation_stream
 
-from .folder import SourceFile, read_setup, snapshot
+from . import foreign, oasis
+from .folder import FolderSnapshot, SourceFile, read_setup, snapshot
 from .inputs import Confinement
-from .oasis import read_actions
+from .parse import Bad, Parsed
 from .snapshots import EVERY, IngestSnapshots
 from .state import (
     FileMark,
     IngestState,
+    events_for_interviews,
     events_for_lines,
     events_for_rows,
     finished_from_hint,
+    parse_lines,
+    plan_seeds,
 )
-from .tail import CHUNK, read_lines, tail_matches
+from .tail import CHUNK, Line, read_lines, tail_matches
+
+FileIdentityKey = tuple[int, str]
 
 
 def new_batch_id() -> str:
@@ -61,6 +67,10 @@ class SimulationIngestor:
         self.state: IngestState | None = None
         self.snapshots, self._snapshot_version = snapshots, 0
         self._lock = anyio.Lock()
+        self._problems: list[tuple[str, str]] = []  # databases found unreadable during this check, and why
+        self._names: dict[int, str] | None = None  # agent id -> the name the runner gives it (from the setup)
+        self._bad: dict[str, tuple[int, int, int] | None] = {}  # database -> its signature when found unreadable
+        self._scanned: dict[str, tuple[FileIdentityKey, int]] = {}  # database -> (identity, last rowid scanned)
 
     async def check(self) -> None:
         """Append everything new in the folder; on a conflict, re-read the stream and try once more."""
@@ -82,9 +92,17 @@ class SimulationIngestor:
             return
         if state.generation == 0:
             await self._start_generation(SimulationDiscovered, "discovered")
+        problems = list(snap.unreadable)
+        databases = await self._databases(snap, problems)
         for source in snap.sources:
-            await self._ingest(source, snap.minutes_per_round)
-        await self._note_unreadable(snap.unreadable)
+            await self._ingest(source, databases.get(source.platform) if source.platform else None)
+        for database in databases.values():
+            if snap.databases_only:
+                await self._ingest(database, minutes_per_round=snap.minutes_per_round)
+            elif database.platform in state.finished:  # interviews come after the last round
+                await self._ingest_interviews(database)
+        await self._note_unreadable(problems + self._problems)
+        self._problems = []
         if finished := finished_from_hint(state, snap.finished_hint):
             await self._append(finished)
         if (completed := state.completion(snap.present)) is not None:
@@ -154,7 +172,38 @@ class SimulationIngestor:
         await self._append([event, *rejected])
         log.info("simulation %s generation %d %s", self.simulation_id, state.generation, reason)
 
-    async def _ingest(self, source: SourceFile, minutes_per_round: int = 60) -> None:
+    async def _databases(self, snap: FolderSnapshot, problems: list[tuple[str, str]]) -> dict[str, SourceFile]:
+        """The OASIS databases we can read now, by platform; each one we cannot goes into `problems` with why,
+        and one that cannot be read at all is not tried again until it changes."""
+        out: dict[str, SourceFile] = {}
+        for platform, path in snap.databases.items():
+            key = path.name
+            if key in self._bad and self._bad[key] == foreign.signature(path):
+                continue
+            try:
+                identity = await self._query(path, oasis.identify_db, path)
+            except foreign.Unreadable as exc:
+                problems.append((key, exc.reason))
+                if not exc.transient:
+                    self._bad[key] = foreign.signature(path)
+                continue
+            self._bad.pop(key, None)
+            if identity is not None:
+                out[platform] = SourceFile(key, platform, path, identity, kind="oasis")
+        return out
+
+    async def _query(self, path: Path, func: Callable[..., Any], *args: Any) -> Any:
+        return await foreign.query(path, self.confinement, func, *args)
+
+    async def _agent_names(self) -> dict[int, str]:
+        """The agents' names from the setup, as the runner names them in its lines (read once)."""
+        if self._names is None:
+            setup = await anyio.to_thread.run_sync(read_setup, self.folder, self.confinement)
+            self._names = {a["agent_id"]: str(a.get("name") or "") for a in setup.agents if a.get("name")}
+        return self._names
+
+    async def _ingest(self, source: SourceFile, database: SourceFile | None = None,
+                      minutes_per_round: int = 60) -> None:
         state = await self._state()
         decision = await anyio.to_thread.run_sync(state.classify, source.key, source.identity,
                                                   self._same_bytes(source))
@@ -168,38 +217,123 @@ class SimulationIngestor:
             return
         while lines := await anyio.to_thread.run_sync(read_lines, source.path, offset, self.max_line_bytes,
                                                       CHUNK, self.confinement):
-            before = state.version
+            taken = await self._take_lines(state, source, database, lines)
+            if taken == 0:
+                return  # seed posts waiting for their copies, or a database locked for a moment
+            offset = lines[taken - 1].end
+            if taken < len(lines):
+                return
+
+    async def _take_lines(self, state: IngestState, source: SourceFile, database: SourceFile | None,
+                          lines: list[Line]) -> int:
+        """Append the events of as many of `lines` as can be taken now (seed posts wait for their copies;
+        targets a line dropped come from the database beside it); how many were taken."""
+        parsed = parse_lines(lines, source.platform)
+        plan = plan_seeds(parsed, full=lines[-1].end - lines[0].offset >= CHUNK // 2)
+        if plan.cut == 0:
+            return 0
+        extra: dict[int, dict[str, Any]] = dict(plan.ids)
+        if database is not None:
             try:
-                events = events_for_lines(state, source.key, source.platform, source.identity, lines)
-                await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
-            except BaseException:
-                self.state = None  # the fold ran ahead of the log; rebuild it from the log
-                raise
-            offset = lines[-1].end
+                found = await self._fill(state, database, parsed[:plan.cut], plan.skip)
+            except foreign.Unreadable as exc:
+                if exc.transient:
+                    return 0  # a lock: these lines are read again, with their targets, at the next check
+                self._problems.append((database.key, exc.reason))
+                self._bad[database.key] = foreign.signature(database.path)
+                found = {}
+            for index, args in found.items():
+                extra[index] = {**extra.get(index, {}), **args}
+        before = state.version
+        try:
+            events = events_for_lines(state, source.key, source.platform, source.identity, lines[:plan.cut],
+                                      parsed[:plan.cut], plan.skip, extra)
+            await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
+        except BaseException:
+            self.state = None  # the fold ran ahead of the log; rebuild it from the log
+            raise
+        return plan.cut
+
+    async def _fill(self, state: IngestState, database: SourceFile, parsed: list[Parsed | Bad],
+                    skip: frozenset[int]) -> dict[int, dict[str, Any]]:
+        """What the database holds of the targets these lines dropped, by line index."""
+        wants, seen = [], dict(state.mutes)
+        for i, item in enumerate(parsed):
+            if i in skip or not isinstance(item, Parsed) or item.kind != "action":
+                continue
+            f = item.fields
+            nth = 0
+            if f["action_type"] == "MUTE":
+                key = f"{item.platform}:{f['agent_id']}"
+                nth, seen[key] = seen.get(key, 0), seen.get(key, 0) + 1
+            if oasis.missing_target(f["action_type"], f["action_args"]):
+                wants.append(oasis.Want(i, f["action_type"], f["agent_id"], f["action_args"], nth))
+        if not wants:
+            return {}
+        found: dict[int, dict[str, Any]] = await self._query(database.path, oasis.fill_targets, wants,
+                                                             await self._agent_names())
+        return found
+
+    async def _ingest_interviews(self, database: SourceFile) -> None:
+        """Record the interviews of a finished platform, read from its database's `trace`."""
+        state = await self._state()
+        decision = await anyio.to_thread.run_sync(state.classify, database.key, database.identity,
+                                                  self._same_bytes(database))
+        if decision != "tail" and decision != "adopt":
+            return  # a database replaced while its actions.jsonl was not: the actions file decides generations
+        identity_key = (database.identity.ino, database.identity.head)
+        scanned = self._scanned.get(database.key)
+        after = max(state.offset_of(database.key), scanned[1] if scanned and scanned[0] == identity_key else 0)
+        if after >= database.identity.size:
+            return
+        try:
+            last, interviews = await self._query(database.path, oasis.read_interviews, after)
+        except foreign.Unreadable as exc:
+            self._problems.append((database.key, exc.reason))
+            return
+        self._scanned[database.key] = (identity_key, last)
+        if interviews:
+            events = events_for_interviews(state, database.key, database.platform or "twitter", database.identity,
+                                           interviews, await self._agent_names())
+            await self._append_folded(events)
 
     def _same_bytes(self, source: SourceFile) -> Callable[[FileMark], bool]:
         """Whether the file still holds, before a mark's end, the bytes it held when the mark was taken."""
         return lambda mark: mark.tail is None or tail_matches(source.path, mark.end, mark.tail, self.confinement)
 
     async def _ingest_database(self, source: SourceFile, after: int, minutes_per_round: int) -> None:
+        """A folder with no actions.jsonl: the database's actions, and its interviews as interviews."""
         state = await self._state()
+        platform = source.platform or "twitter"
         while True:
             try:
-                scanned, rows = await anyio.to_thread.run_sync(read_actions, source.path, after, minutes_per_round)
-            except sqlite3.Error as exc:  # locked or being rewritten: the next check tries again
-                log.info("OASIS database %s not readable now: %s", source.path, exc)
+                scanned, items = await self._query(source.path, oasis.read_rows, after, minutes_per_round,
+                                                   await self._agent_names())
+            except foreign.Unreadable as exc:
+                self._problems.append((source.key, exc.reason))
                 return
-            if rows:
-                before = state.version
-                try:
-                    events = events_for_rows(state, source.key, source.platform or "twitter", source.identity, rows)
-                    await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
-                except BaseException:
-                    self.state = None
-                    raise
+            events: list[Any] = []
+            for is_interview, run in groupby(items, key=lambda item: isinstance(item, oasis.Interview)):
+                group = list(run)
+                events += events_for_interviews(state, source.key, platform, source.identity, group,
+                                                await self._agent_names()) if is_interview \
+                    else events_for_rows(state, source.key, platform, source.identity, group)
+            await self._append_folded(events)
             if scanned <= after:
                 return
             after = scanned
+
+    async def _append_folded(self, events: list[Any]) -> None:
+        """Append events `state` has already folded; on any failure the state is folded again from the log."""
+        if not events:
+            return
+        state = await self._state()
+        before = state.version - len(events)
+        try:
+            await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
+        except BaseException:
+            self.state = None
+            raise
 
     async def _append(self, events: list[DomainEvent]) -> None:
         state = await self._state()

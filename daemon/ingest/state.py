@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from simreportd.events.codec import Encoded, Recorded, encoded
 from simreportd.events.models import (
     AgentActed,
+    AgentInterviewed,
     DomainEvent,
     EnvironmentStatusChanged,
     IngestRejected,
@@ -29,9 +30,12 @@ from simreportd.events.models import (
     Source,
 )
 
+from .oasis import Interview
 from .parse import Bad, Parsed, parse_line, parse_row
 from .tail import FileIdentity, Line
-from .values import clean_text
+from .values import clean_text, fits
+
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class IngestState:
     completed: bool = False
     env_status: str | None = None
     unreadable: dict[str, str] = field(default_factory=dict)  # file -> why it was not read, as last recorded
+    mutes: dict[str, int] = field(default_factory=dict)  # "platform:agent" -> MUTE actions so far (finds the nth)
 
     def apply(self, event: DomainEvent) -> None:
         """Fold one event of this simulation's stream (an action by `apply_action`, as ingest folds its own)."""
@@ -104,13 +109,16 @@ class IngestState:
         if (source := data.get("source")) is not None:
             self.files[source["file"]] = FileMark(source["ino"], source["head"], source["end"], source.get("tail"))
         self.last_round[data["platform"]] = max(self.last_round.get(data["platform"], 0), data["round"])
+        if data["action_type"] == "MUTE":
+            key = f"{data['platform']}:{data['agent_id']}"
+            self.mutes[key] = self.mutes.get(key, 0) + 1
 
     def _new_generation(self, generation: int) -> None:
         for key, mark in self.files.items():
             self.retired.setdefault(key, []).append(mark)
         self.generation = generation
         self.files, self.started, self.finished, self.last_round_end, self.last_round = {}, set(), {}, {}, {}
-        self.completed, self.unreadable = False, {}
+        self.completed, self.unreadable, self.mutes = False, {}, {}
 
     def classify(self, key: str, identity: FileIdentity, same_bytes: Callable[[FileMark], bool]) -> str:
         """What to do with a file: `tail` it, `adopt` it from 0, start a `new_generation`, or skip `stale`.
@@ -139,19 +147,98 @@ class IngestState:
                                    all_rounds_ran=all(self.finished[p] for p in platforms))
 
 
-def events_for_lines(
-    state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line]
-) -> list[DomainEvent | Encoded]:
-    """One event per line (a rejection for a bad one), folded into `state` as they are made."""
-    out: list[DomainEvent | Encoded] = []
+def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | Bad]:
+    """Each line parsed (a UTF-8 byte order mark at the start of a file is not part of its first line)."""
+    out: list[Parsed | Bad] = []
     for line in lines:
-        source = _source(key, identity, line.offset, line.end, line.tail)
-        parsed = Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)") if line.too_long \
-            else parse_line(line.raw, platform)
-        if isinstance(parsed, Parsed) and parsed.kind == "action":
-            out.append(_acted(state, parsed, source))
+        if line.too_long:
+            out.append(Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)"))
             continue
-        event = _event_for_line(state, key, line, parsed, Source(**source))
+        raw = line.raw[len(BOM):] if line.offset == 0 and line.raw.startswith(BOM) else line.raw
+        out.append(parse_line(raw, platform))
+    return out
+
+
+def events_for_lines(
+    state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line],
+    parsed: list[Parsed | Bad] | None = None, skip: frozenset[int] = frozenset(),
+    extra: dict[int, dict[str, Any]] | None = None,
+) -> list[DomainEvent | Encoded]:
+    """One event per line (a rejection for a bad one), folded into `state` as they are made. Lines in `skip`
+    (a seed post the runner logged again) make none; `extra` adds to a line's `action_args` what the database
+    holds and the line dropped."""
+    parsed = parse_lines(lines, platform) if parsed is None else parsed
+    out: list[DomainEvent | Encoded] = []
+    for i, (line, item) in enumerate(zip(lines, parsed)):
+        if i in skip:
+            continue
+        source = _source(key, identity, line.offset, line.end, line.tail)
+        if isinstance(item, Parsed) and item.kind == "action":
+            added = (extra or {}).get(i)
+            if added and fits(added):
+                item = item._replace(fields={**item.fields, "action_args": {**item.fields["action_args"], **added}})
+            out.append(_acted(state, item, source))
+            continue
+        event = _event_for_line(state, key, line, item, Source(**source))
+        state.apply(event)
+        out.append(event)
+    return out
+
+
+class SeedPlan(NamedTuple):
+    """How much of a batch of lines to take now (`cut`), which lines are seed posts logged again (`skip`), and
+    the post id each round-0 seed line gets from its copy (`ids`, by line index)."""
+
+    cut: int
+    skip: frozenset[int]
+    ids: dict[int, dict[str, Any]]
+
+
+def plan_seeds(parsed: list[Parsed | Bad], full: bool) -> SeedPlan:
+    """The runner logs each seed post in round 0 without its id, then again in the first round that steps the
+    environment, with its id (its first read of `trace` starts at rowid 0). A seed is one post: the round-0
+    line, with the copy's id; the copy is skipped. Until the copies (and the line after them) or the run's end
+    have been written, the seeds wait (`cut` stops before them), unless the batch is `full`."""
+    n = len(parsed)
+    acts = [p.fields if isinstance(p, Parsed) and p.kind == "action" else None for p in parsed]
+    seeds = [i for i, f in enumerate(acts) if f is not None and f["action_type"] == "CREATE_POST" and f["round"] == 0]
+    if not seeds:
+        return SeedPlan(n, frozenset(), {})
+    wait = SeedPlan(n if full else seeds[0], frozenset(), {})
+    first = next((i for i in range(seeds[-1] + 1, n) if (f := acts[i]) is not None and f["round"] >= 1), None)
+    if first is None:
+        ended = any(isinstance(p, Parsed) and p.kind == "simulation_end" for p in parsed[seeds[-1]:])
+        return SeedPlan(n, frozenset(), {}) if ended else wait
+    pending = {i: _seed_key(acts[i]) for i in seeds}
+    skip, ids, j = set(), {}, first
+    while pending and j < n and (f := acts[j]) is not None and f["action_type"] == "CREATE_POST" \
+            and f["round"] == parsed[first].fields["round"]:  # type: ignore[union-attr]
+        match = next((i for i, k in pending.items() if k == _seed_key(f)), None)
+        if match is None:
+            break
+        del pending[match]
+        skip.add(j)
+        post_id = f["action_args"].get("post_id")
+        ids[match] = {"post_id": post_id} if isinstance(post_id, int) else {}
+        j += 1
+    return wait if j >= n else SeedPlan(n, frozenset(skip), ids)
+
+
+def _seed_key(fields: dict[str, Any] | None) -> tuple[Any, Any]:
+    return (fields["agent_id"], fields["action_args"].get("content")) if fields else (None, None)
+
+
+def events_for_interviews(state: IngestState, key: str, platform: Platform, identity: FileIdentity,
+                          interviews: list[Interview], names: dict[int, str]) -> list[DomainEvent]:
+    """`AgentInterviewed` for interview rows of a database (the rowid is the offset), folded into `state`."""
+    out: list[DomainEvent] = []
+    for row in interviews:
+        source = Source(**_source(key, identity, row.rowid - 1, row.rowid, None))
+        agent = row.agent_id if isinstance(row.agent_id, int) and fits(row.agent_id) else -1
+        event = AgentInterviewed(simulation_id=state.simulation_id, generation=state.generation, platform=platform,
+                                 agent_id=agent, agent_name=names.get(agent, ""), prompt=clean_text(row.prompt),
+                                 response=clean_text(row.response), interview_id=clean_text(row.interview_id),
+                                 timestamp=clean_text(row.timestamp), source=source)
         state.apply(event)
         out.append(event)
     return out
