@@ -7,7 +7,7 @@ from simreportd.agent.state import HANDLERS as REPORT_STATE
 from simreportd.events.models import EVENT_TYPES, ChatEvent, ReportEvent
 from simreportd.projections.catalogue import projections
 
-NOT_FOLDED_BY_THE_REPORT = {"InterviewRequested", "InterviewAnswered"}  # asked after its writing ended
+NOT_FOLDED_BY_THE_REPORT = {"InterviewRequested", "InterviewAnswered", "ReportDeleted"}  # after its writing ended
 
 
 def test_every_type_a_read_model_folds_is_in_the_catalogue() -> None:
