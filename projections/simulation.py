@@ -17,6 +17,7 @@ from typing import Any
 from simreportd.events.codec import Recorded
 from simreportd.events.models import (
     AgentActed,
+    AgentInterviewed,
     EnvironmentStatusChanged,
     IngestRejected,
     PlatformFinished,
@@ -79,6 +80,9 @@ CREATE TABLE IF NOT EXISTS sim_engagement (
 CREATE TABLE IF NOT EXISTS sim_env (
     simulation_id TEXT PRIMARY KEY, generation INTEGER, status TEXT, twitter_available INTEGER,
     reddit_available INTEGER, pid INTEGER, position INTEGER);
+CREATE TABLE IF NOT EXISTS sim_interviews (
+    position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, agent_id INTEGER,
+    agent_name TEXT, prompt TEXT, response TEXT);
 CREATE TABLE IF NOT EXISTS sim_rejections (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, file TEXT, "offset" INTEGER,
     reason TEXT, excerpt TEXT);
@@ -111,7 +115,7 @@ class SimulationModel:
     name = "simulation"
     schema = SCHEMA
     tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
-              "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections")
+              "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections", "sim_interviews")
     extra_tables = ("sim_posts_fts",)
     # For the tools only; each is dirtied all over by any page of actions (1M actions folded from empty in
     # 41.5-44.0 s with them built at the end, 46.6-48.7 s keeping them). The fold's own lookups use the others.
@@ -190,8 +194,15 @@ class SimulationModel:
         yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?)",
                (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"]))
 
+    def _AgentInterviewed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+        """An interview the simulator's database recorded after the run: shown with the run, never an action."""
+        yield ("INSERT INTO sim_interviews VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               (pos, *key, d["platform"], d["agent_id"], d.get("agent_name", ""), d.get("prompt", ""),
+                d.get("response", "")))
+
     HANDLERS = by_type_name({
-        SimulationDiscovered: _SimulationDiscovered, SimulationGenerationStarted: _SimulationDiscovered,
+        AgentInterviewed: _AgentInterviewed, SimulationDiscovered: _SimulationDiscovered,
+        SimulationGenerationStarted: _SimulationDiscovered,
         PlatformStarted: _PlatformStarted, RoundStarted: _RoundStarted, AgentActed: _AgentActed,
         PlatformFinished: _PlatformFinished, SimulationCompleted: _SimulationCompleted,
         EnvironmentStatusChanged: _EnvironmentStatusChanged, IngestRejected: _IngestRejected})

@@ -31,7 +31,9 @@ def simulations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         " (SELECT json_group_object(platform, status) FROM sim_platforms p WHERE p.simulation_id = g.simulation_id"
         "  AND p.generation = g.generation) AS platforms,"
         " (SELECT count(*) FROM sim_rejections r WHERE r.simulation_id = g.simulation_id) AS rejections,"
-        " (SELECT status FROM sim_env e WHERE e.simulation_id = g.simulation_id) AS environment"
+        " (SELECT status FROM sim_env e WHERE e.simulation_id = g.simulation_id) AS environment,"
+        " (SELECT count(*) FROM sim_interviews i WHERE i.simulation_id = g.simulation_id"
+        "  AND i.generation = g.generation) AS interviews"
         " FROM sim_generations g ORDER BY g.simulation_id, g.generation"))
     for row in rows:
         row["platforms"] = json.loads(row["platforms"] or "{}")
@@ -45,6 +47,13 @@ def resolve(conn: sqlite3.Connection, given: str) -> str | None:
                        " SELECT simulation_id FROM sim_generations WHERE json_extract(config, '$.simulation_id') = ?1"
                        " LIMIT 1", (given,)).fetchone()
     return str(row[0]) if row else None
+
+
+def interviews(conn: sqlite3.Connection, key: Key) -> list[dict[str, Any]]:
+    """The interviews the simulator recorded for one generation (after its run), in the order they came."""
+    return rows_as_dicts(conn.execute(
+        f"SELECT platform, agent_id, agent_name, prompt, response FROM sim_interviews WHERE {KEY} ORDER BY position",
+        key))
 
 
 def latest_generation(conn: sqlite3.Connection, simulation_id: str) -> tuple[int, str] | None:

@@ -26,6 +26,9 @@ from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.inputs import ANYWHERE
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.events.store import EventStore
+from simreportd.projections import simulation_queries
+from simreportd.projections.catalogue import projections
+from simreportd.projections.simulation import SimulationModel
 from simreportd.simulator.mirofish import MirofishRun, write_mirofish
 
 from .conftest import TIMEOUT, make_config, write_config
@@ -128,6 +131,23 @@ async def test_interviews_after_the_run_are_interviews_never_actions(store: Even
         assert max(a["round"] for a in acted(events, platform)) <= truth["rounds"]
     again = await ingest(store, folder)
     assert len(again) == len(events)  # nothing recorded twice
+
+
+async def test_interviews_after_the_run_are_shown_with_the_run(store: EventStore, tmp_path: Path) -> None:
+    """The simulation model keeps them beside the run (its row counts them), in the order they were asked."""
+    folder = tmp_path / "sim_iv"
+    truth = write_mirofish(folder, seed=6)
+    events = await ingest(store, folder)
+    conn, model = sqlite3.connect(":memory:"), SimulationModel()
+    for projection in projections():
+        conn.executescript(projection.schema)
+    for recorded in events:
+        for sql, params in model.apply(recorded) if recorded.type in model.types else ():
+            conn.execute(sql, params)
+    shown = simulation_queries.interviews(conn, ("sim_iv", 1))
+    real = [i for platform in PLATFORMS for i in truth["platforms"][platform]["interviews"]]
+    assert sorted((i["agent_id"], i["response"]) for i in shown) == sorted((i["agent_id"], i["response"]) for i in real)
+    assert [row["interviews"] for row in simulation_queries.simulations(conn)] == [len(real)] and real
 
 
 async def test_a_database_alone_counts_seeds_once_and_keeps_interviews_out_of_the_rounds(
