@@ -11,7 +11,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from simreportd.daemon.config import ServerConfig
-from simreportd.daemon.server.app import host_allowed
+from simreportd.daemon.server.edge import host_allowed
 
 from .conftest import TIMEOUT
 from .test_server import Running, frames_until, server_config

@@ -1,13 +1,13 @@
 """HTTP GET reads on the server's port: our JSON API, the MiroFish-compatible endpoints, the dashboard.
 
 Each handler reads the read models on a fresh read-only connection (in a worker
-thread) and returns `(status, content type, body)`.
+thread) and returns `(status, content type, body)`; `asgi.routes` serves every one registered
+with `@route`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -50,30 +50,30 @@ def mirofish(data: Any) -> Reply:
     return json_reply({"success": True, "data": data})
 
 
-ROUTES: list[tuple[re.Pattern[str], Callable[..., Reply]]] = []
+ROUTES: list[tuple[str, Callable[..., Reply]]] = []  # (path as Starlette writes it, function): asgi.routes serves them
 
 
-def route(pattern: str) -> Callable[[Callable[..., Reply]], Callable[..., Reply]]:
+def route(path: str) -> Callable[[Callable[..., Reply]], Callable[..., Reply]]:
+    """Register a read: `fn(conn, query, *path parameters) -> Reply`, run on a read-only connection in a thread."""
     def register(fn: Callable[..., Reply]) -> Callable[..., Reply]:
-        ROUTES.append((re.compile(f"^{pattern}$"), fn))
+        ROUTES.append((path, fn))
         return fn
     return register
 
 
-def handle(views: Path, path: str, query: dict[str, str]) -> Reply:
-    """Answer one GET (the caller has checked the token)."""
-    if path == "/":
-        return 200, HTML, (STATIC / "dashboard.html").read_bytes()
-    for pattern, fn in ROUTES:
-        if match := pattern.match(path):
-            if not views.exists():
-                return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
-            with reading(views) as conn:
-                try:
-                    return fn(conn, query, *match.groups())
-                except BadRequest as exc:
-                    return json_reply({"error": "bad_request", "message": str(exc)}, 400)
-    return not_found(f"no route for {path}")
+def answer(views: Path, fn: Callable[..., Reply], query: dict[str, str], args: list[str]) -> Reply:
+    """Answer one GET with `fn` on a fresh read-only connection (in a worker thread; the edge checked the request)."""
+    if not views.exists():
+        return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
+    with reading(views) as conn:
+        try:
+            return fn(conn, query, *args)
+        except BadRequest as exc:
+            return json_reply({"error": "bad_request", "message": str(exc)}, 400)
+
+
+def dashboard() -> Reply:
+    return 200, HTML, (STATIC / "dashboard.html").read_bytes()
 
 
 @route("/api/simulations")
@@ -84,7 +84,7 @@ def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     return json_reply({"simulations": rows})
 
 
-@route(r"/api/simulations/([^/]+)/activity\.svg")
+@route("/api/simulations/{simulation_id}/activity.svg")
 def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
     latest = simulation_queries.latest_generation(conn, simulation_id)
     if latest is None:
@@ -97,7 +97,7 @@ def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     return json_reply({"reports": report_queries.reports(conn)})
 
 
-@route("/api/reports/([^/]+)")
+@route("/api/reports/{report_id}")
 def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     found = load_report(conn, report_id)
     if found is None:
@@ -108,7 +108,7 @@ def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> R
     return json_reply(found)
 
 
-@route("/api/reports/([^/]+)/trace")
+@route("/api/reports/{report_id}/trace")
 def trace(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     steps = report_queries.trace_steps(conn, report_id)
     if not steps:
@@ -125,13 +125,13 @@ def trace(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Re
         for _, s in sorted(sections.items())]})
 
 
-@route("/api/reports/([^/]+)/markdown")
+@route("/api/reports/{report_id}/markdown")
 def markdown(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     found = load_report(conn, report_id)
     return (200, MARKDOWN, full_markdown(found).encode()) if found else not_found(f"no report {report_id}")
 
 
-@route("/api/report/([^/]+)/progress")
+@route("/api/report/{report_id}/progress")
 def progress(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     found = load_report(conn, report_id)
     if found is None:
@@ -143,7 +143,7 @@ def progress(conn: sqlite3.Connection, query: dict[str, str], report_id: str) ->
                      "updated_at": found["updated_at"]})
 
 
-@route("/api/report/([^/]+)/sections")
+@route("/api/report/{report_id}/sections")
 def sections(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     found = load_report(conn, report_id)
     if found is None:
@@ -155,7 +155,7 @@ def sections(conn: sqlite3.Connection, query: dict[str, str], report_id: str) ->
         "total_sections": found["sections_total"], "is_complete": mirofish_status(found["status"]) == "completed"})
 
 
-@route(r"/api/report/([^/]+)/section/(\d+)")
+@route("/api/report/{report_id}/section/{index}")
 def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, index: str) -> Reply:
     number = int_param(index, "the section number")
     found = load_report(conn, report_id)
@@ -171,7 +171,7 @@ def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, ind
                      "content": section_markdown(match[0])})
 
 
-@route("/api/report/([^/]+)/agent-log")
+@route("/api/report/{report_id}/agent-log")
 def agent_log(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     start = int_param(query.get("from_line", "0"), "from_line")
     lines = [json.loads(line) for line in report_queries.agent_log(conn, report_id, start)]
@@ -179,7 +179,7 @@ def agent_log(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -
     return mirofish({"logs": lines, "total_lines": total, "from_line": start, "has_more": False})
 
 
-@route("/api/report/check/([^/]+)")
+@route("/api/report/check/{simulation_id}")
 def check(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
     row = report_queries.latest_report(conn, simulation_id)
     return mirofish({"simulation_id": simulation_id, "has_report": row is not None,

@@ -1,0 +1,210 @@
+"""The server's ASGI app (Starlette): the routing table, the edge's middleware, the handlers of our own.
+
+A request passes, in order: `EdgeMiddleware` (connection limits, doubled headers, Host),
+Starlette's `CORSMiddleware` (answers preflights from `[server] allowed_origins`: a browser
+sends them without a token), `GuardMiddleware` (token, Origin of a websocket or a
+state-changing request, its body type), then `routes`. To add a route, add it to `routes`:
+a read of the read models is an `@http_api.route` function, served by `read_route`; anything
+else is a Starlette `Route` whose handler reads a POST or DELETE body with `json_body`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
+
+from simreportd.daemon.chat import chat_request
+from simreportd.daemon.config import ServerConfig
+from simreportd.projections.failures import fold_failures
+from simreportd.projections.runner import reading
+
+from . import http_api
+from .connections import REFUSED
+from .edge import MAX_BODY, REQUEST_TIMEOUT_S, Refusal, body_refusal, error_body, first_refusal, guard_refusal
+from .fanout import Fanout
+
+TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
+HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 408: "request_timeout",
+         413: "too_large", 503: "unavailable"}
+
+
+def build_app(daemon: Any, fanout: Fanout, config: ServerConfig) -> Starlette:
+    """The app uvicorn serves for this daemon."""
+    table = routes(daemon, fanout)
+    cors = Middleware(CORSMiddleware, allow_origins=config.allowed_origins, allow_methods=["GET", "POST", "DELETE"],
+                      allow_headers=["Content-Type", "Authorization"])
+    guard = Middleware(GuardMiddleware, config=config, table=table)
+    return Starlette(routes=table, middleware=[Middleware(EdgeMiddleware, config=config), cors, guard],
+                     exception_handlers={HTTPException: http_error})  # type: ignore[dict-item]
+
+
+def routes(daemon: Any, fanout: Fanout) -> list[BaseRoute]:
+    """Every path the server answers, with its methods: the one routing table."""
+    handlers = Handlers(daemon, fanout)
+    return [
+        route("/", handlers.dashboard, "GET"),
+        route("/healthz", handlers.health, "GET"),
+        route("/metrics", handlers.metrics, "GET"),
+        route("/api/report/chat", handlers.chat, "POST"),
+        *(read_route(path, fn, daemon) for path, fn in http_api.ROUTES),
+        WebSocketRoute("/ws", fanout.serve),
+    ]
+
+
+def route(path: str, endpoint: Any, *methods: str) -> Route:
+    """A Route answering exactly `methods` (Starlette adds HEAD to GET; a HEAD here is a 405 like any other)."""
+    made = Route(path, endpoint, methods=list(methods))
+    made.methods = set(methods)
+    return made
+
+
+def read_route(path: str, fn: Any, daemon: Any) -> Route:
+    """A GET served by an `http_api` read function, in a worker thread on the read models."""
+    async def endpoint(request: Request) -> Response:
+        query = dict(request.query_params)
+        args = [str(v) for v in request.path_params.values()]
+        return reply(*await daemon.views.in_thread(http_api.answer, daemon.views.path, fn, query, args))
+    return route(path, endpoint, "GET")
+
+
+def reply(status: int, content_type: str, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
+    """A response with our headers, their names capitalised as HTTP writes them (Starlette lower-cases them)."""
+    response = Response(body, status, {**HEADERS, **(headers or {})}, media_type=content_type)
+    response.raw_headers = [(name.title(), value) for name, value in response.raw_headers]
+    return response
+
+
+async def json_body(request: Request) -> bytes:
+    """A POST's or DELETE's body, at most MAX_BODY bytes, arriving within REQUEST_TIMEOUT_S (else 413 or 408:
+    the connection is closed then, so the rest of a body is not read for nothing). The edge checked its type."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_BODY:
+        raise too_large()
+    body = bytearray()
+    with anyio.move_on_after(REQUEST_TIMEOUT_S) as late:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise too_large()
+    if late.cancelled_caught:
+        raise HTTPException(408, f"the body did not arrive within {REQUEST_TIMEOUT_S:g} s", {"Connection": "close"})
+    return bytes(body)
+
+
+def too_large() -> HTTPException:
+    return HTTPException(413, f"the request body is larger than {MAX_BODY // 1024} KiB: send less",
+                         {"Connection": "close"})
+
+
+async def http_error(request: Request, exc: HTTPException) -> Response:
+    """Starlette's 404, 405 and our own HTTPExceptions, in the error shape of the route's clients."""
+    message = exc.detail
+    if exc.status_code == 404:
+        message = f"no route for {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed here; use {(exc.headers or {}).get('Allow', 'GET')}"
+    body = error_body(request.url.path, CODES.get(exc.status_code, "error"), message)
+    return reply(exc.status_code, http_api.JSON, body, exc.headers)
+
+
+async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -> None:
+    """Answer a refused request: a websocket beyond the limits is accepted and closed with 1013 (try again
+    later, which clients understand); any other refusal is an HTTP answer, before any upgrade."""
+    if scope["type"] == "websocket" and refusal.status == 503:
+        websocket = WebSocket(scope, receive, send)
+        await websocket.accept()
+        await websocket.close(TRY_AGAIN_LATER, refusal.message.encode()[:120].decode(errors="ignore"))
+        return
+    response = reply(refusal.status, http_api.JSON, error_body(scope["path"], refusal.code, refusal.message),
+                     {"Connection": "close"} if refusal.status == 503 else None)
+    if scope["type"] == "websocket":
+        await WebSocket(scope, receive, send).send_denial_response(response)
+    else:
+        await response(scope, receive, send)
+
+
+class EdgeMiddleware:
+    """What every request must pass first: the connection limits (decided as it opened), one Host,
+    Authorization and Origin header each, a Host this server answers to."""
+
+    def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
+        self.app, self.config = app, config
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            refusal = scope.get("state", {}).get(REFUSED) or first_refusal(scope["headers"], self.config)
+            if refusal is not None:
+                await refuse(scope, receive, send, refusal)
+                return
+        await self.app(scope, receive, send)
+
+
+class GuardMiddleware:
+    """After CORS: the token, the Origin of a websocket or a state-changing request, and the body type of a
+    request a route takes (one no route takes is answered 404 or 405 by the router, as it should be)."""
+
+    def __init__(self, app: ASGIApp, config: ServerConfig, table: list[BaseRoute]) -> None:
+        self.app, self.config, self.table = app, config, table
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            token = dict(parse_qsl(scope["query_string"].decode("latin-1"))).get("token", "")
+            method, headers = scope.get("method", "GET"), scope["headers"]
+            refusal = guard_refusal(method, headers, token, scope["type"] == "websocket", self.config)
+            if refusal is None and any(r.matches(scope)[0] is Match.FULL for r in self.table):
+                refusal = body_refusal(method, headers)
+            if refusal is not None:
+                await refuse(scope, receive, send, refusal)
+                return
+        await self.app(scope, receive, send)
+
+
+class Handlers:
+    """The routes that are not reads of `http_api`: the dashboard, health, metrics, MiroFish's chat."""
+
+    def __init__(self, daemon: Any, fanout: Fanout) -> None:
+        self.daemon, self.fanout = daemon, fanout
+
+    async def dashboard(self, request: Request) -> Response:
+        return reply(*http_api.dashboard())
+
+    async def chat(self, request: Request) -> Response:
+        status, answer = await chat_request(self.daemon.chats, self.daemon.views, await json_body(request))
+        return reply(*http_api.json_reply(answer, status))
+
+    async def health(self, request: Request) -> Response:
+        daemon = self.daemon
+        head = await daemon.store.last_position()
+
+        def failures(path: Path) -> int:
+            with reading(path) as conn:
+                return len(fold_failures(conn))
+
+        problems = [p for p in (daemon.store.problem, daemon.views.problem) if p]
+        return reply(*http_api.json_reply({
+            "status": "degraded" if problems else "ok", "problems": problems, "position": head,
+            "projection_position": daemon.views.position, "websocket_clients": len(self.fanout.sessions),
+            "fold_failures": await daemon.views.in_thread(failures, daemon.views.path)}))
+
+    async def metrics(self, request: Request) -> Response:
+        head, views, clients = await self.daemon.store.last_position(), self.daemon.views, len(self.fanout.sessions)
+
+        def read(path: Path) -> str:
+            with reading(path) as conn:
+                return http_api.metrics(conn, head, views.position, clients)
+
+        return reply(200, http_api.TEXT, (await views.in_thread(read, views.path)).encode())
