@@ -132,7 +132,7 @@ class FramesProtocol(WebSocketsSansIOProtocol):
 
     def unsent_bytes(self) -> int:
         """Bytes written to this connection that the client has not taken yet."""
-        return 0 if self.transport.is_closing() else self.transport.get_write_buffer_size()
+        return self.transport.get_write_buffer_size()
 
     def abort(self) -> None:
         """Drop the connection at once (a client that does not even read its close frame)."""

@@ -116,11 +116,16 @@ class Session:
         if frames.recorded.position <= self.last or self.sub is None:
             return
         self.last = frames.recorded.position
-        for data in frames.for_subscription(self.sub):
-            if direct is not None and self.queued == 0 and not self._behind():
-                direct.setdefault(self.sink, []).append(data)
-            else:
-                self._enqueue(data)
+        out = frames.for_subscription(self.sub)
+        if direct is not None and self.queued == 0 and out:
+            batch = direct.get(self.sink)
+            if batch is None and not self._behind():  # once a batch: nothing is written until it ends
+                batch = direct[self.sink] = []
+            if batch is not None:
+                batch.extend(out)
+                return
+        for data in out:
+            self._enqueue(data)
 
     def _behind(self) -> bool:
         """Too many bytes written and not yet sent: the client stopped reading."""
