@@ -38,8 +38,7 @@ from .fanout import Fanout
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
-CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 408: "request_timeout",
-         413: "too_large", 503: "unavailable"}
+CODES = {404: "not_found", 405: "method_not_allowed", 408: "request_timeout", 413: "too_large"}
 
 
 def build_app(daemon: Any, fanout: Fanout, config: ServerConfig) -> Starlette:
@@ -112,13 +111,14 @@ def too_large() -> HTTPException:
 
 async def http_error(request: Request, exc: HTTPException) -> Response:
     """Starlette's 404, 405 and our own HTTPExceptions, in the error shape of the route's clients."""
-    message = exc.detail
+    message, headers = exc.detail, dict(exc.headers or {})
     if exc.status_code == 404:
         message = f"no route for {request.url.path}"
     elif exc.status_code == 405:
-        message = f"{request.method} is not allowed here; use {(exc.headers or {}).get('Allow', 'GET')}"
+        headers["Allow"] = ", ".join(sorted(headers.get("Allow", "GET").split(", ")))  # Starlette joins a set
+        message = f"{request.method} is not allowed here; use {headers['Allow']}"
     body = error_body(request.url.path, CODES.get(exc.status_code, "error"), message)
-    return reply(exc.status_code, http_api.JSON, body, exc.headers)
+    return reply(exc.status_code, http_api.JSON, body, headers)
 
 
 async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -> None:
