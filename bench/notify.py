@@ -49,7 +49,7 @@ async def serve_simreportd(folder: Path, rate: int, seconds: float) -> None:
     config = config.model_copy(update={"server": config.server.model_copy(update={"port": 0})})
     async with Daemon(config) as daemon:
         task = asyncio.create_task(daemon.run(ingest=False, serve=True))
-        while daemon.server is None or daemon.server._ws is None:
+        while daemon.server is None:
             await asyncio.sleep(0.01)
         print(daemon.server.port, flush=True)
         await asyncio.to_thread(sys.stdin.readline)  # the clients are connected

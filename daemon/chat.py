@@ -17,7 +17,6 @@ from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.runner import ProjectionRunner, reading
 
 from .config import Config
-from .server.posts import MAX_BODY
 from .writers import model_for
 
 
@@ -72,11 +71,8 @@ async def chat_target(chats: ChatRunner, report_id: str | None, chat_id: str | N
     return await chats.open(report_id, surface), report_id
 
 
-async def chat_request(chats: ChatRunner, views: ProjectionRunner, body: bytes, too_large: bool) -> tuple[int, dict[str, Any]]:
+async def chat_request(chats: ChatRunner, views: ProjectionRunner, body: bytes) -> tuple[int, dict[str, Any]]:
     """`POST /api/report/chat` in MiroFish's shape: `{simulation_id, message, chat_history}` in, `{success, data}` out."""
-    if too_large:
-        return 413, {"success": False, "code": "too_large", "error": "the request body is larger than "
-                     f"{MAX_BODY // 1024} KiB: send a shorter message and chat_history"}
     try:
         try:
             request = json.loads(body or b"null")

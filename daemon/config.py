@@ -137,6 +137,8 @@ class ServerConfig(Section):
     token: str = ""
     allowed_origins: list[str] = Field(default_factory=list)
     allowed_hosts: list[str] = Field(default_factory=list)
+    max_connections: int = Field(default=900, ge=1)
+    max_connections_per_client: int = Field(default=100, ge=1)
 
     def refuse_if_exposed(self) -> None:
         """A host beyond loopback needs a token: refused when the config is read (at start and at SIGHUP),

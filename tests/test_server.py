@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.config import Config, ServerConfig
-from simreportd.daemon.server import app as server_module
+from simreportd.daemon.server import fanout as server_module
 from simreportd.daemon.server.app import Server
 from simreportd.daemon.service import Daemon
 from simreportd.errors import ConfigError
@@ -274,7 +274,7 @@ async def test_every_client_gets_the_same_frames_small_ones_sent_plain_big_ones_
         await running.daemon.store.append("report-sizes", [ContextGathered(report_id="sizes", context=c)
                                                            for c in (small, big)])
         received = [[await asyncio.wait_for(ws.recv(), TIMEOUT) for _ in range(2)] for ws in (one, two)]
-        sent = [c.protocol.extensions for c in running.daemon.server._ws.connections]
+        sent = [s.sink.extensions for s in running.daemon.server.fanout.sessions]
     assert received[0] == received[1] and [json.loads(f)["data"]["context"] for f in received[0]] == [small, big]
     assert len(received[0][0].encode()) < MIN_COMPRESSED < len(received[0][1].encode())
     assert all(isinstance(e, SmallFramesPlain) for extensions in sent for e in extensions) and len(sent) == 2

@@ -11,7 +11,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from simreportd.daemon.config import ServerConfig
-from simreportd.daemon.server.app import host_allowed
+from simreportd.daemon.server.edge import host_allowed
 
 from .conftest import TIMEOUT
 from .test_server import Running, frames_until, server_config
@@ -70,8 +70,9 @@ async def test_a_doubled_host_or_authorization_header_is_a_400(running: Running,
 @pytest.mark.parametrize("path", ["/api/report/r1/agent-log?from_line=" + "1" * 23,
                                   "/api/report/r1/section/" + "9" * 5000])
 async def test_absurd_numbers_in_a_request_are_a_400(running: Running, path: str) -> None:
+    """In MiroFish's error shape on its routes (`{success: false, error}`), with our code beside it."""
     status, _, body = await raw(running.base, get(path, running.base))
-    assert status == 400 and json.loads(body)["error"] == "bad_request"
+    assert status == 400 and json.loads(body)["code"] == "bad_request" and json.loads(body)["success"] is False
 
 
 @pytest.mark.parametrize("after", [10**23, 10**9])

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,10 @@ log = logging.getLogger("simreportd.daemon.cli.commands")
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
         try:
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(reload_on_sighup, daemon, args)
-                await daemon.run(ready=True, serve=True)
+            with our_error_as_itself():  # a busy port: one line naming [server] port, exit 2
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(reload_on_sighup, daemon, args)
+                    await daemon.run(ready=True, serve=True)
         finally:
             notify("STOPPING=1")
     return 0
@@ -85,11 +86,18 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
 async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
     """The daemon's background work (projections, report scheduling) for the length of a command. An
     error of ours raised by the command comes out as itself (its one-line message), not in a group."""
-    try:
+    with our_error_as_itself():
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(daemon.run, ingest)
             yield daemon
             tasks.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def our_error_as_itself() -> Iterator[None]:
+    """An error of ours raised in a task group comes out as itself (its one-line message), not in a group."""
+    try:
+        yield
     except BaseExceptionGroup as group:
         if len(group.exceptions) == 1 and isinstance(group.exceptions[0], SimreportdError):
             raise group.exceptions[0] from None

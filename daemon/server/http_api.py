@@ -1,13 +1,13 @@
-"""HTTP GET reads on the server's port: our JSON API, the MiroFish-compatible endpoints, the dashboard.
+"""HTTP GET reads on the server's port: our JSON API and the dashboard (MiroFish's routes: mirofish.py).
 
 Each handler reads the read models on a fresh read-only connection (in a worker
-thread) and returns `(status, content type, body)`.
+thread) and returns `(status, content type, body)`; `asgi.routes` serves every one registered
+with `@route`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -15,9 +15,8 @@ from typing import Any
 
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.chart import activity_chart, activity_rows
-from simreportd.projections.export import full_markdown, load_report, section_markdown
+from simreportd.projections.export import full_markdown, load_report
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.report import mirofish_status, shown_progress
 from simreportd.projections.runner import reading
 
 Reply = tuple[int, str, bytes]
@@ -45,35 +44,30 @@ def not_found(what: str) -> Reply:
     return json_reply({"error": "not_found", "message": what}, 404)
 
 
-def mirofish(data: Any) -> Reply:
-    """MiroFish's Flask endpoints wrap their data in {success, data}."""
-    return json_reply({"success": True, "data": data})
+ROUTES: list[tuple[str, Callable[..., Reply]]] = []  # (path as Starlette writes it, function): asgi.routes serves them
 
 
-ROUTES: list[tuple[re.Pattern[str], Callable[..., Reply]]] = []
-
-
-def route(pattern: str) -> Callable[[Callable[..., Reply]], Callable[..., Reply]]:
+def route(path: str) -> Callable[[Callable[..., Reply]], Callable[..., Reply]]:
+    """Register a read: `fn(conn, query, *path parameters) -> Reply`, run on a read-only connection in a thread."""
     def register(fn: Callable[..., Reply]) -> Callable[..., Reply]:
-        ROUTES.append((re.compile(f"^{pattern}$"), fn))
+        ROUTES.append((path, fn))
         return fn
     return register
 
 
-def handle(views: Path, path: str, query: dict[str, str]) -> Reply:
-    """Answer one GET (the caller has checked the token)."""
-    if path == "/":
-        return 200, HTML, (STATIC / "dashboard.html").read_bytes()
-    for pattern, fn in ROUTES:
-        if match := pattern.match(path):
-            if not views.exists():
-                return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
-            with reading(views) as conn:
-                try:
-                    return fn(conn, query, *match.groups())
-                except BadRequest as exc:
-                    return json_reply({"error": "bad_request", "message": str(exc)}, 400)
-    return not_found(f"no route for {path}")
+def answer(views: Path, fn: Callable[..., Reply], query: dict[str, str], args: list[str]) -> Reply:
+    """Answer one GET with `fn` on a fresh read-only connection (in a worker thread; the edge checked the request)."""
+    if not views.exists():
+        return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
+    with reading(views) as conn:
+        try:
+            return fn(conn, query, *args)
+        except BadRequest as exc:
+            return json_reply({"error": "bad_request", "message": str(exc)}, 400)
+
+
+def dashboard() -> Reply:
+    return 200, HTML, (STATIC / "dashboard.html").read_bytes()
 
 
 @route("/api/simulations")
@@ -84,7 +78,7 @@ def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     return json_reply({"simulations": rows})
 
 
-@route(r"/api/simulations/([^/]+)/activity\.svg")
+@route("/api/simulations/{simulation_id}/activity.svg")
 def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
     latest = simulation_queries.latest_generation(conn, simulation_id)
     if latest is None:
@@ -97,7 +91,7 @@ def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     return json_reply({"reports": report_queries.reports(conn)})
 
 
-@route("/api/reports/([^/]+)")
+@route("/api/reports/{report_id}")
 def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     found = load_report(conn, report_id)
     if found is None:
@@ -108,7 +102,7 @@ def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> R
     return json_reply(found)
 
 
-@route("/api/reports/([^/]+)/trace")
+@route("/api/reports/{report_id}/trace")
 def trace(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     steps = report_queries.trace_steps(conn, report_id)
     if not steps:
@@ -125,66 +119,10 @@ def trace(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Re
         for _, s in sorted(sections.items())]})
 
 
-@route("/api/reports/([^/]+)/markdown")
+@route("/api/reports/{report_id}/markdown")
 def markdown(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
     found = load_report(conn, report_id)
     return (200, MARKDOWN, full_markdown(found).encode()) if found else not_found(f"no report {report_id}")
-
-
-@route("/api/report/([^/]+)/progress")
-def progress(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
-    found = load_report(conn, report_id)
-    if found is None:
-        return not_found(f"no report {report_id}")
-    progress = shown_progress(found["status"], found["progress"])
-    return mirofish({"status": mirofish_status(found["status"]), "progress": progress,
-                     "message": found["message"], "current_section": found["current_section"],
-                     "completed_sections": [s["title"] for s in found["sections"] if s["status"] == "completed"],
-                     "updated_at": found["updated_at"]})
-
-
-@route("/api/report/([^/]+)/sections")
-def sections(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
-    found = load_report(conn, report_id)
-    if found is None:
-        return not_found(f"no report {report_id}")
-    done = [s for s in found["sections"] if s["status"] == "completed"]
-    return mirofish({"report_id": report_id, "sections": [
-        {"filename": f"section_{s['section_index']:02d}.md", "section_index": s["section_index"],
-         "content": section_markdown(s)} for s in done],
-        "total_sections": found["sections_total"], "is_complete": mirofish_status(found["status"]) == "completed"})
-
-
-@route(r"/api/report/([^/]+)/section/(\d+)")
-def section(conn: sqlite3.Connection, query: dict[str, str], report_id: str, index: str) -> Reply:
-    number = int_param(index, "the section number")
-    found = load_report(conn, report_id)
-    match = [s for s in (found or {}).get("sections", []) if s["section_index"] == number
-             and s["status"] == "completed"]
-    if not match:
-        total = (found or {}).get("sections_total")
-        if found is None or (total and not 1 <= number <= total):
-            return not_found(f"report {report_id} has no section {index}"
-                             + (f" (its sections are 1 to {total})" if total else ""))
-        return not_found(f"section {index} of report {report_id} is not ready")
-    return mirofish({"filename": f"section_{number:02d}.md", "section_index": number,
-                     "content": section_markdown(match[0])})
-
-
-@route("/api/report/([^/]+)/agent-log")
-def agent_log(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
-    start = int_param(query.get("from_line", "0"), "from_line")
-    lines = [json.loads(line) for line in report_queries.agent_log(conn, report_id, start)]
-    total = report_queries.log_length(conn, "agent_log", report_id)
-    return mirofish({"logs": lines, "total_lines": total, "from_line": start, "has_more": False})
-
-
-@route("/api/report/check/([^/]+)")
-def check(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
-    row = report_queries.latest_report(conn, simulation_id)
-    return mirofish({"simulation_id": simulation_id, "has_report": row is not None,
-                     "report_status": row["status"] if row else None, "report_id": row["report_id"] if row else None,
-                     "interview_unlocked": bool(row["interview_unlocked"]) if row else False})
 
 
 def metrics(conn: sqlite3.Connection, head: int, projected: int, clients: int) -> str:

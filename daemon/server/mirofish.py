@@ -71,10 +71,23 @@ def failed(status: int, error: str, **extra: Any) -> Reply:
     return Reply(status, {"success": False, "error": error, **extra})
 
 
+class Absurd(ValueError):
+    """A number in a request beyond any log or report (more than 18 digits): answered 400, `bad_request`."""
+
+
+def _whole(text: str, name: str) -> int | None:
+    """A whole number as Flask's `type=int` reads it (None if `text` is none); Absurd past 18 digits."""
+    digits = text.strip().lstrip("-")
+    if not digits.isdigit():
+        return None
+    if len(digits) > 18:
+        raise Absurd(f"{name} must be a whole number below 10^18, got {text[:40]!r}")
+    return int(text)
+
+
 def _from_line(ask: Ask) -> int:
-    """`from_line` as Flask's `type=int` reads it: anything but an integer counts as 0 (and so does < 0)."""
-    text = ask.query.get("from_line", "0").strip()
-    return int(text) if text.lstrip("-").isdigit() and len(text) < 19 and int(text) > 0 else 0
+    """`from_line`: anything but a whole number counts as 0, as with Flask's `type=int` (and so does < 0)."""
+    return max(0, _whole(ask.query.get("from_line", "0"), "from_line") or 0)
 
 
 def _simulation(conn: sqlite3.Connection, given: object) -> str | None:
@@ -136,15 +149,19 @@ def sections(conn: sqlite3.Connection, ask: Ask) -> Reply:
 
 
 def section(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    number = ask.params["index"]
-    found = load_report(conn, ask.params["report_id"])
-    match = [s for s in (found or {}).get("sections", []) if str(s["section_index"]) == number.lstrip("0")
-             and s["status"] == "completed"]
-    if not match:
-        return failed(404, f"no section_{number.zfill(2)}.md in report {ask.params['report_id']} (not written yet, "
-                           "or beyond its sections)")
-    index = match[0]["section_index"]
-    return ok({"filename": f"section_{index:02d}.md", "section_index": index, "content": section_markdown(match[0])})
+    report_id, number = ask.params["report_id"], ask.params["index"]
+    index = _whole(number, "the section number")
+    found = load_report(conn, report_id)
+    match = [s for s in (found or {}).get("sections", []) if s["section_index"] == index and s["status"] == "completed"]
+    if match:
+        index = match[0]["section_index"]
+        return ok({"filename": f"section_{index:02d}.md", "section_index": index,
+                   "content": section_markdown(match[0])})
+    total = (found or {}).get("sections_total")
+    if found is None or total and not (index is not None and 1 <= index <= total):
+        return failed(404, f"report {report_id} has no section {number}"
+                           + (f" (its sections are 1 to {total})" if total else ""))
+    return failed(404, f"section {number} of report {report_id} is not ready")
 
 
 def check(conn: sqlite3.Connection, ask: Ask) -> Reply:
@@ -229,6 +246,7 @@ async def generate(daemon: Daemon, ask: Ask) -> Reply:
                                                        trigger="http")
     except SimreportdError as exc:
         return failed(409 if exc.exit_code == 2 else 500, str(exc))
+    await daemon.views.wait_for(await daemon.store.last_position(), timeout=30)  # the report's routes know it now
     messages = {"completed": "The report already exists", "running": "The report is being written",
                 "new": "Report started: poll /api/report/generate/status with task_id, or the agent log"}
     return ok({"simulation_id": given, "report_id": report_id, "task_id": report_id,

@@ -1,0 +1,139 @@
+"""The protocol classes uvicorn runs for each connection: its own, with what the edge needs added.
+
+`EdgeH11` is uvicorn's h11 protocol with a deadline for the request head (h11 has none: a
+client that opens a socket and sends nothing, or a byte at a time, would hold a file
+descriptor for ever) and the connection limits, checked as the connection opens and carried
+to the app in the request's `state` (uvicorn copies `app_state` into every scope, and hands
+the same dict to the websocket protocol on an upgrade).
+
+`FramesProtocol` is uvicorn's protocol on the `websockets` library's sans-I/O core, with our
+compression (small frames plain, `deflate.py`) and a way to write many frames in one `send()`:
+ASGI has one message per `websocket.send`, so a burst of events would cost a system call per
+frame per client. It is offered to the app as the ASGI extension `FRAMES_EXTENSION`.
+
+Both subclass uvicorn's classes and use their attributes (`conn`, `transport`, `cycle`...):
+uvicorn is pinned to a minor range in pyproject.toml for that reason; tests/test_edge.py and
+tests/test_server.py fail if an upgrade moves them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import Any
+
+from uvicorn.config import Config
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from uvicorn.server import ServerState
+from websockets.extensions.base import Extension
+from websockets.server import ServerProtocol
+
+from .deflate import SmallFramesPlainFactory
+from .edge import REQUEST_TIMEOUT_S, ConnectionLimits
+
+FRAMES_EXTENSION = "simreportd.frames"  # scope["extensions"][FRAMES_EXTENSION]["sink"] is the FramesProtocol
+REFUSED = "refused"  # scope["state"][REFUSED]: the edge.Refusal of a connection beyond the limits, or None
+H11_REASONS = {"Found multiple Host: headers": "more than one Host header"}  # h11's words, where ours are clearer
+OVERDUE = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+
+class EdgeH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with a deadline for each request head and the connection limits."""
+
+    limits: ConnectionLimits  # set by `h11_for`
+
+    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, dict(app_state), _loop)  # a copy: this connection's own state
+        self.deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        clients = (peer[0] if (peer := getattr(c, "client", None)) else None for c in self.connections)
+        self.app_state[REFUSED] = self.limits.admit(self.client[0] if self.client else None, clients)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()  # the next request on this connection has the same time for its head
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse, answered with h11's reason (uvicorn says only "Invalid HTTP request").
+
+        uvicorn calls this in its `except h11.RemoteProtocolError` block: the exception is the one handled."""
+        cause = sys.exc_info()[1]
+        reason = H11_REASONS.get(str(cause), str(cause)) if cause is not None else msg
+        super().send_400_response(f"invalid HTTP request: {reason}".encode("ascii", "replace").decode())
+
+    def _arm(self) -> None:
+        self._disarm()
+        self.deadline = self.loop.call_later(REQUEST_TIMEOUT_S, self._overdue)
+
+    def _disarm(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+
+    def _overdue(self) -> None:
+        """No request head in time: answer 408 and close, unless a request is being answered or the
+        connection became a websocket (its protocol is another object then)."""
+        self.deadline = None
+        waiting = self.cycle is None or self.cycle.response_complete
+        if waiting and self.transport.get_protocol() is self and not self.transport.is_closing():
+            self.transport.write(OVERDUE)
+            self.transport.close()
+
+
+def h11_for(limits: ConnectionLimits) -> type[EdgeH11]:
+    """`EdgeH11` bound to one server's limits (uvicorn takes a class and builds one per connection)."""
+    return type("EdgeH11", (EdgeH11,), {"limits": limits})
+
+
+class FramesProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's websocket protocol with small frames sent plain and a batched writer (the app's frame sink)."""
+
+    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.conn = ServerProtocol(extensions=[SmallFramesPlainFactory()], max_size=config.ws_max_size,
+                                   logger=logging.getLogger("uvicorn.error"))
+
+    async def run_asgi(self) -> None:
+        self.scope["extensions"][FRAMES_EXTENSION] = {"sink": self}
+        await super().run_asgi()
+
+    @property
+    def extensions(self) -> list[Extension]:
+        """The extensions agreed in the handshake (ours, when the client offered permessage-deflate)."""
+        return list(self.conn.extensions)
+
+    def open(self) -> bool:
+        return self.handshake_complete and not (self.close_sent or self.disconnected or self.transport.is_closing())
+
+    def write_texts(self, frames: list[bytes]) -> bool:
+        """Text frames (UTF-8 already) in one write, without waiting: the caller bounds what is unsent."""
+        if not self.open():
+            return False
+        for data in frames:
+            self.conn.send_text(data)
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        return True
+
+    async def send_texts(self, frames: list[bytes]) -> bool:
+        """`write_texts` once the client has read enough of what was written before (flow control)."""
+        await self.writable.wait()
+        return self.write_texts(frames)
+
+    def unsent_bytes(self) -> int:
+        """Bytes written to this connection that the client has not taken yet."""
+        return self.transport.get_write_buffer_size()
+
+    def abort(self) -> None:
+        """Drop the connection at once (a client that does not even read its close frame)."""
+        self.transport.abort()

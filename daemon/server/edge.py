@@ -1,0 +1,165 @@
+"""The rules at the server's edge, as plain functions of a request's headers (docs/protocol.md).
+
+Which Host names this server answers to (DNS rebinding), the token, which Origins may use it
+(CORS, websockets, and any request that changes state), which bodies it reads, and how many
+connections one client and all clients may hold. `asgi.py` applies them in that order; they
+hold no socket, so each is tested on its own.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from simreportd.daemon.config import ServerConfig, is_loopback
+
+log = logging.getLogger("simreportd.daemon.server.edge")
+
+MAX_BODY = 256 * 1024  # bytes of a request body read at most; a longer one is answered 413
+REQUEST_TIMEOUT_S = 10.0  # for a client to send its request head, and then its body
+WILDCARDS = ("0.0.0.0", "::", "")
+SINGLE_HEADERS = ("host", "authorization", "origin")
+STATE_CHANGING = frozenset({"POST", "DELETE", "PUT", "PATCH"})
+MIROFISH_PREFIX = "/api/report/"  # MiroFish's routes answer errors in MiroFish's shape
+REFUSAL_LOG_PERIOD_S = 10.0
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A request the edge does not pass on: its status, our error code and a message that says what to do."""
+
+    status: int
+    code: str
+    message: str
+    allow: str = ""  # the Allow header of a 405
+
+
+def error_body(path: str, code: str, message: str) -> bytes:
+    """An error in the shape its route's clients read: MiroFish's `{success, error}` or our `{error, message}`."""
+    shape = {"success": False, "error": message} if path.startswith(MIROFISH_PREFIX) else \
+        {"error": code, "message": message}
+    return json.dumps(shape, ensure_ascii=False).encode()
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header: `[::1]:8765` -> `::1`, `Example.org:80` -> `example.org`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def host_allowed(header: str, config: ServerConfig) -> bool:
+    """Whether a Host header names this server: loopback, the configured host, or [server] allowed_hosts.
+
+    This is what stops DNS rebinding: a page on evil.com that resolves to 127.0.0.1 still sends
+    `Host: evil.com`. A wildcard listen address with no allowed_hosts accepts any name (the
+    token, required there, is the guard).
+    """
+    name, allowed = host_name(header), [h.lower() for h in config.allowed_hosts]
+    if header.strip().lower() in allowed or name in allowed or is_loopback(name) or name == config.host.lower():
+        return True
+    return config.host in WILDCARDS and not allowed
+
+
+def origin_allowed(origin: str | None, host: str, config: ServerConfig) -> bool:
+    """No Origin (not a browser), a listed one, or the page's own (same host and port): a browser on
+    another site may neither open a websocket nor change state here."""
+    return origin is None or origin in config.allowed_origins or urlsplit(origin).netloc == host
+
+
+def authorized(authorization: str, query_token: str, config: ServerConfig) -> bool:
+    """The configured token, as `Authorization: Bearer <token>` or `?token=`, compared in constant time."""
+    if not config.token:
+        return True
+    given = authorization[7:] if authorization.startswith("Bearer ") else query_token
+    return hmac.compare_digest(given.encode(), config.token.encode())
+
+
+def first_refusal(headers: list[tuple[bytes, bytes]], config: ServerConfig) -> Refusal | None:
+    """What every request must pass before anything else (CORS preflights included): one of each
+    header that names who is asking, and a Host this server answers to."""
+    names = [name.lower() for name, _ in headers]
+    for name in SINGLE_HEADERS:
+        if names.count(name.encode()) > 1:
+            return Refusal(400, "bad_request", f"more than one {name.title()} header")
+    host = header(headers, b"host") or ""
+    if not host_allowed(host, config):
+        return Refusal(403, "forbidden_host", f"host {host!r} is not allowed; add it to [server] allowed_hosts if "
+                                               "this server is meant to answer to it")
+    return None
+
+
+def guard_refusal(method: str, headers: list[tuple[bytes, bytes]], query_token: str, websocket: bool,
+                  config: ServerConfig) -> Refusal | None:
+    """The token, then the Origin of a websocket or a state-changing request: a page on another site may
+    not use this server unless listed."""
+    if not authorized(header(headers, b"authorization") or "", query_token, config):
+        return Refusal(401, "unauthorized", "a token is required: Authorization: Bearer <token> or ?token=")
+    if not websocket and method not in STATE_CHANGING:
+        return None
+    origin = header(headers, b"origin")
+    if not origin_allowed(origin, header(headers, b"host") or "", config):
+        return Refusal(403, "forbidden_origin", f"origin {origin} is not allowed; add it to [server] allowed_origins "
+                                                 "if pages there may use this server")
+    return None
+
+
+def body_refusal(method: str, headers: list[tuple[bytes, bytes]]) -> Refusal | None:
+    """A POST, or a DELETE with a body, must send JSON: a form or text/plain (which a page on any site can
+    send without a preflight) must not make the daemon spend LLM tokens."""
+    kind = (header(headers, b"content-type") or "").split(";", 1)[0].strip().lower()
+    if method in STATE_CHANGING and kind != "application/json" and (method == "POST" or has_body(headers)):
+        return Refusal(415, "unsupported_media_type", f"send the body as application/json (got {kind or 'none'})")
+    return None
+
+
+def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    length = header(headers, b"content-length")
+    return header(headers, b"transfer-encoding") is not None or (length is not None and length.strip() != "0")
+
+
+def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """The value of a header (names lower-case, as ASGI gives them), decoded as HTTP does (Latin-1)."""
+    return next((value.decode("latin-1") for key, value in headers if key == name), None)
+
+
+class ConnectionLimits:
+    """`[server] max_connections` and `max_connections_per_client`, checked as each connection opens.
+
+    A connection beyond them is answered (HTTP 503, websocket close 1013) rather than left to
+    exhaust the process's file limit; refusals are logged one line per period, with their count,
+    never a line per connection.
+    """
+
+    def __init__(self, total: int, per_client: int, period_s: float = REFUSAL_LOG_PERIOD_S) -> None:
+        self.total, self.per_client, self.period_s = total, per_client, period_s
+        self.refused = 0  # since the last log line
+        self.logged_at = -period_s
+
+    def admit(self, client: str | None, open_clients: Iterable[str | None]) -> Refusal | None:
+        """None, or the refusal of a connection from `client` while `open_clients` (itself included) are open."""
+        others = list(open_clients)
+        if len(others) > self.total:
+            refusal = Refusal(503, "too_many_connections", f"the server holds its limit of {self.total} connections "
+                                                           "([server] max_connections); try again later")
+        elif client is not None and others.count(client) > self.per_client:
+            refusal = Refusal(503, "too_many_connections", f"{client} holds its limit of {self.per_client} connections "
+                                                           "([server] max_connections_per_client); try again later")
+        else:
+            return None
+        self._count(refusal)
+        return refusal
+
+    def _count(self, refusal: Refusal) -> None:
+        self.refused += 1
+        now = time.monotonic()
+        if now - self.logged_at >= self.period_s:
+            log.warning("refused %d connection(s) since the last such line (one every %g s at most); the latest: %s",
+                        self.refused, self.period_s, refusal.message)
+            self.refused, self.logged_at = 0, now

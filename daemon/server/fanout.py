@@ -1,0 +1,264 @@
+"""The websocket fan-out (docs/protocol.md): sessions, their history/live hand-over, one broadcaster.
+
+One broadcaster task follows the log and offers each event to every session. A session
+that subscribes with `after` first reads the history itself (buffering what the
+broadcaster offers meanwhile), then goes live: no gap, nothing twice.
+
+Live frames are written by the broadcaster straight into every connection that has nothing
+queued: all the frames of one read of the log in one write per client (`FrameSink.write_texts`),
+so a burst of events costs each client one `send()`, not one per event, and no task switch.
+Everything else (history, replies, frames behind those) goes through the session's bounded
+queue and its sender task, so order is kept. A client that stops reading is disconnected
+(code 4008) when its queue or its unsent bytes pass a bound, instead of slowing anyone else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+from starlette.websockets import WebSocket
+
+from simreportd.errors import StoreClosed
+from simreportd.events.codec import Recorded
+from simreportd.events.store import CaughtUp
+from simreportd.events.streams import is_report_stream
+
+from .commands import client_address, perform
+from .connections import FRAMES_EXTENSION
+from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, parse_message
+
+log = logging.getLogger("simreportd.daemon.server.fanout")
+
+QUEUE_FRAMES = 1000  # frames a client may fall behind by before it is disconnected
+UNSENT_BYTES = 1 << 20  # bytes written to a client's connection but not yet sent, before it is disconnected
+BUFFER_EVENTS = 10_000
+MAX_MESSAGE = 64 * 1024
+SLOW_CLIENT = 4008
+GOING_AWAY = 1001
+CLOSE_TIMEOUT_S = 5.0  # for a close frame to get past what a slow client has not read yet
+HISTORY_PAGE = 500
+
+
+class FrameSink(Protocol):
+    """Where a session's frames go: the connection (`connections.FramesProtocol`)."""
+
+    def write_texts(self, frames: list[bytes]) -> bool: ...
+
+    async def send_texts(self, frames: list[bytes]) -> bool: ...
+
+    def unsent_bytes(self) -> int: ...
+
+    def abort(self) -> None: ...
+
+
+class Session:
+    """One websocket client: its subscription, its history/live hand-over, its bounded queue."""
+
+    def __init__(self, websocket: WebSocket, sink: FrameSink, queue_frames: int) -> None:
+        self.websocket, self.sink = websocket, sink
+        self.queue, self.outbox = anyio.create_memory_object_stream[bytes](queue_frames)  # encoded frames
+        self.too_slow = anyio.Event()
+        self.sub: Subscribe | None = None
+        self.live = False
+        self.last = 0
+        self.buffer: list[EventFrames] = []
+        self.overflowed = False
+        self.queued = 0  # frames in the queue or being sent from it: live frames may skip it only at 0
+
+    def start(self, sub: Subscribe) -> None:
+        self.sub, self.live, self.last, self.buffer, self.overflowed = sub, False, sub.after, [], False
+
+    def offer(self, frames: EventFrames, direct: dict[FrameSink, list[bytes]]) -> None:
+        """Called by the broadcaster for every new event; never blocks. Frames this connection can take
+        at once are added to `direct[sink]`, for the broadcaster to write in one go."""
+        if self.sub is None:
+            return
+        if not self.live:
+            if len(self.buffer) >= BUFFER_EVENTS:
+                self.buffer, self.overflowed = [], True  # the history reader will read these again
+            else:
+                self.buffer.append(frames)
+            return
+        self._deliver(frames, direct)
+
+    def go_live(self) -> None:
+        """After the history: deliver what was buffered beyond it, then take events as they come."""
+        buffered, self.buffer = self.buffer, []
+        self.live = True
+        for frames in buffered:
+            self._deliver(frames, None)
+
+    async def send_history(self, data: bytes) -> None:
+        """Queue a frame of the history: it may wait for the client, live frames never do."""
+        await self.queue.send(data)
+        self.queued += 1
+
+    def push(self, frame: dict[str, Any]) -> None:
+        """Queue a reply to this client alone."""
+        self._enqueue(encode(frame))
+
+    async def send_queued(self) -> None:
+        """The sender task: the queue's frames, in order, as fast as the client reads them."""
+        async for data in self.outbox:
+            if not await self.sink.send_texts([data]):
+                return
+            self.queued -= 1
+
+    async def close_when_too_slow(self) -> None:
+        await self.too_slow.wait()
+        await close(self, SLOW_CLIENT, f"too slow: reconnect with after={self.last}")
+
+    def _deliver(self, frames: EventFrames, direct: dict[FrameSink, list[bytes]] | None) -> None:
+        if frames.recorded.position <= self.last or self.sub is None:
+            return
+        self.last = frames.recorded.position
+        out = frames.for_subscription(self.sub)
+        if direct is not None and self.queued == 0 and out:
+            batch = direct.get(self.sink)
+            if batch is None and not self._behind():  # once a batch: nothing is written until it ends
+                batch = direct[self.sink] = []
+            if batch is not None:
+                batch.extend(out)
+                return
+        for data in out:
+            self._enqueue(data)
+
+    def _behind(self) -> bool:
+        """Too many bytes written and not yet sent: the client stopped reading."""
+        unsent = self.sink.unsent_bytes()
+        if unsent <= UNSENT_BYTES:
+            return False
+        self._too_slow(unsent, "bytes")
+        return True
+
+    def _enqueue(self, data: bytes) -> None:
+        if self.too_slow.is_set():
+            return
+        try:
+            self.queue.send_nowait(data)
+            self.queued += 1
+        except anyio.WouldBlock:
+            self._too_slow(self.queue.statistics().current_buffer_used, "frames")
+
+    def _too_slow(self, behind: int, unit: str) -> None:
+        self.sub = None
+        log.warning("disconnecting a websocket client that fell %d %s behind", behind, unit)
+        self.too_slow.set()  # the session's own task closes the connection
+
+
+async def close(session: Session, code: int, reason: str) -> None:
+    """Close with `code`; a client that does not take the close frame in time is dropped."""
+    with anyio.move_on_after(CLOSE_TIMEOUT_S) as waited, contextlib.suppress(RuntimeError, OSError):
+        await session.websocket.close(code, reason)  # RuntimeError: closed already
+    if waited.cancelled_caught:
+        session.sink.abort()
+
+
+class Fanout:
+    """Every websocket session of the server, and the broadcaster that feeds them from the log."""
+
+    def __init__(self, daemon: Any) -> None:
+        self.daemon = daemon
+        self.sessions: set[Session] = set()
+        self.reports: dict[str, ReportInfo] = {}
+        self.closing = False
+        self.ended = anyio.Event()  # set whenever the last session ends while closing
+
+    async def serve(self, websocket: WebSocket) -> None:
+        """One connection (the `/ws` route): its sender, its history reader and its commands in one task group."""
+        await websocket.accept()
+        session = Session(websocket, websocket.scope["extensions"][FRAMES_EXTENSION]["sink"], QUEUE_FRAMES)
+        if self.closing:
+            await close(session, GOING_AWAY, "the server is stopping")
+            return
+        self.sessions.add(session)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(session.send_queued)
+                tasks.start_soon(session.close_when_too_slow)
+                await self._receive(session, tasks)
+                tasks.cancel_scope.cancel()
+        finally:
+            self.sessions.discard(session)
+            if self.closing and not self.sessions:
+                self.ended.set()
+
+    async def close(self) -> None:
+        """Close every session with 1001 (going away) and wait, bounded, for them to end."""
+        self.closing = True
+        for session in list(self.sessions):
+            session.sub = None  # no more live frames: the close frame is the last
+            with anyio.CancelScope(shield=True):
+                await close(session, GOING_AWAY, "the server is stopping")
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT_S):
+            if self.sessions:
+                await self.ended.wait()
+
+    async def _receive(self, session: Session, tasks: anyio.abc.TaskGroup) -> None:
+        reader: anyio.CancelScope | None = None
+        while (message := await session.websocket.receive())["type"] == "websocket.receive":
+            command = parse_message(message.get("text") or message.get("bytes") or b"")
+            if isinstance(command, Subscribe) and command.after > (head := await self.daemon.store.last_position()):
+                session.push(ProtocolError("bad_after", f"after={command.after} is beyond the last position "
+                                                        f"{head}; subscribe with after <= {head}").frame())
+            elif isinstance(command, Subscribe):
+                if reader is not None:
+                    reader.cancel()
+                session.start(command)
+                reader = await tasks.start(self._catch_up, session, command)
+            else:
+                await perform(self.daemon, command, session.push, client_address(session.websocket))
+
+    async def _catch_up(self, session: Session, sub: Subscribe,
+                        task_status: anyio.abc.TaskStatus[anyio.CancelScope] = anyio.TASK_STATUS_IGNORED) -> None:
+        """History from `after`, `caught_up`, then live: the hand-over described at the top."""
+        with anyio.CancelScope() as scope:
+            task_status.started(scope)  # a new subscribe cancels this one
+            position = sub.after
+            while True:
+                batch = await self.daemon.store.read_all(position, HISTORY_PAGE)
+                for recorded in batch:
+                    for data in EventFrames(recorded, await self.report_info(recorded)).for_subscription(sub):
+                        await session.send_history(data)
+                    position = session.last = recorded.position
+                if len(batch) < HISTORY_PAGE and not session.overflowed:
+                    break
+                session.overflowed = False
+            await session.send_history(encode({"type": "caught_up", "position": position}))
+            session.go_live()
+
+    async def broadcast(self, after: int) -> None:
+        """Follow the log from `after` and offer each event to every session, until the store closes."""
+        with contextlib.suppress(StoreClosed):  # the daemon is shutting down
+            async for batch in self.daemon.store.subscribe_batches(after=after):
+                if isinstance(batch, CaughtUp):
+                    continue
+                infos = [await self.report_info(recorded) for recorded in batch]  # before: no await below
+                direct: dict[FrameSink, list[bytes]] = {}
+                for recorded, info in zip(batch, infos, strict=True):
+                    frames = EventFrames(recorded, info)  # encoded once for every client
+                    for session in list(self.sessions):
+                        session.offer(frames, direct)
+                for sink, data in direct.items():  # nothing was queued meanwhile: order is kept
+                    sink.write_texts(data)
+
+    async def report_info(self, recorded: Recorded) -> ReportInfo | None:
+        """The report's simulation and section count, for notifications (cached, filled from the log)."""
+        if not is_report_stream(recorded.stream):
+            return None
+        report_id = recorded.data["report_id"]
+        if recorded.type == "OutlinePlanned" and report_id in self.reports:
+            self.reports[report_id] = ReportInfo(self.reports[report_id].simulation_id,
+                                                 len(recorded.data["sections"]))
+        if report_id not in self.reports:
+            events = await self.daemon.store.read_stream(recorded.stream)
+            outline = [r for r in events if r.type == "OutlinePlanned" and r.position <= recorded.position]
+            total = len(outline[-1].data["sections"]) if outline else 0
+            requested = [r for r in events if r.type == "ReportRequested"]
+            simulation_id = requested[0].data["simulation_id"] if requested else ""
+            self.reports[report_id] = ReportInfo(simulation_id, total)
+        return self.reports[report_id]
