@@ -29,7 +29,7 @@ from simreportd.daemon.lock import read_holder
 from simreportd.daemon.logs import setup_logging
 from simreportd.daemon.replay import ReplayResult, replay_report
 from simreportd.daemon.reports import auto_report_id
-from simreportd.daemon.service import Daemon
+from simreportd.daemon.service import Daemon, replaced_or
 from simreportd.daemon.systemd import notify
 from simreportd.errors import ConfigError, NotFound, SimreportdError, UsageError
 from simreportd.events.log import EventLog
@@ -53,6 +53,8 @@ async def run(args: argparse.Namespace, config: Config) -> int:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(reload_on_sighup, daemon, args)
                 await daemon.run(ready=True, serve=True)
+        except BaseExceptionGroup as group:
+            raise replaced_or(group) from None
         finally:
             notify("STOPPING=1")
     return 0
