@@ -1,20 +1,25 @@
-"""The store is watched: a store deleted or replaced while in use stops appends and the
-daemon; a read-only store at start is one line and exit 2."""
+"""The store is watched: a store deleted or replaced while in use stops appends and the daemon; a read-only
+store at start is one line and exit 2; work stuck on a full disk goes on by itself once there is room."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
+from simreportd.daemon.cli.commands import running
+from simreportd.daemon.service import Daemon
 from simreportd.errors import StoreReplaced
 from simreportd.events.models import PlanningStarted
 from simreportd.events.store import EventStore
+from simreportd.events.streams import report_stream
 
-from .conftest import PYTHON, TIMEOUT, write_config
+from .conftest import PYTHON, TIMEOUT, make_config, write_config
 from .processes import NotifySocket, cli, count
 
 pytestmark = pytest.mark.anyio
@@ -71,3 +76,32 @@ def test_a_read_only_store_at_start_exits_2_with_one_line_naming_it(tmp_path: Pa
         assert result.returncode == 2, (command, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "is read-only" in lines[0] and str(state) in lines[0], result.stderr
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Poll `condition` on the event loop until it holds (TIMEOUT at most)."""
+    with anyio.fail_after(TIMEOUT):
+        while not condition():
+            await anyio.sleep(0.02)
+
+
+async def test_a_report_stuck_on_a_full_disk_completes_by_itself_once_there_is_room(
+        tmp_path: Path, small_sim: Path) -> None:
+    config = make_config(tmp_path, reports={"auto": False})
+    async with Daemon(config, folders=[small_sim]) as daemon, running(daemon):
+        await daemon.watcher.check(small_sim)
+        writer = daemon.store._writer  # the file may not grow past what it has: SQLITE_FULL
+        report_id = await daemon.reports.request(small_sim.name)
+        [(pages,)] = await writer.execute_fetchall("PRAGMA page_count")
+        await writer.execute(f"PRAGMA max_page_count = {pages}")
+        await until(lambda: daemon.store.problem is not None, "the disk to be full")
+        assert "full" in daemon.store.problem
+        events = await daemon.store.read_stream(report_stream(report_id))
+        assert "ReportCompleted" not in [e.type for e in events]  # stuck
+        await writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        with anyio.fail_after(TIMEOUT):  # by itself: nothing asks for it again (`reports.wait` would restart it)
+            while "ReportCompleted" not in [e.type for e in events]:
+                await anyio.sleep(0.05)
+                events = await daemon.store.read_stream(report_stream(report_id))
+        assert "ReportFailed" not in [e.type for e in events]
+        assert daemon.store.problem is None
