@@ -12,6 +12,7 @@ import anyio
 
 from simreportd.errors import NotFound
 from simreportd.projections.chart import activity_chart
+from simreportd.projections.derived import set_aside
 from simreportd.projections.export import load_report, render
 from simreportd.projections.report import mirofish_status
 from simreportd.projections.runner import in_thread, reading
@@ -23,6 +24,7 @@ log = logging.getLogger("simreportd.daemon.exporter")
 # instead; a dashboard polling progress.json every few seconds sees no difference.
 EXPORT_EVERY_S = 0.5
 FLUSH_TIMEOUT_S = 10.0  # how long a stopping daemon spends writing the folders still due
+ALWAYS_WRITTEN = ("meta.json", "outline.json", "progress.json", "agent_log.jsonl", "full_report.md", "activity.svg")
 
 
 class Exporter:
@@ -78,7 +80,8 @@ class Exporter:
         with reading(self.views_path) as conn:
             rows = conn.execute("SELECT report_id, status, updated_at FROM reports").fetchall()
         return [report_id for report_id, status, updated_at in rows
-                if _progress_of(self.output_dir / report_id) != (mirofish_status(status), updated_at)]
+                if _progress_of(self.output_dir / report_id) != (mirofish_status(status), updated_at)
+                or not _whole(self.output_dir / report_id)]
 
     async def export(self, report_id: str, folder: Path | None = None) -> Path:
         """Write the report's folder (default: output_dir/<report_id>) and return it."""
@@ -103,11 +106,25 @@ def write_if_changed(path: Path, data: bytes) -> None:
     try:
         if path.read_bytes() == data:
             return
-    except OSError:
+    except FileNotFoundError:
         pass
+    except OSError as exc:  # a folder, a FIFO or an unreadable file in its place: kept aside, written anew
+        set_aside(path, str(exc), "the report file")
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def _whole(folder: Path) -> bool:
+    """Whether every file a report folder always holds is there and can be read (a section's file is checked
+    when the report changes, or by `simreportd rebuild`)."""
+    for name in ALWAYS_WRITTEN:
+        try:
+            with (folder / name).open("rb"):
+                pass
+        except OSError:
+            return False
+    return True
 
 
 def _progress_of(folder: Path) -> tuple[str, str] | None:

@@ -109,8 +109,8 @@ class FoldChild:
             except (ValueError, anyio.DelimiterNotFound):  # a ValidationError is a ValueError
                 log.error("the process folding the read models sent a message it should not have")
                 return
-            self.views.problem = report.problem
             await self.views.take_folded()
+            self.views.problem = report.problem  # after: the child's word on the file is the last
 
     async def _stop(self, process: Process) -> None:
         """Close the child's stdin and give it `stop_timeout_s` / 2 to finish its batch; past that it is killed."""

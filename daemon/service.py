@@ -15,7 +15,7 @@ from anyio.abc import TaskStatus
 from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
-from simreportd.daemon.ingest.snapshots import IngestSnapshots, snapshots_path_for
+from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.environment import FolderEnvironment
 from simreportd.daemon.interviews.interviewer import Interviewer
@@ -31,6 +31,7 @@ from .chat import chat_writer
 from .config import Config, LLMConfig
 from .exporter import Exporter
 from .fold_child import ChildSpec, FoldChild
+from .healing_snapshots import HealingSnapshots
 from .leases import leases_for
 from .lock import StoreLock
 from .reports import ReportScheduler
@@ -88,7 +89,7 @@ class Daemon:
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
                                c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks,
-                               IngestSnapshots(snapshots_path_for(c.store.path)))
+                               HealingSnapshots(snapshots_path_for(c.store.path)))
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
