@@ -81,7 +81,7 @@ CREATE TABLE IF NOT EXISTS sim_env (
     reddit_available INTEGER, pid INTEGER, position INTEGER);
 CREATE TABLE IF NOT EXISTS sim_rejections (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, file TEXT, "offset" INTEGER,
-    reason TEXT, excerpt TEXT);
+    reason TEXT, excerpt TEXT, lines INTEGER);
 """
 
 # Action -> (edge kind, how the target is named in action_args)
@@ -187,8 +187,8 @@ class SimulationModel:
                 d.get("pid"), pos))
 
     def _IngestRejected(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
-        yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?)",
-               (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"]))
+        yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"], d.get("lines", 1)))
 
     HANDLERS = by_type_name({
         SimulationDiscovered: _SimulationDiscovered, SimulationGenerationStarted: _SimulationDiscovered,
