@@ -99,6 +99,8 @@ class EventStore(EventLog):
 
     async def _open_connections(self) -> None:
         """Create the file and schema if needed; sqlite3 errors become ours at this boundary."""
+        if not self.create and not self.path.exists():  # checked first: a failed aiosqlite connect leaves a
+            raise StoreUnusable(self.path, "it does not exist")  # thread that may outlive the event loop
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = await self._connect()
