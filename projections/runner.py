@@ -252,8 +252,8 @@ class ProjectionRunner:
     async def take_folded(self) -> None:
         """Take in what another process folded (a fold child): move to the stored checkpoint, handing the
         listeners the events it covered and waking the waiters, as if this runner had folded them."""
-        if identity(self.path) != self._identity:
-            await self.check_file()
+        if identity(self.path) not in (self._identity, None):  # made anew by the child: open it (never make it
+            await self.check_file()  # here too, racing the child)
         async with self._lock:
             rebuilds, stored = self._rebuilds, await self.in_thread(self._read_checkpoint)
         types = None if self.listened_types is None else sorted(self.listened_types)
@@ -273,22 +273,19 @@ class ProjectionRunner:
         moved.set()
 
     async def run(self) -> None:
-        """Fold forever, woken by each commit (or a poll for other processes' appends).
+        """Fold forever, woken by each commit (or a poll for other processes' appends), checking the file
+        while idle (`check_file`).
 
         A read-model file that cannot be written (disk full, I/O error) stalls folding, never
         the daemon: the log keeps every event, and folding resumes with backoff once it can.
+        One that is damaged is made again from the log.
         """
-        backoff = RETRY_FIRST_S
+        backoff, check = RETRY_FIRST_S, False
         while True:
             try:
-                await self.catch_up()
+                await self._fold_or_heal(check)
                 self.problem, backoff = None, RETRY_FIRST_S
-            except sqlite3.DatabaseError as exc:
-                if damaged(exc):
-                    await self._heal(str(exc))
-                    continue
-                if not isinstance(exc, sqlite3.OperationalError):
-                    raise
+            except sqlite3.OperationalError as exc:
                 self.problem = f"the read models {self.path} cannot be written ({exc}); retrying every {backoff:g}s"
                 log.error("%s", self.problem)
                 await anyio.sleep(backoff)
@@ -296,11 +293,23 @@ class ProjectionRunner:
                 continue
             try:
                 await self.store.wait_for(self._position + 1, timeout=FILE_CHECK_S)
+                check = False
             except WaitTimeout:
-                await self.check_file()
-                continue
+                check = True  # idle: look at the file too
             except StoreClosed:
                 return
+
+    async def _fold_or_heal(self, check: bool = False) -> None:
+        """Catch up (after `check_file`, with `check`); a damaged file is set aside and folded anew."""
+        try:
+            if check:
+                await self.check_file()
+            await self.catch_up()
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc):
+                raise
+            await self._heal(str(exc))
+            await self.catch_up()
 
     async def _notify(self, batch: list[Recorded]) -> None:
         for listener in self._listeners:
@@ -432,11 +441,10 @@ class ProjectionRunner:
         for projection in self.projections:
             conn.executescript(projection.schema)
             for index in projection.deferred_indexes:  # built once the log is folded: see _create_deferred_indexes
-                conn.execute(f"DROP INDEX {index}")  # noqa: S608 (names are ours)
-        with transaction(conn):
-            conn.execute(
-                "INSERT INTO projection_schema (name, fingerprint) VALUES (?, ?)", (self.NAME, self.fingerprint)
-            )
+                conn.execute(f"DROP INDEX IF EXISTS {index}")  # noqa: S608 (names are ours)
+        with transaction(conn):  # OR REPLACE, IF EXISTS: the fold child may make a healed file anew at once
+            conn.execute("INSERT OR REPLACE INTO projection_schema (name, fingerprint) VALUES (?, ?)",
+                         (self.NAME, self.fingerprint))
 
     def _update_indexes(self) -> None:
         """Make the indexes today's schemas create, in a read model built by one of INDEX_ONLY_UPGRADES: drop
@@ -495,12 +503,12 @@ def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
     else:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
+        conn.execute("PRAGMA busy_timeout=10000")  # first: setting WAL waits for another process making the file
         if not readonly:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-        conn.execute("PRAGMA busy_timeout=10000")
     except BaseException:
         conn.close()
         raise
