@@ -17,8 +17,8 @@ from typing import Any, Protocol
 import anyio
 
 from simreportd.agent import core
-from simreportd.errors import LLMError, ToolError
-from simreportd.events.log import EventLog, caused
+from simreportd.errors import LLMError, StoreFull, ToolError
+from simreportd.events.log import EventLog, NewEvent, caused
 from simreportd.events.models import (
     ContextGathered,
     DomainEvent,
@@ -42,7 +42,7 @@ from .state import ReportState
 from .tools import SimulationTools
 
 log = logging.getLogger("simreportd.agent.runner")
-
+FULL_RETRY_FIRST_S, FULL_RETRY_MAX_S = 0.5, 10.0  # backoff of an outcome waiting for disk space
 
 
 class Environment(Protocol):
@@ -138,12 +138,28 @@ class ReportRunner:
         """Append an outcome (even when stopping: an LLM answer is paid for) and fold it."""
         request_id, last_id = self._ids
         recorded = caused(events, correlation_id=request_id, causation_id=last_id)
-        with anyio.CancelScope(shield=True):
-            await self.store.append(report_stream(state.report_id), recorded, expected_version=state.version)
+        await self._append_when_room(state, recorded)
         self._ids = (request_id, recorded[-1].event_id)
         for event in events:
             state.apply(event)
             log_step(state, event)
+
+    async def _append_when_room(self, state: ReportState, recorded: list[NewEvent]) -> None:
+        """Append the outcome; while the disk is full, try again with backoff until there is room, so a report
+        stuck on a full disk goes on by itself once space is freed. Each try is shielded (an answer is paid for);
+        the waits between them are not, so a stopping daemon does not wait for the disk."""
+        delay = FULL_RETRY_FIRST_S
+        while True:
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self.store.append(report_stream(state.report_id), recorded, expected_version=state.version)
+                return
+            except StoreFull as exc:
+                if delay == FULL_RETRY_FIRST_S:  # one line per stall, not one per try
+                    log.warning("report %s waits for disk space (%s); it goes on by itself once there is room",
+                                state.report_id, exc)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, FULL_RETRY_MAX_S)
 
     async def _perform(self, s: ReportState, effect: core.Effect) -> list[DomainEvent]:
         if isinstance(effect, core.Emit):

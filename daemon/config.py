@@ -53,15 +53,16 @@ class StoreConfig(Section):
         """The event store as messages name it: the PostgreSQL URL without its password, or the SQLite file."""
         return redacted_url(self.url) if self.url else str(self.path)
 
-    def open(self) -> EventLog:
-        """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path`."""
+    def open(self, create: bool = True) -> EventLog:
+        """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path` (made
+        if missing, unless not `create`)."""
         if self.url:
             from simreportd.events.postgres import (
                 PostgresEventStore,  # only PostgreSQL users need asyncpg
             )
 
             return PostgresEventStore(self.url, os.environ.get(self.password_env) or None)
-        return EventStore(self.path, self.synchronous)
+        return EventStore(self.path, self.synchronous, create)
 
 
 class WatchConfig(Section):

@@ -14,6 +14,7 @@ import anyio
 from simreportd.errors import NotFound
 from simreportd.projections import report_queries
 from simreportd.projections.chart import activity_chart
+from simreportd.projections.derived import set_aside
 from simreportd.projections.export import load_report, render
 from simreportd.projections.report import mirofish_status
 from simreportd.projections.runner import in_thread, reading
@@ -25,6 +26,7 @@ log = logging.getLogger("simreportd.daemon.exporter")
 # instead; a dashboard polling progress.json every few seconds sees no difference.
 EXPORT_EVERY_S = 0.5
 FLUSH_TIMEOUT_S = 10.0  # how long a stopping daemon spends writing the folders still due
+ALWAYS_WRITTEN = ("meta.json", "outline.json", "progress.json", "agent_log.jsonl", "full_report.md", "activity.svg")
 
 
 class Exporter:
@@ -82,7 +84,9 @@ class Exporter:
 
         def behind(report_id: str, status: str, updated_at: str, deleted: int) -> bool:
             folder = self.output_dir / report_id
-            return folder.exists() if deleted else _progress_of(folder) != (mirofish_status(status), updated_at)
+            if deleted:
+                return folder.exists()
+            return _progress_of(folder) != (mirofish_status(status), updated_at) or not _whole(folder)
 
         return [row[0] for row in rows if behind(*row)]
 
@@ -119,11 +123,25 @@ def write_if_changed(path: Path, data: bytes) -> None:
     try:
         if path.read_bytes() == data:
             return
-    except OSError:
+    except FileNotFoundError:
         pass
+    except OSError as exc:  # a folder, a FIFO or an unreadable file in its place: kept aside, written anew
+        set_aside(path, str(exc), "the report file")
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def _whole(folder: Path) -> bool:
+    """Whether every file a report folder always holds is there and can be read (a section's file is checked
+    when the report changes, or by `simreportd rebuild`)."""
+    for name in ALWAYS_WRITTEN:
+        try:
+            with (folder / name).open("rb"):
+                pass
+        except OSError:
+            return False
+    return True
 
 
 def _progress_of(folder: Path) -> tuple[str, str] | None:

@@ -31,7 +31,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import BaseModel
 
-from simreportd.errors import WaitTimeout
+from simreportd.errors import SimreportdError, WaitTimeout
 from simreportd.events.log import EventLog
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner
@@ -109,8 +109,8 @@ class FoldChild:
             except (ValueError, anyio.DelimiterNotFound):  # a ValidationError is a ValueError
                 log.error("the process folding the read models sent a message it should not have")
                 return
-            self.views.problem = report.problem
             await self.views.take_folded()
+            self.views.problem = report.problem  # after: the child's word on the file is the last
 
     async def _stop(self, process: Process) -> None:
         """Close the child's stdin and give it `stop_timeout_s` / 2 to finish its batch; past that it is killed."""
@@ -142,12 +142,16 @@ def main() -> int:
     spec = ChildSpec.model_validate_json(sys.stdin.buffer.readline())
     setup_logging(spec.log.level, spec.log.format, spec.journal)
     tune_gc()
-    anyio.run(_fold, spec, backend="asyncio")
+    try:
+        anyio.run(_fold, spec, backend="asyncio")
+    except SimreportdError as exc:  # the store gone or unusable: the parent says why it stops, or folds itself
+        log.error("%s", exc)
+        return 1
     return 0
 
 
 async def _fold(spec: ChildSpec) -> None:
-    async with spec.store.open() as store, ProjectionRunner(store, spec.views, projections()) as views:
+    async with spec.store.open(create=False) as store, ProjectionRunner(store, spec.views, projections()) as views:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_hear_commits, store, tasks.cancel_scope)
             tasks.start_soon(_stop_on_sigterm, tasks.cancel_scope)

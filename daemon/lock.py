@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from simreportd.errors import StoreLocked
+from simreportd.events.store import read_only_or
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,12 @@ class StoreLock:
         self._holder: Holder | None = None
 
     def acquire(self, command: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        """Take the lock or raise StoreLocked; a folder that cannot be written is StoreReadOnly (exit 2)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise read_only_or(exc, self.store_path) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

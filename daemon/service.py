@@ -15,11 +15,12 @@ from anyio.abc import TaskStatus
 from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
-from simreportd.daemon.ingest.snapshots import IngestSnapshots, snapshots_path_for
+from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.environment import FolderEnvironment
 from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.daemon.server.app import Server
+from simreportd.errors import StoreReplaced
 from simreportd.events.codec import Recorded
 from simreportd.events.streams import is_report_stream
 from simreportd.projections.catalogue import projections
@@ -31,6 +32,7 @@ from .config import Config, LLMConfig
 from .exporter import Exporter
 from .fold_child import ChildSpec, FoldChild
 from .gates import Gate
+from .healing_snapshots import HealingSnapshots
 from .leases import leases_for
 from .lock import StoreLock
 from .reports import ReportScheduler
@@ -40,6 +42,7 @@ from .writers import Writers
 log = logging.getLogger("simreportd.daemon.service")
 FINAL_FOLD_EVENTS, FINAL_FOLD_TIMEOUT_S = 5000, 5.0  # more is folded at the next start, not at a stop
 START_EXTENSION_S = 30  # each EXTEND_TIMEOUT_USEC while folding before READY=1 (sent every third of it)
+STORE_CHECK_S = 1.0  # how often an idle daemon checks that its store is still the one it opened
 
 
 class Daemon:
@@ -91,7 +94,7 @@ class Daemon:
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
                                c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks,
-                               IngestSnapshots(snapshots_path_for(c.store.path)))
+                               HealingSnapshots(snapshots_path_for(c.store.path)))
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
@@ -108,6 +111,7 @@ class Daemon:
                 self.serving.set()
             try:
                 async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(self._watch_store, name="store-identity")
                     tasks.start_soon(self._fold, name="projections")
                     tasks.start_soon(self.exporter.run, name="exporter")
                     tasks.start_soon(self.reports.run, follow, name="reports")
@@ -115,6 +119,8 @@ class Daemon:
                         tasks.start_soon(self.watcher.run, name="watcher")
                     if ready:
                         tasks.start_soon(self._supervise, name="systemd")
+            except BaseExceptionGroup as group:
+                raise replaced_or(group) from None
             finally:
                 await self._write_folders_before_stopping()
 
@@ -137,6 +143,13 @@ class Daemon:
             return
         spec = ChildSpec(store=c.store, views=self.views.path, log=c.log, journal="JOURNAL_STREAM" in os.environ)
         await FoldChild(self.views, spec, c.service.stop_timeout_s).run()
+
+    async def _watch_store(self) -> None:
+        """Stop the daemon with StoreReplaced (exit 1, for its supervisor) once its store is not the one it
+        opened, even while nothing is appended (each group commit checks too)."""
+        while True:
+            await anyio.sleep(STORE_CHECK_S)
+            await self.store.check_identity(every_s=0)
 
     async def _supervise(self) -> None:
         """READY=1 once the read models are caught up, then STATUS and WATCHDOG from the event loop."""
@@ -202,6 +215,15 @@ class Daemon:
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
         self.exporter.changed(r.data["report_id"] for r in batch if is_report_stream(r.stream))
+
+
+def replaced_or(group: BaseExceptionGroup) -> BaseException:
+    """The StoreReplaced a task group raised, as itself (the CLI says it in one line), else the group: once the
+    store is gone, whatever else failed failed because of it."""
+    found: BaseException | None = group.split(StoreReplaced)[0]
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return found if found is not None else group
 
 
 async def _failure_of(work: Callable[[], Awaitable[object]]) -> Exception | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from simreportd.errors import (
     SimreportdError,
     StoreClosed,
     StoreFull,
+    StoreReplaced,
     WaitTimeout,
 )
 
@@ -100,6 +102,7 @@ class EventLog:
     async context manager."""
 
     where = "the event store"  # named in messages (a path, a database)
+    IDENTITY_EVERY_S = 1.0  # how often an append checks the store is still the one opened (a backend may say 0)
 
     def __init__(self) -> None:
         self._queue: MemoryObjectSendStream[_Pending] | None = None
@@ -114,6 +117,9 @@ class EventLog:
         # One event a group, not one an append: making an anyio event costs a backend lookup.
         self._settled = anyio.Event()
         self.problem: str | None = None  # why appends fail now (a full disk), for health checks
+        self.replaced: StoreReplaced | None = None  # set for good once the store is not the one opened
+        self._identity: object = None  # what names the store opened (None: the backend cannot tell)
+        self._identity_checked = 0.0  # time.monotonic() of the last check
 
     # --- what a backend provides -------------------------------------------------------------
 
@@ -129,6 +135,11 @@ class EventLog:
 
     async def _read_head(self) -> int:
         raise NotImplementedError
+
+    async def _current_identity(self) -> object:
+        """What names the store now: a file's (device, inode), a server's system identifier; None if it is gone.
+        The base class cannot tell: it keeps what `__aenter__` saw."""
+        return self._identity
 
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,
                        streams: Sequence[str] | None = None, until: int | None = None) -> list[Recorded]:
@@ -170,6 +181,7 @@ class EventLog:
         try:
             await self._open_connections()
             self._head = self._db_head = await self._read_head()
+            self._identity = await self._current_identity()
         except BaseException:
             await self._close_connections()
             raise
@@ -204,6 +216,25 @@ class EventLog:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosed()
+
+    async def check_identity(self, every_s: float | None = None) -> None:
+        """Raise StoreReplaced if the store is no longer the one opened (deleted, or another file or server in
+        its place); from then on every append fails with it. Checked at most every `every_s` seconds
+        (default IDENTITY_EVERY_S): the caller is a group commit or a timer."""
+        if self.replaced is not None:
+            raise self.replaced
+        now = time.monotonic()
+        if self._identity is None or now - self._identity_checked < (self.IDENTITY_EVERY_S if every_s is None
+                                                                      else every_s):
+            return
+        self._identity_checked = now
+        current = await self._current_identity()
+        if current == self._identity:
+            return
+        self.replaced = StoreReplaced(self.where, "was deleted" if current is None else "was replaced")
+        self.problem = str(self.replaced)
+        log.error("%s", self.problem)
+        raise self.replaced
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -260,12 +291,13 @@ class EventLog:
     async def _commit_safely(self, group: list[_Pending]) -> None:
         """Commit one group; a failed transaction fails every caller in it, not the writer."""
         try:
+            await self.check_identity()
             await self._commit_group(group)
             self.problem = None
         except Exception as exc:
             if isinstance(self._translate(exc), StoreFull):  # the callers report it and retry; nothing was written
                 self.problem = f"the disk holding {self.where} is full; appends wait until space is freed"
-            else:
+            elif not isinstance(exc, StoreReplaced):  # said once, when it was found
                 log.exception("group commit of %d appends failed", len(group))
             for pending in group:
                 pending.settle(self._translate(exc))

@@ -137,12 +137,18 @@ class EnvironmentStatusChanged(SimulationEvent):
 
 
 class IngestRejected(SimulationEvent):
+    """Bad input: a run of consecutive bad lines of one file (`lines` of them, bytes `offset` to `end`, the first
+    one's `reason` and `excerpt`, a few more in `excerpts`), or a file or part of a setup file left out."""
+
     type: Literal["IngestRejected"] = "IngestRejected"
     file: str
     offset: int
     reason: str
     excerpt: str
-    source: Source | None = None
+    source: Source | None = None  # of the run's last line: where ingest goes on
+    lines: int = 1
+    end: int | None = None  # the byte after the run (None: recorded before runs were, one line)
+    excerpts: list[str] = Field(default_factory=list)
 
 
 class IngestFailed(SimulationEvent):

@@ -100,6 +100,16 @@ class PostgresEventStore(EventLog):
                 await self._pool.close()
             self._writer = self._listener = self._pool = None
 
+    async def _current_identity(self) -> object:
+        """The server's system identifier: another cluster answering at the same URL has another one. One that
+        cannot be read now (no right to pg_control_system, the server unreachable) counts as unchanged."""
+        if self._pool is None:
+            return self._identity
+        try:
+            return await self._pool.fetchval("SELECT system_identifier FROM pg_control_system()")
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return self._identity
+
     def _notified(self, connection: object, pid: int, channel: str, payload: str) -> None:
         """Another node (or this one) committed up to `payload`: wake our subscribers."""
         try:

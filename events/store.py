@@ -10,8 +10,10 @@ aiosqlite.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any, Literal
 import aiosqlite
 import anyio
 
-from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreUnusable
+from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreReadOnly, StoreUnusable
 
 from .codec import Recorded
 from .log import (
@@ -85,9 +87,11 @@ WAL_CHECKPOINT_PAGES = 10_000
 class EventStore(EventLog):
     """Append-only event log in one SQLite file; use as an async context manager."""
 
-    def __init__(self, path: str | Path, synchronous: Literal["NORMAL", "FULL"] = "NORMAL") -> None:
+    IDENTITY_EVERY_S = 0.0  # a stat: cheap enough for every group commit
+
+    def __init__(self, path: str | Path, synchronous: Literal["NORMAL", "FULL"] = "NORMAL", create: bool = True) -> None:
         super().__init__()
-        self.path = Path(path)
+        self.path, self.create = Path(path), create  # without `create`, a missing file is refused, not made
         self.where = str(self.path)
         self.synchronous = synchronous
         self._writer: aiosqlite.Connection | None = None
@@ -95,16 +99,31 @@ class EventStore(EventLog):
 
     async def _open_connections(self) -> None:
         """Create the file and schema if needed; sqlite3 errors become ours at this boundary."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.create and not self.path.exists():  # checked first: a failed aiosqlite connect leaves a
+            raise StoreUnusable(self.path, "it does not exist")  # thread that may outlive the event loop
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = await self._connect()
             await self._writer.executescript(SCHEMA)
             self._reader = await self._connect()
+        except OSError as exc:
+            raise read_only_or(exc, self.path) from exc
         except sqlite3.DatabaseError as exc:
+            if "readonly" in str(exc) or not _writable(self.path):
+                raise StoreReadOnly(self.path, str(exc)) from exc
             raise StoreUnusable(self.path, str(exc)) from exc
 
+    async def _current_identity(self) -> object:
+        """The file's (device, inode); None once it is gone."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return stat.st_dev, stat.st_ino
+
     async def _connect(self) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        conn = await aiosqlite.connect(f"{self.path.resolve().as_uri()}?mode={'rwc' if self.create else 'rw'}",
+                                       uri=True, isolation_level=None)
         try:
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'FULL' else 'NORMAL'}")
@@ -239,6 +258,19 @@ class EventStore(EventLog):
         conn = self._reader_conn()
         sql = "SELECT stream, max(version), max(position) FROM events GROUP BY stream ORDER BY stream"
         return [(str(s), int(v), int(p)) for s, v, p in await conn.execute_fetchall(sql)]
+
+
+def read_only_or(exc: OSError, path: Path) -> Exception:
+    """`exc` as ours: StoreReadOnly for a read-only file system or a refused write, else the error itself."""
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StoreReadOnly(path, exc.strerror or str(exc))
+    return exc
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the file and its folder (a read-only mount says no even to root)."""
+    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+
 
 async def _known_ids(conn: aiosqlite.Connection, ids: list[str]) -> dict[str, tuple[int, int]]:
     rows = await conn.execute_fetchall(

@@ -26,6 +26,7 @@ from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 
 from .base import Projection, Write, batch_writes, index_names, index_statement
+from .derived import FileIdentity, damaged, identity, set_aside
 
 log = logging.getLogger("simreportd.projections.runner")
 
@@ -38,6 +39,8 @@ WRITER_CACHE_KIB = 32_768
 INDEX_BUILD_CACHE_KIB = 8_192
 WAL_CHECKPOINT_PAGES = 10_000
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
+SQLITE_HEADER = b"SQLite format 3\x00"
+FILE_CHECK_S = 1.0  # how often an idle fold checks its file is still there and still a database
 PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelled caller wants a query stopped
 THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
 # Fingerprints of earlier read-model schemas whose tables are today's and only whose indexes differ: a file
@@ -77,7 +80,9 @@ class ProjectionRunner:
         self._position = 0
         self._moved = anyio.Event()
         self.limiter = anyio.CapacityLimiter(THREADS_PER_DATABASE)
-        self.problem: str | None = None  # why folding is stalled now (a full disk), for health checks
+        self._problem: str | None = None
+        self._identity: FileIdentity = None  # the file this runner has open
+        self._stale: list[sqlite3.Connection] = []  # to files deleted or replaced under us (see _replace_file)
         # Called after each committed batch (the file export hangs here; `listen`): failures are logged, not fatal.
         self._listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
         self.listened_types: set[str] | None = set()  # the types the listeners look at (None: every type)
@@ -93,9 +98,23 @@ class ProjectionRunner:
         return await in_thread(func, *args, limiter=self.limiter)
 
     def _open(self) -> sqlite3.Connection:
+        """Open the file, or make it; one that cannot be used is moved aside and made again (a fold of the log)."""
+        try:
+            return self._open_file()
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc):
+                raise
+            self._close()
+            aside = set_aside(self.path, str(exc), "the read models")
+            self.problem = (f"the read models {self.path} could not be used ({exc}); moved aside to "
+                            f"{aside.name if aside else '(nothing)'}, rebuilding them from the log")
+            return self._open_file()
+
+    def _open_file(self) -> sqlite3.Connection:
         conn = connect_views(self.path, readonly=False)
-        conn.executescript(META_SCHEMA)
         self._conn = conn
+        conn.executescript(META_SCHEMA)
+        self._identity = identity(self.path)  # a file deleted or replaced from now on is found by `check_file`
         stored = self._stored_fingerprint()
         if stored in INDEX_ONLY_UPGRADES:
             log.info("read models' indexes changed; making today's (their rows stay)")
@@ -109,9 +128,70 @@ class ProjectionRunner:
     async def __aexit__(self, *exc: object) -> None:
         with anyio.CancelScope(shield=True):  # the batch in flight commits or rolls back first
             async with self._lock:
-                if self._conn is not None:
-                    self._conn.close()
-                    self._conn = None
+                for conn in self._stale:  # first: see _replace_file
+                    conn.close()
+                self._stale.clear()
+                self._close()
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def check_file(self) -> None:
+        """Make the file again if it was deleted, replaced or damaged under us (found by a stat, and a fresh
+        connection's first read): readers would fail until a restart, and folds would go to a file no one reads."""
+        if identity(self.path) != self._identity:
+            await self._heal("it was deleted or replaced", set_aside_first=False)
+        else:
+            try:
+                await self.in_thread(_probe, self.path)
+                return await self._take_reset()
+            except sqlite3.DatabaseError as exc:
+                if not damaged(exc):
+                    raise
+                await self._heal(str(exc))
+        await self.catch_up()  # here too: the folding process may not see that this one made the file anew
+
+    async def _take_reset(self) -> None:
+        """Another process made the file anew (a heal, a rebuild): fold again from where it is."""
+        async with self._lock:
+            stored = await self.in_thread(self._read_checkpoint)
+            if stored < self._position:
+                self._position, self._rebuilds = stored, self._rebuilds + 1
+
+    async def _heal(self, reason: str, set_aside_first: bool = True) -> None:
+        """Set the damaged file aside (unless another process did already) and fold the log into a new one."""
+        async with self._lock:
+            await self.in_thread(self._replace_file, reason, set_aside_first)
+        self._wake_waiters()
+
+    def _replace_file(self, reason: str, set_aside_first: bool) -> None:
+        """Open a new file in place of ours. Ours stays open until this runner closes: SQLite deletes a WAL by
+        its name when the last connection to its database closes, and the name is now the new file's."""
+        if self._conn is not None:
+            self._stale.append(self._conn)
+            self._conn = None
+        now = identity(self.path)
+        if now is None or (set_aside_first and now == self._identity):
+            set_aside(self.path, reason, "the read models")
+        else:
+            log.warning("the read models %s: %s; making them again from the log", self.path, reason)
+        self.problem = f"the read models {self.path} were unusable ({reason}); rebuilding them from the log"
+        self._conn = self._open()
+        self._rebuilds += 1
+
+    @property
+    def problem(self) -> str | None:
+        """Why the read models are degraded now (a full disk, a rebuild), for health checks; None when fine. A file
+        deleted or replaced under us says so at once, before the fold's next check makes it again."""
+        if self._problem is None and self._conn is not None and identity(self.path) != self._identity:
+            return f"the read models {self.path} were deleted or replaced; rebuilding them from the log"
+        return self._problem
+
+    @problem.setter
+    def problem(self, value: str | None) -> None:
+        self._problem = value
 
     @property
     def position(self) -> int:
@@ -172,6 +252,8 @@ class ProjectionRunner:
     async def take_folded(self) -> None:
         """Take in what another process folded (a fold child): move to the stored checkpoint, handing the
         listeners the events it covered and waking the waiters, as if this runner had folded them."""
+        if identity(self.path) not in (self._identity, None):  # made anew by the child: open it (never make it
+            await self.check_file()  # here too, racing the child)
         async with self._lock:
             rebuilds, stored = self._rebuilds, await self.in_thread(self._read_checkpoint)
         types = None if self.listened_types is None else sorted(self.listened_types)
@@ -191,15 +273,17 @@ class ProjectionRunner:
         moved.set()
 
     async def run(self) -> None:
-        """Fold forever, woken by each commit (or a poll for other processes' appends).
+        """Fold forever, woken by each commit (or a poll for other processes' appends), checking the file
+        while idle (`check_file`).
 
         A read-model file that cannot be written (disk full, I/O error) stalls folding, never
         the daemon: the log keeps every event, and folding resumes with backoff once it can.
+        One that is damaged is made again from the log.
         """
-        backoff = RETRY_FIRST_S
+        backoff, check = RETRY_FIRST_S, False
         while True:
             try:
-                await self.catch_up()
+                await self._fold_or_heal(check)
                 self.problem, backoff = None, RETRY_FIRST_S
             except sqlite3.OperationalError as exc:
                 self.problem = f"the read models {self.path} cannot be written ({exc}); retrying every {backoff:g}s"
@@ -208,11 +292,24 @@ class ProjectionRunner:
                 backoff = min(backoff * 2, RETRY_MAX_S)
                 continue
             try:
-                await self.store.wait_for(self._position + 1, timeout=3600)
+                await self.store.wait_for(self._position + 1, timeout=FILE_CHECK_S)
+                check = False
             except WaitTimeout:
-                continue
+                check = True  # idle: look at the file too
             except StoreClosed:
                 return
+
+    async def _fold_or_heal(self, check: bool = False) -> None:
+        """Catch up (after `check_file`, with `check`); a damaged file is set aside and folded anew."""
+        try:
+            if check:
+                await self.check_file()
+            await self.catch_up()
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc):
+                raise
+            await self._heal(str(exc))
+            await self.catch_up()
 
     async def _notify(self, batch: list[Recorded]) -> None:
         for listener in self._listeners:
@@ -344,11 +441,10 @@ class ProjectionRunner:
         for projection in self.projections:
             conn.executescript(projection.schema)
             for index in projection.deferred_indexes:  # built once the log is folded: see _create_deferred_indexes
-                conn.execute(f"DROP INDEX {index}")  # noqa: S608 (names are ours)
-        with transaction(conn):
-            conn.execute(
-                "INSERT INTO projection_schema (name, fingerprint) VALUES (?, ?)", (self.NAME, self.fingerprint)
-            )
+                conn.execute(f"DROP INDEX IF EXISTS {index}")  # noqa: S608 (names are ours)
+        with transaction(conn):  # OR REPLACE, IF EXISTS: the fold child may make a healed file anew at once
+            conn.execute("INSERT OR REPLACE INTO projection_schema (name, fingerprint) VALUES (?, ?)",
+                         (self.NAME, self.fingerprint))
 
     def _update_indexes(self) -> None:
         """Make the indexes today's schemas create, in a read model built by one of INDEX_ONLY_UPGRADES: drop
@@ -401,17 +497,35 @@ def _execute(conn: sqlite3.Connection, writes: Iterable[Write]) -> None:
 
 
 def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
-    """A sqlite3 connection to the read models, usable from worker threads."""
+    """A sqlite3 connection to the read models, usable from worker threads (closed again if it fails)."""
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     else:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-    conn.execute("PRAGMA busy_timeout=10000")
+    try:
+        conn.execute("PRAGMA busy_timeout=10000")  # first: setting WAL waits for another process making the file
+        if not readonly:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _probe(path: Path) -> None:
+    """Read the file's header and schema through a new connection: raises if it is no longer a database (the
+    header is read by hand: a connection may take page 1 from the WAL and never look at the file's)."""
+    with path.open("rb") as file:
+        if file.read(16) not in (SQLITE_HEADER, b""):
+            raise sqlite3.DatabaseError("file is not a database")
+    conn = connect_views(path)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        conn.close()
 
 
 class _Interruption:

@@ -85,7 +85,7 @@ CREATE TABLE IF NOT EXISTS sim_interviews (
     agent_name TEXT, prompt TEXT, response TEXT);
 CREATE TABLE IF NOT EXISTS sim_rejections (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, file TEXT, "offset" INTEGER,
-    reason TEXT, excerpt TEXT);
+    reason TEXT, excerpt TEXT, lines INTEGER);
 """
 
 # Action -> (edge kind, how the target is named in action_args)
@@ -191,8 +191,8 @@ class SimulationModel:
                 d.get("pid"), pos))
 
     def _IngestRejected(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
-        yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?)",
-               (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"]))
+        yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"], d.get("lines", 1)))
 
     def _AgentInterviewed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         """An interview the simulator's database recorded after the run: shown with the run, never an action."""

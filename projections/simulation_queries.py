@@ -30,7 +30,8 @@ def simulations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         "  AND p.generation = g.generation) AS actions,"
         " (SELECT json_group_object(platform, status) FROM sim_platforms p WHERE p.simulation_id = g.simulation_id"
         "  AND p.generation = g.generation) AS platforms,"
-        " (SELECT count(*) FROM sim_rejections r WHERE r.simulation_id = g.simulation_id) AS rejections,"
+        " (SELECT coalesce(sum(lines), 0) FROM sim_rejections r WHERE r.simulation_id = g.simulation_id)"
+        " AS rejections,"
         " (SELECT status FROM sim_env e WHERE e.simulation_id = g.simulation_id) AS environment,"
         " (SELECT count(*) FROM sim_interviews i WHERE i.simulation_id = g.simulation_id"
         "  AND i.generation = g.generation) AS interviews"
@@ -100,7 +101,7 @@ def entity_type_counts(conn: sqlite3.Connection, key: Key, limit: int) -> dict[s
 
 def rejections(conn: sqlite3.Connection) -> int:
     """Lines and rows ingest refused, over every simulation."""
-    return int(conn.execute("SELECT count(*) FROM sim_rejections").fetchone()[0])
+    return int(conn.execute("SELECT coalesce(sum(lines), 0) FROM sim_rejections").fetchone()[0])
 
 
 def agents_by_activity(conn: sqlite3.Connection, key: Key) -> list[int]:

@@ -11,6 +11,8 @@ again as it is will fail again; 1: it failed now, and may succeed once the cause
     │   ├── InterviewLocked (locked, 2)      interviews wait for the report to complete
     │   └── ChatLocked (chat_locked, 2)      a chat waits for its report to complete
     ├── StoreUnusable (store_unusable, 2)    the store file is not a database we can use
+    │   └── StoreReadOnly (store_read_only, 2)  the store or its folder cannot be written
+    ├── StoreReplaced (store_replaced, 1)    the store was deleted or replaced while in use
     ├── StoreLocked (store_locked, 2)        another daemon holds the store
     ├── StoreFull (store_full, 1)            the disk is full; nothing was written
     ├── StoreClosed (store_closed, 1)        used after close()
@@ -68,6 +70,30 @@ class StoreUnusable(SimreportdError):
                  "backup (`sqlite3 FILE .recover` may save its events); a new store starts empty") -> None:
         self.path, self.reason = path, reason
         super().__init__(f"cannot use the event store {path}: {reason}. {advice}")
+
+
+class StoreReadOnly(StoreUnusable):
+    """The event store, its folder or its lock cannot be written (a read-only mount, a file mode)."""
+
+    code = "store_read_only"
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(path, f"it is read-only ({reason})", "Make the file and its folder writable by this user, "
+                         "or point [store] path at a writable place")
+
+
+class StoreReplaced(SimreportdError):
+    """The event store was deleted or replaced by another file (or database) while this process used it.
+
+    Appends stop at once: anything written now would go to a file nobody will read again.
+    """
+
+    code = "store_replaced"
+
+    def __init__(self, where: str, what: str) -> None:
+        self.where, self.what = where, what
+        super().__init__(f"the event store {where} {what} while in use; appends stopped so that nothing is written "
+                         "where no one will read it. Restore the store, then restart simreportd")
 
 
 class StoreFull(SimreportdError, OSError):

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -29,7 +30,7 @@ from simreportd.daemon.lock import read_holder
 from simreportd.daemon.logs import setup_logging
 from simreportd.daemon.replay import ReplayResult, replay_report
 from simreportd.daemon.reports import auto_report_id
-from simreportd.daemon.service import Daemon
+from simreportd.daemon.service import Daemon, replaced_or
 from simreportd.daemon.systemd import notify
 from simreportd.errors import ConfigError, NotFound, SimreportdError, UsageError
 from simreportd.events.log import EventLog
@@ -37,6 +38,7 @@ from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections.derived import damaged
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import checkpoint, reading, views_path_for
 from simreportd.simulator.mirofish import TRUTH_FILE as MIROFISH_TRUTH
@@ -56,6 +58,8 @@ async def run(args: argparse.Namespace, config: Config) -> int:
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(reload_on_sighup, daemon, args)
                     await daemon.run(ready=True, serve=True)
+        except BaseExceptionGroup as group:
+            raise replaced_or(group) from None
         finally:
             notify("STOPPING=1")
     return 0
@@ -429,7 +433,7 @@ async def status(args: argparse.Namespace, config: Config) -> int:
             if holder else None,
             "projection_position": views["position"], "projection_lag": head - views["position"],
             "simulations": views["simulations"], "reports": views["reports"], "leases": owners,
-            "fold_failures": views["fold_failures"]}
+            "fold_failures": views["fold_failures"], "read_models_problem": views["read_models_problem"]}
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
     else:
@@ -438,14 +442,22 @@ async def status(args: argparse.Namespace, config: Config) -> int:
 
 
 def read_views_summary(path: Path) -> dict[str, Any]:
+    """What the read models say; a file that cannot be read is reported, not fatal (the daemon makes it again)."""
+    empty = {"position": 0, "simulations": [], "reports": [], "fold_failures": [], "read_models_problem": None}
     if not path.exists():
-        return {"position": 0, "simulations": [], "reports": [], "fold_failures": []}
-    with reading(path) as conn:
-        position = checkpoint(conn)
-        sims = simulation_queries.simulations(conn)
-        reports = report_queries.reports(conn)
-        failures = fold_failures(conn)
-    return {"position": position, "simulations": sims, "reports": reports, "fold_failures": failures}
+        return empty
+    try:
+        with reading(path) as conn:
+            position = checkpoint(conn)
+            sims = simulation_queries.simulations(conn)
+            reports = report_queries.reports(conn)
+            failures = fold_failures(conn)
+    except sqlite3.DatabaseError as exc:
+        if not damaged(exc):
+            raise
+        return {**empty, "read_models_problem": f"the read models {path} cannot be read ({exc}); the daemon moves "
+                                                  "them aside and rebuilds them from the log when it runs"}
+    return {**empty, "position": position, "simulations": sims, "reports": reports, "fold_failures": failures}
 
 
 def print_status(info: dict[str, Any]) -> None:
@@ -455,6 +467,8 @@ def print_status(info: dict[str, Any]) -> None:
                              + (f", serving {holder['url']}" if holder["url"] else "") if holder
                              else "none (no process holds the store)"))
     print(f"position     {info['last_position']} ({info['streams']} streams, projection lag {info['projection_lag']})")
+    if info["read_models_problem"]:
+        print(f"read models  {info['read_models_problem']}")
     print(f"simulations  {len(info['simulations'])}")
     for s in info["simulations"]:
         refused = f", {s['rejections']} refused (`simreportd events --type IngestRejected`)" if s["rejections"] else ""

@@ -220,8 +220,9 @@ class SimulationIngestor:
             taken = await self._take_lines(state, source, database, lines)
             if taken == 0:
                 return  # seed posts waiting for their copies, or a database locked for a moment
-            offset = lines[taken - 1].end
-            if taken < len(lines):
+            offset, complete = lines[taken - 1].end, taken == len(lines)
+            del lines  # before the next read: two reads' lines at once doubled the peak (500k lines a read)
+            if not complete:
                 return
 
     async def _take_lines(self, state: IngestState, source: SourceFile, database: SourceFile | None,

@@ -147,6 +147,9 @@ class IngestState:
                                    all_rounds_ran=all(self.finished[p] for p in platforms))
 
 
+RUN_EXCERPTS = 4  # lines quoted in a run's rejection beside its first
+
+
 def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | Bad]:
     """Each line parsed (a UTF-8 byte order mark at the start of a file is not part of its first line)."""
     out: list[Parsed | Bad] = []
@@ -178,6 +181,10 @@ def events_for_lines(
             if added and fits(added):
                 item = item._replace(fields={**item.fields, "action_args": {**item.fields["action_args"], **added}})
             out.append(_acted(state, item, source))
+            continue
+        if isinstance(item, Bad) and out and isinstance(run := out[-1], IngestRejected):
+            out[-1] = _joined(run, line, Source(**source))  # a run of bad lines: one event, folded once
+            state.files[key] = FileMark(identity.ino, identity.head, line.end, line.tail)
             continue
         event = _event_for_line(state, key, line, item, Source(**source))
         state.apply(event)
@@ -244,6 +251,16 @@ def events_for_interviews(state: IngestState, key: str, platform: Platform, iden
     return out
 
 
+def _joined(run: IngestRejected, line: Line, source: Source) -> IngestRejected:
+    """One rejection for a run of consecutive bad lines: however many there are, one event of bounded size."""
+    excerpts = run.excerpts if len(run.excerpts) >= RUN_EXCERPTS else [*run.excerpts, _excerpt(line)]
+    return run.model_copy(update={"lines": run.lines + 1, "end": line.end, "source": source, "excerpts": excerpts})
+
+
+def _excerpt(line: Line) -> str:
+    return line.raw[:200].decode("utf-8", errors="replace")
+
+
 def events_for_rows(state: IngestState, key: str, platform: Platform, identity: FileIdentity,
                     rows: list[tuple[int, dict[str, Any]]]) -> list[DomainEvent | Encoded]:
     """Events for OASIS trace rows (rowid, action line): the rowid is the offset."""
@@ -295,8 +312,8 @@ def _event_for_line(state: IngestState, key: str, line: Line, parsed: Parsed | B
     """The event of a line that is not an action: a rejection, or a platform's or round's milestone."""
     ids: dict[str, Any] = {"simulation_id": state.simulation_id, "generation": state.generation, "source": source}
     if isinstance(parsed, Bad):
-        excerpt = line.raw[:200].decode("utf-8", errors="replace")
-        return IngestRejected(**ids, file=key, offset=line.offset, reason=parsed.reason[:300], excerpt=excerpt)
+        return IngestRejected(**ids, file=key, offset=line.offset, reason=parsed.reason[:300], excerpt=_excerpt(line),
+                              end=line.end)
     f, p = parsed.fields, parsed.platform
     if parsed.kind == "simulation_start":
         return PlatformStarted(**ids, platform=p, agents_count=f["agents_count"])
