@@ -151,14 +151,17 @@ RUN_EXCERPTS = 4  # lines quoted in a run's rejection beside its first
 
 
 def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | Bad]:
-    """Each line parsed (a UTF-8 byte order mark at the start of a file is not part of its first line)."""
+    """Each line parsed (a UTF-8 byte order mark at the start of a file is not part of its first line). Lines
+    refused for the same reason share one `Bad`: a read of garbage costs its lines, not a reason each."""
     out: list[Parsed | Bad] = []
+    reasons: dict[str, Bad] = {}
     for line in lines:
         if line.too_long:
             out.append(Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)"))
             continue
         raw = line.raw[len(BOM):] if line.offset == 0 and line.raw.startswith(BOM) else line.raw
-        out.append(parse_line(raw, platform))
+        item = parse_line(raw, platform)
+        out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
     return out
 
 
