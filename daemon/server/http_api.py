@@ -86,9 +86,26 @@ def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str
     return 200, SVG, activity_chart(conn, simulation_id, latest[0]).encode()
 
 
+FLAGS = ("interview_unlocked", "live_environment", "resumable", "tokens_estimated", "forced")
+LISTS = ("problems", "outline", "rejections")  # kept as JSON text in the read models
+
+
+def typed(row: dict[str, Any]) -> dict[str, Any]:
+    """A read-model row as the API shows it: flags as booleans, lists and maps as JSON values, not text."""
+    out = dict(row)
+    for key in FLAGS:
+        if key in out and out[key] is not None:
+            out[key] = bool(out[key])
+    for key in LISTS:
+        if isinstance(out.get(key), str):
+            out[key] = json.loads(out[key] or "null")
+    out.pop("deleted", None)
+    return out
+
+
 @route("/api/reports")
 def reports(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
-    return json_reply({"reports": report_queries.reports(conn)})
+    return json_reply({"reports": [typed(row) for row in report_queries.reports(conn)]})
 
 
 @route("/api/reports/{report_id}")
@@ -96,10 +113,11 @@ def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> R
     found = load_report(conn, report_id)
     if found is None:
         return not_found(f"no report {report_id}")
-    found["outline"] = json.loads(found["outline"] or "[]")
     found["activity"] = activity_rows(conn, found["simulation_id"], found["generation"])
-    found.pop("log")
-    return json_reply(found)
+    found["sections"] = [typed(section) for section in found["sections"]]
+    for derived in ("log", "console"):  # the agent and console logs have routes of their own
+        found.pop(derived)
+    return json_reply(typed(found))
 
 
 @route("/api/reports/{report_id}/trace")
