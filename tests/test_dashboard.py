@@ -117,3 +117,28 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
     assert chat["asked"] == ["Who changed their mind?"] and len(chat["answers"]) == 1 and not chat["progress"]
     assert "tools: " in chat["answers"][0] and "checked against the evidence" in chat["answers"][0]
     assert chat_requests and "Who changed their mind?" in json.dumps(chat_requests[-1]["messages"])
+
+
+async def test_the_page_opens_on_the_list_and_lists_every_run_of_a_simulation(tmp_path: Path, small_sim: Path) -> None:
+    """A daemon with a written report: `/` shows the list, no report chosen for the reader; a restarted run's
+    earlier generation is listed beside the newest."""
+    from simreportd.simulator.simulate import simulate
+
+    from .test_server import Running, server_config
+
+    async with Running(server_config(tmp_path), [small_sim]) as running:
+        await running.daemon.reports.wait(await running.daemon.reports.request(small_sim.name))
+        simulate(small_sim, agents=12, rounds=3, seed=4, restart=True)  # a force restart: generation 2
+        await running.daemon.watcher.rescan()
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+        async with Chromium(tmp_path / "profile") as browser:
+            await browser.goto(f"http://{running.base}/")
+            deadline, page = time.monotonic() + TIMEOUT, None
+            while not (page and page["reports"] and page["runs"] == 2):
+                assert time.monotonic() < deadline, f"the lists never showed: {page}"
+                await asyncio.sleep(0.1)
+                page = await browser.evaluate("""(() => ({reports: document.querySelectorAll('#reports .item').length,
+                    runs: document.querySelectorAll('#simulations .item').length, hash: location.hash,
+                    hint: document.getElementById('report').textContent,
+                    earlier: document.querySelectorAll('#simulations .item.earlier').length}))()""")
+    assert page["hash"] == "" and "Choose a report" in page["hint"] and page["earlier"] == 1
