@@ -79,6 +79,9 @@ async def test_the_report_and_its_parts_answer_in_mirofish_shapes(written, small
         status, check, _ = await acall(base, f"/api/report/check/{given}")
         assert check["data"] == {"simulation_id": given, "has_report": True, "report_status": "completed",
                                  "report_id": report_id, "interview_unlocked": True}
+    encoded = "".join(f"%{ord(c):02X}" for c in small_sim.name)  # every character percent-encoded
+    status, by_encoded, _ = await acall(base, f"/api/report/by-simulation/{encoded}")
+    assert status == 200 and by_encoded["data"]["report_id"] == report_id
     status, listed, _ = await acall(base, "/api/report/list?limit=abc")
     assert status == 200 and listed["count"] == 1 and listed["data"][0]["report_id"] == report_id
     status, text, headers = await acall(base, f"/api/report/{report_id}/download")
