@@ -40,7 +40,9 @@ MAX_MESSAGE = 64 * 1024
 SLOW_CLIENT = 4008
 GOING_AWAY = 1001
 CLOSE_TIMEOUT_S = 5.0  # for a close frame to get past what a slow client has not read yet
-HISTORY_PAGE = 500
+HISTORY_PAGES = (20, 500)  # events of history read at once for one client: a page doubles while the client
+# keeps up and drops to the least when it has to be waited for (decoded events cost ~10x their frames)
+HISTORY_BYTES = 64 * 1024  # history frames queued for a client before its history reader waits for it
 
 
 class FrameSink(Protocol):
@@ -68,6 +70,8 @@ class Session:
         self.buffer: list[EventFrames] = []
         self.overflowed = False
         self.queued = 0  # frames in the queue or being sent from it: live frames may skip it only at 0
+        self.queued_bytes = 0  # their size: what this client costs in memory, bounded for its history
+        self._room = anyio.Event()
 
     def start(self, sub: Subscribe) -> None:
         self.sub, self.live, self.last, self.buffer, self.overflowed = sub, False, sub.after, [], False
@@ -92,10 +96,21 @@ class Session:
         for frames in buffered:
             self._deliver(frames, None)
 
+    async def room(self) -> bool:
+        """Wait until this client has taken its queued frames down to HISTORY_BYTES; whether it had to."""
+        waited = False
+        while self.queued_bytes > HISTORY_BYTES:
+            self._room, waited = anyio.Event(), True
+            await self._room.wait()
+        return waited
+
     async def send_history(self, data: bytes) -> None:
-        """Queue a frame of the history: it may wait for the client, live frames never do."""
+        """Queue a frame of the history: it may wait for the client, live frames never do. A client that
+        does not read holds at most HISTORY_BYTES of history here (and a page), however long the log."""
+        await self.room()
         await self.queue.send(data)
         self.queued += 1
+        self.queued_bytes += len(data)
 
     def push(self, frame: dict[str, Any]) -> None:
         """Queue a reply to this client alone."""
@@ -107,6 +122,9 @@ class Session:
             if not await self.sink.send_texts([data]):
                 return
             self.queued -= 1
+            self.queued_bytes -= len(data)
+            if self.queued_bytes <= HISTORY_BYTES:
+                self._room.set()
 
     async def close_when_too_slow(self) -> None:
         await self.too_slow.wait()
@@ -141,6 +159,7 @@ class Session:
         try:
             self.queue.send_nowait(data)
             self.queued += 1
+            self.queued_bytes += len(data)
         except anyio.WouldBlock:
             self._too_slow(self.queue.statistics().current_buffer_used, "frames")
 
@@ -218,14 +237,18 @@ class Fanout:
         """History from `after`, `caught_up`, then live: the hand-over described at the top."""
         with anyio.CancelScope() as scope:
             task_status.started(scope)  # a new subscribe cancels this one
-            position = sub.after
+            position, page = sub.after, HISTORY_PAGES[0]
             while True:
-                batch = await self.daemon.store.read_all(position, HISTORY_PAGE)
-                for recorded in batch:
-                    for data in EventFrames(recorded, await self.report_info(recorded)).for_subscription(sub):
+                waited = await session.room()  # a page is read only when the client has taken the last one
+                page = HISTORY_PAGES[0] if waited else min(HISTORY_PAGES[1], page * 2)
+                batch = await self.daemon.store.read_all(position, page)
+                pages = [(r.position, EventFrames(r, await self.report_info(r)).for_subscription(sub)) for r in batch]
+                full, batch = len(batch) == page, []  # the page as frames only: they are smaller
+                for at, frames in pages:
+                    for data in frames:
                         await session.send_history(data)
-                    position = session.last = recorded.position
-                if len(batch) < HISTORY_PAGE and not session.overflowed:
+                    position = session.last = at
+                if not full and not session.overflowed:
                     break
                 session.overflowed = False
             await session.send_history(encode({"type": "caught_up", "position": position}))
