@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -88,11 +89,13 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
 
 @contextlib.asynccontextmanager
 async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
-    """The daemon's background work (projections, report scheduling) for the length of a command. An
-    error of ours raised by the command comes out as itself (its one-line message), not in a group."""
+    """The daemon's background work (projections, exports) for the length of a command. Its scheduler
+    runs only the reports the command asks for: the automatic report of a completed run, or another
+    report left unfinished in the store, is `simreportd run`'s work, not a side effect of `resume`.
+    An error of ours raised by the command comes out as itself (its one-line message), not in a group."""
     with our_error_as_itself():
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(daemon.run, ingest)
+            tasks.start_soon(functools.partial(daemon.run, ingest, follow=False))
             yield daemon
             tasks.cancel_scope.cancel()
 
@@ -147,7 +150,6 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             print(frame["report_id"])
             return 0
         return await follow_handed_over(config, frame["report_id"], strict=args.strict)
-    config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
     async with Daemon(config, folders=[folder], command="report") as daemon:
         async with running(daemon):  # the read models are folded (by a child process) while the folder is read
             simulation_id = await actions.ingest_folder(daemon, folder)
