@@ -117,7 +117,7 @@ def test_commands_log_what_happens_not_what_already_happened(store: tuple) -> No
     root, config, report_id = store
     old = simreportd("-c", str(config), "export", report_id, str(root / "again"))
     assert old.returncode == 0 and report_id not in old.stderr.replace(f"Exported {report_id}", "")
-    fresh = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait", "--force")
+    fresh = simreportd("-c", str(config), "-v", "report", str(root / "sims" / "sim_one"), "--wait", "--force")
     new_id = fresh.stdout.strip().splitlines()[-1]
     logged = [line.split(": ", 1)[1] for line in fresh.stderr.splitlines() if " INFO simreportd.agent.runner: " in line]
     assert logged[0].startswith(f"report {new_id} started: simulation sim_one generation 1, offline")

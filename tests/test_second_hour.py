@@ -23,15 +23,16 @@ def openai_config(root: Path, base_url: str, auto: bool = True) -> Path:
                               'max_retries = 0\n', auto=auto)
 
 
-def failed_report(root: Path) -> tuple[Path, str]:
-    """A completed run whose report failed (its server answered 503): (config.toml, the report's id)."""
+def failed_report(root: Path) -> tuple[Path, str, str]:
+    """A completed run whose report failed (its server answered 503): (config.toml, the report's id, what
+    `report --wait` said on stderr)."""
     simulate(root / "sims" / "sim_one", agents=12, rounds=4, seed=3)
     with FakeLLM() as llm:
         llm.unavailable_for = lambda body: True
         config = openai_config(root, llm.base_url)
         result = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait")
     assert result.returncode == 1 and "failed during" in result.stderr, result.stderr
-    return config, result.stdout.strip().splitlines()[-1]
+    return config, result.stdout.strip().splitlines()[-1], result.stderr
 
 
 def reports_in(config: Path) -> list[str]:
@@ -40,8 +41,27 @@ def reports_in(config: Path) -> list[str]:
 
 
 def test_resume_without_a_daemon_writes_only_the_report_resumed(tmp_path: Path) -> None:
-    config, report_id = failed_report(tmp_path)
+    config, report_id, _ = failed_report(tmp_path)
     resumed = simreportd("-c", str(config), "resume", report_id, "--provider", "offline")
     assert resumed.returncode == 0, resumed.stderr
     assert reports_in(config) == [report_id]  # no automatic report of the run started beside it
     assert resumed.stdout.strip() == report_id
+
+
+def test_commands_print_their_progress_without_log_lines_unless_verbose(tmp_path: Path) -> None:
+    config, report_id, reported = failed_report(tmp_path)
+    resumed = simreportd("-c", str(config), "resume", report_id, "--provider", "offline")
+    replayed = simreportd("-c", str(config), "replay", report_id, "--verify")
+    for said in (reported, resumed.stderr, replayed.stderr):
+        assert " INFO " not in said and "read models" not in said, said
+    assert "[1/5] writing:" in resumed.stderr and "Report ready:" in resumed.stderr  # the progress stays
+    verbose = simreportd("-c", str(config), "-v", "replay", report_id, "--verify")
+    assert " INFO simreportd.projections.runner: read models created" in verbose.stderr
+
+
+def test_a_fresh_store_builds_no_read_models_from_an_empty_log(tmp_path: Path) -> None:
+    simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
+    result = simreportd("-c", str(write_config(tmp_path)), "report", "-v", str(tmp_path / "sims" / "sim_one"),
+                        "--wait")
+    assert result.returncode == 0 and " INFO simreportd.agent.runner: report " in result.stderr, result.stderr
+    assert "building them from the log" not in result.stderr

@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     tune_gc()
     try:
         config = load_config(config_path(args))
-        setup_logging(console_level(args, config), config.log.format, journal="JOURNAL_STREAM" in os.environ)
+        config = config.model_copy(update={"log": config.log.model_copy(update={"level": console_level(args, config)})})
+        setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
         if not inspect.iscoroutinefunction(args.handler):
             _restore_default_signals()
             return 0 if entry.stop_requested() else args.handler(args, config)
@@ -57,9 +58,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_level(args: argparse.Namespace, config: Config) -> str:
-    """The demo prints its own progress: its INFO lines would say each step twice, interleaved. It logs
-    warnings and errors, unless [log] level asks for DEBUG."""
-    return "WARNING" if args.command == "demo" and config.log.level == "INFO" else config.log.level
+    """The level this command logs at: `run` at [log] level. The others print their own progress on stderr,
+    and INFO lines would say each step twice, interleaved with it: they log warnings and errors, unless -v
+    (INFO) or [log] level DEBUG asks for more. The fold child a command starts inherits the level."""
+    asked = logging.getLevelName(config.log.level)
+    if args.command == "run" or asked == logging.DEBUG:
+        return config.log.level
+    return logging.getLevelName(min(asked, logging.INFO) if getattr(args, "verbose", False)
+                                else max(asked, logging.WARNING))
 
 
 def _reader_gone() -> int:
@@ -134,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     # SUPPRESS: a subcommand without -c must not erase a -c given before the subcommand.
     common.add_argument("-c", "--config", metavar="PATH", default=argparse.SUPPRESS,
                         help="config.toml to use (default: ./config.toml, or the embedded defaults)")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log INFO lines too (commands other than `run` log only warnings and errors "
+                        "beside their own progress)")
     parser = argparse.ArgumentParser(prog="simreportd", parents=[common], description=(
         "Watch social-simulation output folders, record everything as events in SQLite, and write "
         "reports about each run."))
