@@ -65,3 +65,16 @@ def test_a_fresh_store_builds_no_read_models_from_an_empty_log(tmp_path: Path) -
                         "--wait")
     assert result.returncode == 0 and " INFO simreportd.agent.runner: report " in result.stderr, result.stderr
     assert "building them from the log" not in result.stderr
+
+
+def test_status_says_how_to_build_read_models_that_lag_behind_the_log(tmp_path: Path) -> None:
+    simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
+    config = write_config(tmp_path)
+    assert simreportd("-c", str(config), "report", str(tmp_path / "sims" / "sim_one"), "--wait").returncode == 0
+    (tmp_path / "state" / "events-views.sqlite3").unlink()  # a new node of a shared store has none either
+    fresh = simreportd("-c", str(config), "status").stdout
+    assert "simulations  0" in fresh and "read models  not built yet" in fresh
+    assert "`simreportd run` folds them as it starts, `simreportd rebuild` folds them now" in fresh
+    assert simreportd("-c", str(config), "rebuild").returncode == 0
+    rebuilt = simreportd("-c", str(config), "status").stdout
+    assert "simulations  1" in rebuilt and "projection lag 0" in rebuilt and "read models" not in rebuilt

@@ -471,6 +471,8 @@ def print_status(info: dict[str, Any]) -> None:
     print(f"position     {info['last_position']} ({info['streams']} streams, projection lag {info['projection_lag']})")
     if info["read_models_problem"]:
         print(f"read models  {info['read_models_problem']}")
+    elif hint := views_hint(info):
+        print(hint)
     print(f"simulations  {len(info['simulations'])}")
     for s in info["simulations"]:
         refused = f", {s['rejections']} refused (`simreportd events --type IngestRejected`)" if s["rejections"] else ""
@@ -484,6 +486,17 @@ def print_status(info: dict[str, Any]) -> None:
         print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
         for f in info["fold_failures"]:
             print(f"  position {f['position']:<8} {f['projection']:<12} {f['type']:<20} {f['error'][:80]}")
+
+
+def views_hint(info: dict[str, Any]) -> str | None:
+    """What to run when the read models, which the lists below come from, lag behind the log and no daemon is
+    folding them: a new node of a PostgreSQL store, a store just migrated, a deleted read-model file."""
+    lag = info["projection_lag"]
+    if lag <= 0 or info["daemon"] is not None:
+        return None
+    state = "not built yet" if info["projection_position"] == 0 else f"{lag} events behind the log"
+    return (f"read models  {state}, so the lists below miss what those events say: `simreportd run` folds them as "
+            "it starts, `simreportd rebuild` folds them now")
 
 
 def say(text: str) -> None:
