@@ -3,11 +3,14 @@ errors that name what to fix, help on every option."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from simreportd.daemon.cli.main import build_parser
 from simreportd.simulator.simulate import simulate
 
 from .conftest import write_config
@@ -15,6 +18,7 @@ from .fake_llm import FakeLLM
 from .test_cli import simreportd
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def openai_config(root: Path, base_url: str, auto: bool = True) -> Path:
@@ -78,3 +82,21 @@ def test_status_says_how_to_build_read_models_that_lag_behind_the_log(tmp_path: 
     assert simreportd("-c", str(config), "rebuild").returncode == 0
     rebuilt = simreportd("-c", str(config), "status").stdout
     assert "simulations  1" in rebuilt and "projection lag 0" in rebuilt and "read models" not in rebuilt
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    silent = [f"{name} {action.metavar or action.dest}" for name, command in commands.items()
+              for action in command._actions if not action.help]
+    assert silent == []
+    fork = simreportd("fork", "--help").stdout
+    assert "a position in the event log (the `position` field of `simreportd events --stream" in " ".join(fork.split())
+
+
+def test_the_units_documentation_is_the_readme_its_install_steps_put_there() -> None:
+    unit = (ROOT / "systemd" / "simreportd.service").read_text(encoding="utf-8")
+    [documentation] = re.findall(r"^Documentation=(.*)$", unit, re.M)
+    assert documentation == "file:/usr/share/doc/simreportd/README.md"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "sudo install -Dm644 README.md /usr/share/doc/simreportd/README.md" in readme
