@@ -73,14 +73,17 @@ def _outline(messages: list[dict[str, Any]]) -> tuple[str, list[ToolCallRequest]
 def analyst_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
     """(title, summary, sections) shaped by this simulation: its trigger, its largest camp, its platforms."""
     topic = topic_of(context)
-    events = context.get("scheduled_events") or []
+    event, rounds = reached_event(context), int(context.get("rounds") or 0)
+    unreached = (context.get("scheduled_events") or [None])[0] if event is None else None
     stances = context.get("stances") or {}
     platforms = sorted((context.get("platforms") or {}).keys())
     largest = max(sorted(stances), key=lambda s: stances[s], default="")
     title = f"{topic[:1].upper() + topic[1:]}: " + (
-        f"what happened when the round {events[0]['round']} event hit" if events else "how the simulated debate unfolded")
+        f"what happened when the round {event['round']} event hit" if event else
+        f"the first {rounds} rounds, before the round {unreached['round']} event" if unreached else
+        "how the simulated debate unfolded")
     summary = run_summary(context)
-    sections = [{"title": f"Round {events[0]['round']}: the scheduled event and the spike around it" if events
+    sections = [{"title": f"Round {event['round']}: the scheduled event and the spike around it" if event
                  else "How the conversation moved, round by round", "description": KINDS["timeline"]},
                 {"title": f"The camps: {largest} agents are the largest" if largest else "The camps and their arguments",
                  "description": KINDS["camps"]}]
@@ -89,6 +92,13 @@ def analyst_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, s
     sections.append({"title": "Who drove the debate, and who changed sides", "description": KINDS["drivers"]})
     sections.append({"title": "Answers to the requirement's questions", "description": KINDS["answers"]})
     return title, summary, sections
+
+
+def reached_event(context: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's first scheduled event if the rounds recorded have reached it: a partial report's run may
+    not have, and a title must not promise what has not happened."""
+    events = context.get("scheduled_events") or []
+    return events[0] if events and events[0]["round"] <= int(context.get("rounds") or 0) else None
 
 
 # --- one section ---------------------------------------------------------------------------------

@@ -32,14 +32,18 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1)
 
 
-def outline_messages(requirement: str, context: dict[str, Any]) -> list[dict[str, Any]]:
+def outline_messages(requirement: str, context: dict[str, Any], until_round: int | None = None) -> list[dict[str, Any]]:
+    """The outline request; `until_round`: the simulation is still running and has reached that round (a
+    partial report), so the title must name what has happened, not what is scheduled."""
     system = (
         "You are the lead analyst writing a report on a social-media simulation. Plan the report.\n"
         f"{DATA_RULE}\n"
         "Answer with one JSON object and nothing else: "
         '{"title": str, "summary": str, "sections": [{"title": str, "description": str}]} '
         "with 2 to 5 sections that together answer the requirement."
-    )
+    ) + (f"\nThe simulation is still running: it has reached round {until_round}. Title and plan the report "
+         f"from what happened up to then; an event scheduled after round {until_round} has not happened yet."
+         if until_round is not None else "")
     user = (
         f"Requirement (from the simulation's owner):\n{delimit('simulation_data', requirement)}\n\n"
         f"What the simulation holds:\n{delimit('simulation_data', dumps(context))}"

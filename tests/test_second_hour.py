@@ -16,6 +16,7 @@ from simreportd.simulator.simulate import simulate
 from .conftest import write_config
 from .fake_llm import FakeLLM
 from .test_cli import simreportd
+from .test_first_hour import running_simulation
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,3 +101,21 @@ def test_the_units_documentation_is_the_readme_its_install_steps_put_there() -> 
     assert documentation == "file:/usr/share/doc/simreportd/README.md"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "sudo install -Dm644 README.md /usr/share/doc/simreportd/README.md" in readme
+
+
+def test_a_partial_report_is_titled_from_what_happened_and_status_says_partial(tmp_path: Path) -> None:
+    config = write_config(tmp_path, auto=False)
+    sim, rest = running_simulation(tmp_path)  # rounds 1 and 2 written; its event is scheduled for round 3
+    now = simreportd("-c", str(config), "report", str(sim), "--now", "--wait")
+    assert now.returncode == 0, now.stderr
+    partial_id = now.stdout.strip().splitlines()[-1]
+    title = json.loads((tmp_path / "reports" / partial_id / "outline.json").read_text(encoding="utf-8"))["title"]
+    assert "event hit" not in title and "before the round 3 event" in title, title
+    for platform, lines in rest.items():
+        with (sim / platform / "actions.jsonl").open("a", encoding="utf-8") as f:
+            f.writelines(lines)
+    full = simreportd("-c", str(config), "report", str(sim), "--wait")
+    full_id = full.stdout.strip().splitlines()[-1]
+    rows = {line.split()[0]: line.split()[3] for line in simreportd("-c", str(config), "status").stdout.splitlines()
+            if line.startswith("  report_")}
+    assert rows == {partial_id: "partial", full_id: "full"}

@@ -481,7 +481,9 @@ def print_status(info: dict[str, Any]) -> None:
         print(f"lease        {name:<32} held by {node}")
     print(f"reports      {len(info['reports'])}")
     for r in info["reports"]:
-        print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")
+        scope = "partial" if r.get("partial") else "full"  # a report on a run still going, or on the whole run
+        print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {scope:<7} {r['progress']:>3}%  "
+              f"{r['title'] or ''}")
     if info["fold_failures"]:
         print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
         for f in info["fold_failures"]:
