@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import PYTHON, TIMEOUT, write_config
+from .fake_llm import FakeLLM
 from .processes import NotifySocket, cli, wait_until
 from .test_cli import simreportd
 
@@ -95,9 +96,11 @@ def test_successful_commands_exit_0(store: tuple) -> None:
 
 def test_a_failed_report_exits_1_and_says_how_to_continue(store: tuple) -> None:
     root, _, _ = store
-    config = write_config(root / "failing", '[llm]\nprovider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
-                          'model = "m"\nmax_retries = 0\n', auto=False)
-    result = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait")
+    with FakeLLM() as llm:
+        llm.unavailable_for = lambda body: True  # every request answered 503
+        config = write_config(root / "failing", f'[llm]\nprovider = "openai"\nbase_url = "{llm.base_url}"\n'
+                              'model = "m"\nmax_retries = 0\n', auto=False)
+        result = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait")
     assert result.returncode == 1, result.stderr
     assert "failed during" in result.stderr and "simreportd resume report_" in result.stderr
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
 from pathlib import Path
 
+import anyio
 import pytest
 
+from simreportd.agent.providers import OpenAIProvider
 from simreportd.daemon.cli.main import build_parser
+from simreportd.errors import LLMError
+from simreportd.events.models import LLMRequested
 from simreportd.simulator.simulate import simulate
 
 from .conftest import write_config
@@ -23,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def openai_config(root: Path, base_url: str, auto: bool = True) -> Path:
-    """A config whose writer is the OpenAI-compatible server at `base_url`, failing at its first error."""
+    """A config whose writer is the OpenAI-compatible server at `base_url`, retrying twice at once."""
     return write_config(root, f'[llm]\nprovider = "openai"\nbase_url = "{base_url}"\nmodel = "scripted"\n'
-                              'max_retries = 0\n', auto=auto)
+                              'max_retries = 2\nretry_backoff_s = 0.01\n', auto=auto)
 
 
 def failed_report(root: Path) -> tuple[Path, str, str]:
@@ -37,6 +42,9 @@ def failed_report(root: Path) -> tuple[Path, str, str]:
         config = openai_config(root, llm.base_url)
         result = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait")
     assert result.returncode == 1 and "failed during" in result.stderr, result.stderr
+    retries = [line.strip() for line in result.stderr.splitlines() if line.startswith("        ")]
+    assert retries == ["LLM call failed (attempt 1): http_503: Error code: 503 - scripted 503",
+                       "attempt 2 failed the same way", "attempt 3 failed the same way"]  # the reason once
     return config, result.stdout.strip().splitlines()[-1], result.stderr
 
 
@@ -119,3 +127,47 @@ def test_a_partial_report_is_titled_from_what_happened_and_status_says_partial(t
     rows = {line.split()[0]: line.split()[3] for line in simreportd("-c", str(config), "status").stdout.splitlines()
             if line.startswith("  report_")}
     assert rows == {partial_id: "partial", full_id: "full"}
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_llm_server_is_named_with_its_model_before_any_work(tmp_path: Path) -> None:
+    simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    config = openai_config(tmp_path, url)
+    for args in (["report", str(tmp_path / "sims" / "sim_one"), "--wait"], ["demo", str(tmp_path / "demo")]):
+        refused = simreportd("-c", str(config), *args)
+        assert refused.returncode == 1 and "attempt" not in refused.stderr, refused.stderr
+        assert f"with openai model 'scripted': cannot connect to {url} (" in refused.stderr
+        assert "pass --provider offline" in refused.stderr and "Traceback" not in refused.stderr
+    offline = simreportd("-c", str(config), "report", str(tmp_path / "sims" / "sim_one"), "--wait", "--provider", "offline")
+    demo = simreportd("-c", str(config), "demo", str(tmp_path / "demo"), "--provider", "offline")
+    assert offline.returncode == demo.returncode == 0, offline.stderr + demo.stderr
+    for store in (config, tmp_path / "demo" / "config.toml"):
+        requested = simreportd("-c", str(store), "events", "--type", "ReportRequested").stdout.splitlines()
+        assert [(r["data"]["provider"], r["data"]["model"]) for r in map(json.loads, requested)] == \
+            [("offline", "offline-writer")]
+
+
+def test_a_connection_error_names_the_servers_url_and_model_and_why() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    request = LLMRequested(report_id="r", call_id="c", purpose="outline", model="scripted", protocol="native",
+                           tools=[], messages_added=[], fingerprint="")
+
+    async def call() -> LLMError:
+        provider = OpenAIProvider(url, "", timeout_s=5.0, max_concurrency=1)
+        try:
+            await provider.complete(request, [{"role": "user", "content": "hello"}], 1)
+        except LLMError as exc:
+            return exc
+        finally:
+            await provider.close()
+        raise AssertionError("a closed port answered")
+
+    error = anyio.run(call)
+    assert error.kind == "connection" and f"cannot reach {url} (model 'scripted'): [Errno 111]" in str(error)

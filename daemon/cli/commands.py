@@ -121,8 +121,9 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
         say(f"Simulated {len(story.agents)} agents over {story.rounds} rounds into {folder}")
     (root / "config.toml").write_text(DEMO_CONFIG.format(config=root / "config.toml"), encoding="utf-8")
     if holder := running_daemon(config):
+        await actions.report_writer(config.llm, args.provider, args.model, folder.name)
         say(f"Handing over to the daemon {holder.describe()}")
-        frame = await send(holder, config, {"op": "request_report", "folder": str(folder)})
+        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), **writer_flags(args)})
         return await follow_handed_over(config, frame["report_id"], root / "config.toml")
     async with Daemon(config, command="demo") as daemon:
         await daemon.watcher.rescan()
@@ -133,19 +134,23 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
             say(f"The demo report was already written here by an earlier `simreportd demo`; nothing was redone.\n"
                 f"To start over: rm -rf {root} && simreportd demo {args.dir}")
             return finish(config, report_id, earlier, root / "config.toml")
-        await daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id)
+        writer = await actions.report_writer(config.llm, args.provider, args.model, folder.name)
+        await daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id, writer=writer)
         state = await generate(daemon, report_id)
     return finish(config, report_id, state, root / "config.toml")
 
 
 async def report(args: argparse.Namespace, config: Config) -> int:
     folder = Path(args.sim_dir).resolve()
-    if holder := running_daemon(config):
+    holder = running_daemon(config)
+    writer = await actions.report_writer(config.llm, args.provider, args.model, folder.name, now=args.wait or bool(holder))
+    if holder:
         if not args.now:  # the daemon ingests the folder; the run is followed here, in the shared log
             ingested = await send(holder, config, {"op": "ingest", "folder": str(folder)})
             async with config.store.open() as store:
                 await follow_run(store, ingested["simulation_id"], sys.stderr)
-        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), "force": args.force})
+        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), "force": args.force,
+                                            **writer_flags(args)})
         if not args.wait:
             print(frame["report_id"])
             return 0
@@ -155,7 +160,7 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             simulation_id = await actions.ingest_folder(daemon, folder)
             if not args.now:
                 await wait_for_run(daemon, simulation_id)
-        report_id, standing = await daemon.reports.ensure(simulation_id, force=args.force, trigger="cli")
+        report_id, standing = await daemon.reports.ensure(simulation_id, force=args.force, trigger="cli", writer=writer)
         if standing != "new":
             say(f"The run already has report {report_id} ({standing}); `--force` writes a new one")
         if not args.wait:
@@ -165,6 +170,11 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             return 0
         state = await generate(daemon, report_id)
     return finish(config, report_id, state, strict=args.strict)
+
+
+def writer_flags(args: argparse.Namespace) -> dict[str, str]:
+    """--provider/--model as a handed-over command's fields: only those given, so the daemon's [llm] fills the rest."""
+    return {key: getattr(args, key) for key in ("provider", "model") if getattr(args, key)}
 
 
 async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:

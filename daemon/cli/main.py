@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the folder it writes everything into: simulations/, state/ (the event store), reports/ "
                    "and a config.toml to run the daemon on them (default: ./%(default)s; run again, it reuses "
                    "the report there)")
+    writer_options(p, "write the demo report with")
     p = command("simulate", commands.simulate, "Write a realistic MiroFish simulation folder into DIR.")
     p.add_argument("dir", metavar="DIR", help="the simulation folder to write (its name is the simulation id)")
     p.add_argument("--agents", type=int, default=24, metavar="N", help="simulated agents (default: %(default)s)")
@@ -184,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "id last")
     p.add_argument("--now", action="store_true", help="do not wait for a running simulation to complete: report on "
                    "what it has written so far (the report says it is partial)")
+    writer_options(p, "write the report with")
     p.add_argument("--force", action="store_true", help="write a new report even if the run has a completed one "
                    "(without it, the run's report is returned: the one being written or the one written)")
     strict(p)
@@ -246,6 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("status", commands.status, "Show the store, simulations and reports.")
     p.add_argument("--json", action="store_true", help="print it as one JSON object")
     return parser
+
+
+def writer_options(p: argparse.ArgumentParser, task: str) -> None:
+    p.add_argument("--provider", choices=["openai", "offline"], help=f"{task} this provider (default: [llm] "
+                   "provider; offline needs no model nor network)")
+    p.add_argument("--model", help=f"{task} this model, over the OpenAI API (default: [llm] model)")
 
 
 def report_id(p: argparse.ArgumentParser, what: str) -> None:
