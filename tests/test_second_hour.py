@@ -171,3 +171,59 @@ def test_a_connection_error_names_the_servers_url_and_model_and_why() -> None:
 
     error = anyio.run(call)
     assert error.kind == "connection" and f"cannot reach {url} (model 'scripted'): [Errno 111]" in str(error)
+
+
+def statements_by_agent(folder: Path) -> dict[int, set[str]]:
+    """What each agent wrote (posts, quotes, comments), from the simulation's own action files."""
+    said: dict[int, set[str]] = {}
+    for platform in ("twitter", "reddit"):
+        for line in (folder / platform / "actions.jsonl").read_text(encoding="utf-8").splitlines():
+            action = json.loads(line)
+            for key in ("content", "quote_content"):
+                if "agent_id" in action and action.get("action_args", {}).get(key):
+                    said.setdefault(action["agent_id"], set()).add(action["action_args"][key])
+    return said
+
+
+def two_topics(texts: set[str]) -> tuple[str, str]:
+    """Two words of an agent's statements that no statement holds both of: two questions with two answers."""
+    words = sorted({w for t in texts for w in re.findall(r"[a-z]{6,}", t.lower())})
+    holding = {w: {t for t in texts if w in t.lower()} for w in words}
+    return next((a, b) for a in words for b in words if a < b and holding[a] and holding[b]
+                and not holding[a] & holding[b])
+
+
+def interview(config: Path, target: str, agent: int, question: str) -> str:
+    result = simreportd("-c", str(config), "interview", target, "--agent", str(agent), question)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_persona_interviews_answer_the_question_asked_from_the_agents_own_statements(tmp_path: Path) -> None:
+    folder = tmp_path / "sims" / "sim_one"
+    simulate(folder, agents=12, rounds=4, seed=3)
+    config = write_config(tmp_path, auto=False)
+    assert simreportd("-c", str(config), "report", str(folder), "--wait").returncode == 0
+    said = statements_by_agent(folder)
+    agent = max(said, key=lambda a: (len(said[a]), -a))
+    answers = {}
+    for word in two_topics(said[agent]):
+        answers[word] = interview(config, "sim_one", agent, f"What is it with {word}?")
+        quoted = re.findall(r"\u201c(.+?)\u201d \((?:post|comment):", answers[word])
+        assert quoted and all(q in said[agent] and word in q.lower() for q in quoted), answers[word]
+        assert "On that, I wrote:" in answers[word]
+    assert len(set(answers.values())) == 2
+    unasked = interview(config, "sim_one", agent, "What is it with zeppelins?")
+    assert "I did not post about that. The last thing I wrote:" in unasked
+
+
+def test_a_chinese_question_gets_a_chinese_persona_answer(tmp_path: Path) -> None:
+    folder = tmp_path / "sims" / "sim_zh"
+    simulate(folder, agents=12, rounds=4, seed=5)
+    config = write_config(tmp_path, auto=False)
+    assert simreportd("-c", str(config), "report", str(folder), "--wait").returncode == 0
+    said = statements_by_agent(folder)
+    agent = max(said, key=lambda a: (len(said[a]), -a))
+    answer = interview(config, "sim_zh", agent, "你怎么看按袋计费？")
+    assert answer.startswith("[人设回答，依据我的档案和帖子] 我是") and "关于这个问题，我写过：" in answer, answer
+    assert all(q in said[agent] for q in re.findall(r"\u201c(.+?)\u201d（", answer))
