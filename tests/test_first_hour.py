@@ -197,7 +197,7 @@ def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial
     assert label.startswith("Partial report: written while the simulation was still running, from the ")
     assert "up to round 2 on reddit and round 2 on twitter" in label
     assert f"> **{label}**" in (folder / "full_report.md").read_text()
-    assert "over 2 rounds" in (folder / "full_report.md").read_text()
+    assert "上2轮中的" in (folder / "full_report.md").read_text()  # over 2 rounds, in the run's Chinese
 
     waiting = cli("-c", str(config), "report", str(sim), "--wait")
     log = waiting.log_path  # type: ignore[attr-defined]

@@ -12,11 +12,15 @@ from pathlib import Path
 import anyio
 import pytest
 
+from simreportd.agent.language import language_of
+from simreportd.agent.prompts import outline_messages
 from simreportd.agent.providers import OpenAIProvider
 from simreportd.daemon.cli.main import build_parser
 from simreportd.errors import LLMError
 from simreportd.events.models import LLMRequested
+from simreportd.simulator.quality import score_report
 from simreportd.simulator.simulate import simulate
+from simreportd.simulator.truth import FILE
 
 from .conftest import write_config
 from .fake_llm import FakeLLM
@@ -118,7 +122,7 @@ def test_a_partial_report_is_titled_from_what_happened_and_status_says_partial(t
     assert now.returncode == 0, now.stderr
     partial_id = now.stdout.strip().splitlines()[-1]
     title = json.loads((tmp_path / "reports" / partial_id / "outline.json").read_text(encoding="utf-8"))["title"]
-    assert "event hit" not in title and "before the round 3 event" in title, title
+    assert "第3轮事件之前" in title and "事件发生后" not in title, title  # a Chinese run: a Chinese title
     for platform, lines in rest.items():
         with (sim / platform / "actions.jsonl").open("a", encoding="utf-8") as f:
             f.writelines(lines)
@@ -227,3 +231,40 @@ def test_a_chinese_question_gets_a_chinese_persona_answer(tmp_path: Path) -> Non
     answer = interview(config, "sim_zh", agent, "你怎么看按袋计费？")
     assert answer.startswith("[人设回答，依据我的档案和帖子] 我是") and "关于这个问题，我写过：" in answer, answer
     assert all(q in said[agent] for q in re.findall(r"\u201c(.+?)\u201d（", answer))
+
+
+def test_a_chinese_simulation_gets_a_chinese_report_as_grounded_as_an_english_one(tmp_path: Path) -> None:
+    folder = tmp_path / "sims" / "sim_zh"
+    simulate(folder, agents=40, rounds=16, seed=2)  # the story of seed 2 is told in Chinese
+    config = write_config(tmp_path, auto=False)
+    result = simreportd("-c", str(config), "report", str(folder), "--wait")
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "reports" / result.stdout.split()[-1] / "full_report.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^#+ (.+)$", text, re.M)
+    assert all(language_of(h) == "zh" for h in headings), headings
+    assert "what happened" not in text and "agents split into" not in text
+    score = score_report(text, json.loads((folder / FILE).read_text(encoding="utf-8")))
+    assert [claim for claim, ok in score.facts if not ok] == [] and len(score.facts) >= 15
+    assert score.wrong_numbers == [] and score.numbers_checked >= 25
+    assert score.hallucinated == [] and score.quotes_ungrounded == [] and score.quotes_grounded >= 15
+    assert all(ok for _, ok in score.questions)
+
+
+def test_the_scorer_reads_a_chinese_reports_figures_and_finds_a_wrong_one(tmp_path: Path) -> None:
+    simulate(tmp_path / "sim", agents=24, rounds=10, seed=5)
+    truth = json.loads((tmp_path / "sim" / FILE).read_text(encoding="utf-8"))
+    spike = truth["spike"]
+    right = f"# 报告\n\n## 经过\n\n第{spike['round']}轮有{spike['actions']}次行动。\n"
+    wrong = right.replace(f"{spike['actions']}次行动", f"{spike['actions'] + 7}次行动")
+    assert score_report(right, truth).wrong_numbers == []
+    assert f"round {spike['round']} spiked to {spike['actions']} actions" in \
+        [claim for claim, ok in score_report(right, truth).facts if ok]
+    assert score_report(wrong, truth).wrong_numbers == [
+        f"round {spike['round']} actions: said {spike['actions'] + 7}, is {spike['actions']}"]
+
+
+def test_writers_prompts_ask_for_the_requirements_language_and_leave_english_ones_as_they_were() -> None:
+    chinese = outline_messages("市民会如何看待垃圾按袋计费新规？", {})[0]["content"]
+    english = outline_messages("How will residents react to the congestion charge?", {})[0]["content"]
+    assert "in Simplified Chinese, the language of the requirement" in chinese
+    assert "Chinese" not in english and english == outline_messages("How?", {})[0]["content"]

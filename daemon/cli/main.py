@@ -61,11 +61,11 @@ def console_level(args: argparse.Namespace, config: Config) -> str:
     """The level this command logs at: `run` at [log] level. The others print their own progress on stderr,
     and INFO lines would say each step twice, interleaved with it: they log warnings and errors, unless -v
     (INFO) or [log] level DEBUG asks for more. The fold child a command starts inherits the level."""
-    asked = logging.getLevelName(config.log.level)
+    asked: int = logging.getLevelNamesMapping()[config.log.level]
     if args.command == "run" or asked == logging.DEBUG:
         return config.log.level
-    return logging.getLevelName(min(asked, logging.INFO) if getattr(args, "verbose", False)
-                                else max(asked, logging.WARNING))
+    level = min(asked, logging.INFO) if getattr(args, "verbose", False) else max(asked, logging.WARNING)
+    return logging.getLevelName(level)
 
 
 def _reader_gone() -> int:
