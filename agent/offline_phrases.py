@@ -147,7 +147,7 @@ ZH: dict[str, str] = {
     "mix": "{platform}上最常见的行动是{actions}。", "mix_item": "{action}（{count}）",
     "still_said": "第{round}轮之后{platform}上仍在讨论：",
     "divergence": "第{round}轮之后，{loud}上的讨论持续升温：随后的{n}轮中{loud}平均每轮{loud_mean}次行动，"
-                  "{quiet}平均每轮{quiet_mean}次{ratio}。",
+                  "{quiet}上则为每轮{quiet_mean}次{ratio}。",
     "ratio": "，是后者的{ratio}倍",
     "most_active": "最活跃的参与者是{agents}。",
     "active_agent": "{who}，{stance}：{actions}次行动，{posts}条帖子)",

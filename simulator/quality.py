@@ -156,7 +156,7 @@ CANONICAL: list[tuple[str, Replacement]] = [  # a Chinese report's figures as th
     (rf"(?<=[{HAN}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{HAN}])", " "),
     (r"第\s*(\d+)\s*-\s*(\d+)\s*轮", r" rounds \1-\2 "), (r"第\s*(\d+)\s*轮", r" round \1 "),
     (rf"(Twitter|Reddit)\s*平均每轮\s*{NUMBER}\s*次(?:行动)?", r" \1 averaged \2 "),
-    (rf"(Twitter|Reddit)\s*上\s*{NUMBER}\s*次(?:行动)?", r" \2 on \1 "),
+    (rf"(Twitter|Reddit)\s*上\s*{NUMBER}\s*次(行动)?", lambda m: f" {m[2]} {'actions ' if m[3] else ''}on {m[1]} "),
     (rf"{NUMBER}\s*次行动", r" \1 actions "), (rf"{NUMBER}\s*条帖子", r" \1 posts "), (rf"{NUMBER}\s*次回应", r" \1 reactions "),
     (rf"是\s*(rounds? [\d-]+)\s*均值\s*\(\s*{NUMBER}\s*\)\s*的\s*{NUMBER}\s*倍", r" \3x the mean of \1 (\2) "),
     (r"(支持|反对|中立|旁观)方\s*(\d+)\s*人", lambda m: f" {m.group(2)} {STANCES_ZH[m.group(1)]} agents "),
@@ -174,7 +174,7 @@ def _canonical(text: str) -> str:
     text = text.translate(PUNCTUATION_ZH)
     for pattern, replacement in CANONICAL:
         text = re.sub(pattern, replacement, text)
-    return re.sub(r" {2,}", " ", text).replace("( ", "(").replace(" )", ")")
+    return re.sub(r" ([:,.;!?)])", r"\1", re.sub(r" {2,}", " ", text)).replace("( ", "(")
 
 
 def _is_quote(line: str) -> bool:
