@@ -88,14 +88,14 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
-    """The daemon's background work (projections, exports) for the length of a command. Its scheduler
-    runs only the reports the command asks for: the automatic report of a completed run, or another
+async def running(daemon: Daemon, ingest: bool = False, follow: bool = False) -> AsyncIterator[Daemon]:
+    """The daemon's background work (projections, exports) for the length of a command. Unless `follow`, its
+    scheduler runs only the reports the command asks for: the automatic report of a completed run, or another
     report left unfinished in the store, is `simreportd run`'s work, not a side effect of `resume`.
     An error of ours raised by the command comes out as itself (its one-line message), not in a group."""
     with our_error_as_itself():
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(functools.partial(daemon.run, ingest, follow=False))
+            tasks.start_soon(functools.partial(daemon.run, ingest, follow=follow))
             yield daemon
             tasks.cancel_scope.cancel()
 
