@@ -268,3 +268,10 @@ def test_writers_prompts_ask_for_the_requirements_language_and_leave_english_one
     english = outline_messages("How will residents react to the congestion charge?", {})[0]["content"]
     assert "in Simplified Chinese, the language of the requirement" in chinese
     assert "Chinese" not in english and english == outline_messages("How?", {})[0]["content"]
+
+
+def test_the_readme_says_how_long_the_suite_takes_and_what_0_skips_needs() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert re.search(r"The whole suite takes about \d+ minutes: \d+ s for its \d+ tests, measured on \d{4}-\d\d-\d\d "
+                     r"on a 2-core machine", readme)
+    assert "So 0 skips needs Chromium, systemd, PostgreSQL and nginx" in readme
