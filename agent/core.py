@@ -277,7 +277,9 @@ def _plan(s: ReportState) -> Effect:
     if c.unread is not None:
         return Emit(tuple(_read_outline(s, c.unread)))
     assert s.context is not None
-    added = c.pending if c.messages else prompts.outline_messages(s.context.get("requirement", ""), s.context)
+    so_far = s.request.partial if s.request else None
+    until = max(so_far.rounds.values(), default=0) if so_far else None
+    added = c.pending if c.messages else prompts.outline_messages(s.context.get("requirement", ""), s.context, until)
     return _emit(_request(s, "outline", 0, added, []))
 
 

@@ -16,23 +16,18 @@ from typing import Any
 
 from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
 
+from .offline_phrases import EN, ENGLISH, ZH, Phrases, phrases_for
 from .outline import run_summary, topic_of
 from .providers import Completion, estimate_tokens
 
-NOTE = "Written by simreportd's offline writer from the simulation data, without a language model."
 DATA_BLOCK = re.compile(r"<simulation_data>\n(.*?)\n</simulation_data>", re.S)
 RESULT_BLOCK = re.compile(r'<tool_result name="(\w+)">\n(.*?)\n</tool_result>', re.S)
 SECTION_LINE = re.compile(r"^Write section (\d+): (.+?)\. (.*)$", re.M)
 QUOTED_REF = re.compile(r'^> ".*" \((\w+:\w+:\w+)\)$', re.M)
 STANCE_ORDER = ("supportive", "opposing", "neutral", "observer")
-# What each kind of section is about, as its outline description says it (the dispatch key).
-KINDS = {
-    "timeline": "Volume per round and platform, the turning points against their baselines, and what set them off.",
-    "camps": "Which stances formed, how big each camp is and what each camp argued most, in the agents' own words.",
-    "platforms": "Platform divergence overall and after the trigger, and what each platform kept talking about.",
-    "drivers": "The most active and most engaged-with agents, who reacted to whom, and the agents who changed sides.",
-    "answers": "Each question of the requirement, answered from the evidence of the sections above.",
-}
+# What each kind of section is about, as its outline description says it (the dispatch key), in each language.
+KINDS = {language: {kind: table[f"d_{kind}"] for kind in ("timeline", "camps", "platforms", "drivers", "answers")}
+         for language, table in (("en", EN), ("zh", ZH))}
 
 
 class OfflineProvider:
@@ -67,28 +62,40 @@ def _outline(messages: list[dict[str, Any]]) -> tuple[str, list[ToolCallRequest]
     blocks = DATA_BLOCK.findall(messages[-1]["content"])
     context = json.loads(blocks[-1].replace("<\\/simulation_data", "</simulation_data")) if blocks else {}
     title, summary, sections = analyst_outline(context)
-    return json.dumps({"title": title, "summary": f"{summary} {NOTE}", "sections": sections}), []
+    say = phrases_for(str(context.get("requirement") or ""))
+    return json.dumps({"title": title, "summary": f"{summary} {say('note')}", "sections": sections}), []
 
 
 def analyst_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
-    """(title, summary, sections) shaped by this simulation: its trigger, its largest camp, its platforms."""
+    """(title, summary, sections) shaped by this simulation: its trigger, its largest camp, its platforms; in the
+    language of its requirement."""
+    say = phrases_for(str(context.get("requirement") or ""))
     topic = topic_of(context)
-    events = context.get("scheduled_events") or []
+    topic = topic[:1].upper() + topic[1:]
+    event, rounds = reached_event(context), int(context.get("rounds") or 0)
+    unreached = (context.get("scheduled_events") or [None])[0] if event is None else None
     stances = context.get("stances") or {}
     platforms = sorted((context.get("platforms") or {}).keys())
     largest = max(sorted(stances), key=lambda s: stances[s], default="")
-    title = f"{topic[:1].upper() + topic[1:]}: " + (
-        f"what happened when the round {events[0]['round']} event hit" if events else "how the simulated debate unfolded")
-    summary = run_summary(context)
-    sections = [{"title": f"Round {events[0]['round']}: the scheduled event and the spike around it" if events
-                 else "How the conversation moved, round by round", "description": KINDS["timeline"]},
-                {"title": f"The camps: {largest} agents are the largest" if largest else "The camps and their arguments",
-                 "description": KINDS["camps"]}]
+    title = say("title_event", topic=topic, round=event["round"]) if event else \
+        say("title_before", topic=topic, rounds=rounds, round=unreached["round"]) if unreached else \
+        say("title_plain", topic=topic)
+    sections = [{"title": say("s_event", round=event["round"]) if event else say("s_rounds"),
+                 "description": KINDS[say.language]["timeline"]},
+                {"title": say("s_camps_largest", stance=say.stance(largest)) if largest else say("s_camps"),
+                 "description": KINDS[say.language]["camps"]}]
     if len(platforms) > 1:
-        sections.append({"title": "Where Twitter and Reddit parted ways", "description": KINDS["platforms"]})
-    sections.append({"title": "Who drove the debate, and who changed sides", "description": KINDS["drivers"]})
-    sections.append({"title": "Answers to the requirement's questions", "description": KINDS["answers"]})
-    return title, summary, sections
+        sections.append({"title": say("s_platforms"), "description": KINDS[say.language]["platforms"]})
+    sections.append({"title": say("s_drivers"), "description": KINDS[say.language]["drivers"]})
+    sections.append({"title": say("s_answers"), "description": KINDS[say.language]["answers"]})
+    return title, run_summary(context, say), sections
+
+
+def reached_event(context: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's first scheduled event if the rounds recorded have reached it: a partial report's run may
+    not have, and a title must not promise what has not happened."""
+    events = context.get("scheduled_events") or []
+    return events[0] if events and events[0]["round"] <= int(context.get("rounds") or 0) else None
 
 
 # --- one section ---------------------------------------------------------------------------------
@@ -113,7 +120,7 @@ def _section(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str
 
 def _kind(title: str, description: str) -> str:
     """Which kind of section this is: by its description when the outline is ours, else by its title."""
-    for kind, text in KINDS.items():
+    for kind, text in (*KINDS["en"].items(), *KINDS["zh"].items()):
         if description.startswith(text[:30]):
             return kind
     t = title.lower()
@@ -188,6 +195,7 @@ class Facts:
     def __init__(self, seen: dict[str, list[dict[str, Any]]], background: dict[str, Any], requirement: str,
                  quoted_before: set[str]) -> None:
         self.seen, self.background, self.requirement, self.quoted_before = seen, background, requirement, quoted_before
+        self.say = phrases_for(requirement)  # the report is written in the requirement's language
         self.analytics = (seen.get("simulation_analytics") or [{}])[0]
         self.rounds = [r for r in self.analytics.get("per_round", [])]
         self.camps = self.analytics.get("camps") or {}
@@ -248,23 +256,15 @@ def _who(agent: dict[str, Any]) -> str:
     return f"{agent.get('name') or agent['ref']} ({agent['ref']}"
 
 
-def _quote(post: dict[str, Any]) -> str:
+def _quote(post: dict[str, Any], say: Phrases = ENGLISH) -> str:
     agent = post["agent"]
-    return (f"{_who(agent)}, {agent['stance'] or 'no stated stance'}, round {post['round']}) wrote on "
-            f"{_cap(post['platform'])}:\n\n> \"{post['content']}\" ({post['ref']})")
+    return (say("quote_lead", who=_who(agent), stance=say.stance(agent["stance"]) or say("no_stance"),
+                round=post["round"], platform=_cap(post["platform"]))
+            + f"\n\n> \"{post['content']}\" ({post['ref']})")
 
 
-def _listing(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
-
-
-def _n(count: int, noun: str) -> str:
-    """`1 statement`, `5 statements`: a count with its noun in the right number."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _rounds(first: int, last: int) -> str:
-    return f"round {first}" if first == last else f"rounds {first}-{last}"
+def _listing(items: list[str], say: Phrases = ENGLISH) -> str:
+    return say.listing(items)
 
 
 def _last(row: dict[str, Any]) -> int:
@@ -277,51 +277,47 @@ def _spanned(rows: list[dict[str, Any]]) -> int:
     return sum(_last(r) - r["round"] + 1 for r in rows)
 
 
-def _covered(rows: list[dict[str, Any]]) -> str:
+def _covered(rows: list[dict[str, Any]], say: Phrases) -> str:
     """`rounds A-B` for the rows' rounds."""
-    return _rounds(rows[0]["round"], _last(rows[-1]))
+    return say.rounds(rows[0]["round"], _last(rows[-1]))
 
 
-def _camp_sizes(background: dict[str, Any]) -> str:
+def _camp_sizes(background: dict[str, Any], say: Phrases) -> str:
     stances = background.get("stances") or {}
     ordered = sorted((s for s in stances if s), key=lambda s: (-stances[s], s))
-    return _listing([f"{stances[s]} {s}{'s' if s == 'observer' and stances[s] > 1 else ''}" for s in ordered])
+    return say.listing([say.camp_size(stances[s], s) for s in ordered])
 
 
 # --- the writers, one per kind of section ----------------------------------------------------------
 
 
 def _timeline(f: Facts) -> str:
-    a = f.analytics
+    a, say = f.analytics, f.say
     if not a:
-        return "The analytics tool returned nothing, so the round-by-round picture cannot be drawn."
+        return say("no_analytics_rounds")
     totals = a.get("actions_by_platform", {})
-    out = [f"The simulation recorded {a.get('total_actions', 0)} actions in total: {totals.get('twitter', 0)} on "
-           f"Twitter and {totals.get('reddit', 0)} on Reddit, over {a.get('rounds', 0)} rounds after the "
-           f"seed posts."]
+    out = [say("recorded", total=a.get("total_actions", 0), twitter=totals.get("twitter", 0),
+               reddit=totals.get("reddit", 0), rounds=a.get("rounds", 0))]
     points = a.get("turning_points", [])
     for i, p in enumerate(points[:3]):
         first, last = p.get("baseline_rounds") or [p["round"] - 1, p["round"] - 1]
-        lead = "The first turning point was" if i == 0 else "Another turning point was"
-        out.append(f"{lead} round {p['round']} with {p['volume']} actions, {p['ratio']}x the mean of rounds "
-                   f"{first}-{last} ({p['rolling_mean']}).")
+        out.append(say("turning", lead=say("turning_first" if i == 0 else "turning_next"), round=p["round"],
+                       volume=p["volume"], ratio=p["ratio"], first=first, last=last, mean=p["rolling_mean"]))
     if not points and f.pivot is not None:
-        out.append("No round reached twice the mean of the three rounds before it.")
+        out.append(say("no_turning"))
     row, before = f.at(f.pivot), f.side(after=False)
     if row and before and f.pivot is not None:
         mean = round(sum(r["total"] for r in before) / _spanned(before), 2)
-        out.append(f"Against all the rounds before it, round {f.pivot} with {row['total']} actions was "
-                   f"{round(row['total'] / mean, 2) if mean else 0}x the mean of {_covered(before)} ({mean})"
-                   + _percent_more(f) + ".")
+        out.append(say("against_before", round=f.pivot, total=row["total"],
+                       ratio=round(row["total"] / mean, 2) if mean else 0, covered=_covered(before, say), mean=mean,
+                       more=_percent_more(f)))
     if f.event:
-        out.append(f"Round {f.event['round']} is when the scenario's scheduled event landed:\n\n"
-                   f"> \u201c{f.event.get('description', '')}\u201d")
+        out.append(say("event", round=f.event["round"], description=f.event.get("description", "")))
     elif f.unreached:
-        out.append(f"The scenario's scheduled event, set for round {f.unreached['round']}, had not happened by the "
-                   f"last round recorded ({_last(f.rounds[-1])}).")
+        out.append(say("unreached", round=f.unreached["round"], last=_last(f.rounds[-1])))
     said = list({p["content"]: p for p in reversed(f.posts()) if p["round"] == f.pivot}.values())[::-1][:2]
     if said:
-        out.append(f"What agents said in round {f.pivot}:\n\n" + "\n\n".join(_quote(p) for p in said))
+        out.append(say("said_in_round", round=f.pivot) + "\n\n" + "\n\n".join(_quote(p, say) for p in said))
     out.append(_phases(f))
     return "\n\n".join(p for p in out if p)
 
@@ -329,7 +325,7 @@ def _timeline(f: Facts) -> str:
 def _percent_more(f: Facts) -> str:
     """`, N% more than that mean`, as the calculate tool worked it out, or nothing."""
     computed = (f.seen.get("calculate") or [{}])[0].get("result")
-    return f", {round(computed, 1):g}% more than that mean" if isinstance(computed, int | float) else ""
+    return f.say("percent_more", percent=f"{round(computed, 1):g}") if isinstance(computed, int | float) else ""
 
 
 def _phases(f: Facts) -> str:
@@ -340,38 +336,38 @@ def _phases(f: Facts) -> str:
     (ta, na), (ra, _) = f.means("twitter", True), f.means("reddit", True)
     parts = []
     if nb:
-        parts.append(f"Before round {f.pivot}, Twitter averaged {tb} actions per round and Reddit averaged {rb} "
-                     f"({_covered(f.side(after=False))}).")
+        parts.append(f.say("before_means", round=f.pivot, twitter=tb, reddit=rb,
+                           covered=_covered(f.side(after=False), f.say)))
     if na:
-        parts.append(f"After round {f.pivot}, Twitter averaged {ta} actions per round and Reddit averaged {ra} "
-                     f"({_covered(f.side(after=True))}).")
-    return " ".join(parts)
+        parts.append(f.say("after_means", round=f.pivot, twitter=ta, reddit=ra,
+                           covered=_covered(f.side(after=True), f.say)))
+    return ("" if f.say.language == "zh" else " ").join(parts)
 
 
 def _camps(f: Facts) -> str:
-    out = []
-    sizes = _camp_sizes(f.background)
+    say, out = f.say, []
+    sizes = _camp_sizes(f.background, say)
     if sizes:
-        out.append(f"By their profiles the {f.background.get('agents_count', 0)} agents split into {sizes}.")
+        out.append(say("split", agents=f.background.get("agents_count", 0), sizes=sizes))
     arguments = f.camps.get("arguments") or {}
     stances = f.background.get("stances") or {}
     for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
         top = arguments[stance][0]
         ex = top["example"]
-        out.append(f"The {stance} camp's most repeated argument came up in {_n(top['statements'], 'statement')} by "
-                   f"{_n(top['authors'], 'agent')}; {ex['name']} ({ex['agent']}) put it first:\n\n"
-                   f"> \"{ex['content']}\" ({ex['ref']})")
+        out.append(say("camp_argument", stance=say.stance(stance), statements=say.count(top["statements"], "statement"),
+                       authors=say.count(top["authors"], "agent"), name=ex["name"], agent=ex["agent"])
+                   + f"\n\n> \"{ex['content']}\" ({ex['ref']})")
         if len(arguments[stance]) > 1:
             nxt = arguments[stance][1]
-            out.append(f"Next in the {stance} camp ({_n(nxt['statements'], 'statement')}):\n\n"
-                       f"> \"{nxt['example']['content']}\" ({nxt['example']['ref']})")
+            out.append(say("camp_next", stance=say.stance(stance), statements=say.count(nxt["statements"], "statement"))
+                       + f"\n\n> \"{nxt['example']['content']}\" ({nxt['example']['ref']})")
     if not arguments:
-        out.append("The analytics found no argument repeated within a camp.")
+        out.append(say("no_arguments"))
     forge = (f.seen.get("insight_forge") or [{}])[0]
     agents = forge.get("agents", [])
     if agents:
-        out.append("The agents behind the statements the question search found include " + _listing(
-            [f"{_who(a)}, {a['stance']}: {a['actions']} actions)" for a in agents[:5]]) + ".")
+        out.append(say("forge_agents", agents=say.listing(
+            [say("forge_agent", who=_who(a), stance=say.stance(a["stance"]), actions=a["actions"]) for a in agents[:5]])))
     out.append(_coalitions(f))
     out += _interviews(f)
     return "\n\n".join(p for p in out if p)
@@ -379,58 +375,59 @@ def _camps(f: Facts) -> str:
 
 def _coalitions(f: Facts) -> str:
     """The groups whose members follow each other within a camp, the largest first, and the bridges between camps."""
-    result = (f.seen.get("coalitions") or [{}])[0]
+    result, say = (f.seen.get("coalitions") or [{}])[0], f.say
     if not result:
         return ""
     found = result.get("coalitions", [])
     bridges = result.get("cross_camp_mutual_follows", 0)
-    across = f" {bridges} mutual follows crossed camps." if bridges else " No mutual follow crossed camps."
+    across = say("across", n=bridges) if bridges else say("not_across")
     if not found:
-        return (f"No group of {result.get('min_size', 3)} or more agents followed each other within a camp "
-                f"({result.get('mutual_follows', 0)} mutual follows in all).{across}")
-    groups = [f"{c['size']} {c['camp']} agents ({_listing([_who(m) + ')' for m in c['members']])}), "
-              f"together from round {c['formed_round']}" for c in found[:3]]
-    return (f"{result['coalitions_found']} coalition{'s' if result['coalitions_found'] > 1 else ''} of agents who follow "
-            f"each other and speak for the same camp formed: " + "; ".join(groups) + "." + across)
+        return say("no_coalition", size=result.get("min_size", 3), mutual=result.get("mutual_follows", 0), across=across)
+    groups = [say("coalition", size=c["size"], camp=say.stance(c["camp"]),
+                  members=say.listing([_who(m) + ")" for m in c["members"]]), round=c["formed_round"])
+              for c in found[:3]]
+    count = result["coalitions_found"]
+    return say("coalitions", count=count, s="s" if count > 1 else "", groups=say("group_sep").join(groups), across=across)
 
 
 def _interviews(f: Facts) -> list[str]:
     """Every interviewed agent's answer, saying how it was given (live, or in persona)."""
-    result = (f.seen.get("interview_agents") or [{}])[0]
+    result, say = (f.seen.get("interview_agents") or [{}])[0], f.say
     items = result.get("interviews", [])
     if not items:
         return []
-    out = [f"Asked directly ({result.get('note', '')}), {len(items)} agents answered:"]
+    out = [say("asked", note=result.get("note", ""), count=len(items))]
     for item in items:
         agent = item["agent"]
-        out.append(f"{_who(agent)}, {agent['stance'] or 'no stated stance'}, {item['mode']}):\n\n> {item['answer']}")
+        out.append(say("answered", who=_who(agent), stance=say.stance(agent["stance"]) or say("no_stance"),
+                       mode=say.mode(item["mode"])) + f"\n\n> {item['answer']}")
     return out
 
 
 def _platforms(f: Facts) -> str:
-    a = f.analytics
+    a, say = f.analytics, f.say
     if not a:
-        return "The analytics tool returned nothing, so the platforms cannot be compared."
+        return say("no_analytics_platforms")
     totals = a.get("actions_by_platform", {})
     divergence = a.get("divergence", {})
-    out = [f"Over the whole run there were {totals.get('twitter', 0)} actions on Twitter and {totals.get('reddit', 0)} "
-           f"on Reddit, an overall divergence of {divergence.get('overall', 0)} (|Twitter - Reddit| / total)."]
+    out = [say("whole_run", twitter=totals.get("twitter", 0), reddit=totals.get("reddit", 0),
+               divergence=divergence.get("overall", 0))]
     out.append(_divergence_sentence(f))
     by_round = [r for r in divergence.get("by_round", []) if r["round"] > 0]
     widest = max(by_round, key=lambda r: (r["value"], -r["round"]), default=None)
     if widest:
         row = next(r for r in f.rounds if r["round"] == widest["round"])
-        out.append(f"They were furthest apart in {_rounds(row['round'], _last(row))}: {row['twitter']} actions on "
-                   f"Twitter against {row['reddit']} on Reddit (divergence {widest['value']}).")
+        out.append(say("furthest", rounds=say.rounds(row["round"], _last(row)), twitter=row["twitter"],
+                       reddit=row["reddit"], value=widest["value"]))
     mix = a.get("action_mix", {})
     for platform in sorted(mix):
-        out.append(f"On {_cap(platform)} the most common actions were "
-                   + ", ".join(f"{m['action']} ({m['count']})" for m in mix[platform][:3]) + ".")
+        out.append(say("mix", platform=_cap(platform), actions=", ".join(
+            say("mix_item", action=m["action"], count=m["count"]) for m in mix[platform][:3])))
     posts = f.posts()
     for platform in f.loud():
         mine = [p for p in posts if p["platform"] == platform and f.pivot is not None and p["round"] > f.pivot]
         if mine:
-            out.append(f"Still being said on {_cap(platform)} after round {f.pivot}:\n\n" + _quote(mine[0]))
+            out.append(say("still_said", platform=_cap(platform), round=f.pivot) + "\n\n" + _quote(mine[0], say))
     return "\n\n".join(p for p in out if p)
 
 
@@ -442,80 +439,75 @@ def _divergence_sentence(f: Facts) -> str:
     (lm, n), (qm, _) = f.means(loud, True), f.means(quiet, True)
     if not n:
         return ""
-    ratio = f", {round(lm / qm, 2)}x as many" if qm else ""
-    return (f"After round {f.pivot}, {_cap(loud)} kept the debate going: {_cap(loud)} averaged {lm} actions per "
-            f"round against {qm} on {_cap(quiet)} over the {n} rounds that followed{ratio}.")
+    ratio = f.say("ratio", ratio=round(lm / qm, 2)) if qm else ""
+    return f.say("divergence", round=f.pivot, loud=_cap(loud), loud_mean=lm, quiet_mean=qm, quiet=_cap(quiet), n=n,
+                 ratio=ratio)
 
 
 def _drivers(f: Facts) -> str:
-    a = f.analytics
+    a, say = f.analytics, f.say
     out = []
     active = a.get("most_active_agents", [])
     if active:
-        out.append("The most active agents were " + _listing(
-            [f"{_who(x)}, {x['stance']}: {x['actions']} actions, {x['posts']} posts)" for x in active[:5]]) + ".")
+        out.append(say("most_active", agents=say.listing(
+            [say("active_agent", who=_who(x), stance=say.stance(x["stance"]), actions=x["actions"], posts=x["posts"])
+             for x in active[:5]])))
     engaged = a.get("most_engaged_agents", [])
     if engaged:
-        out.append("Others reacted most to " + _listing(
-            [f"{_who(x)}, {x['stance']}: {x['reactions']} reactions, of which {x['shares']} reposts or quotes, "
-             f"{x['comments']} comments and {x['likes']} likes)" for x in engaged[:3]]) + ".")
+        out.append(say("reacted_to", agents=say.listing(
+            [say("engaged_agent", who=_who(x), stance=say.stance(x["stance"]), reactions=x["reactions"],
+                 shares=x["shares"], comments=x["comments"], likes=x["likes"]) for x in engaged[:3]])))
     out += _shifts(f)
     forge = (f.seen.get("insight_forge") or [{}])[0]
     chains = [c for c in forge.get("interaction_chains", []) if c["count"] > 1]
     if chains:
-        about = f" around \u201c{forge['query']}\u201d" if forge.get("query") else ""
-        out.append(f"The strongest interaction chains{about}: " + "; ".join(_chain(c) for c in chains[:5]) + ".")
+        about = say("chains_about", query=forge["query"]) if forge.get("query") else ""
+        out.append(say("chains", about=about, chains="; ".join(_chain(c, say) for c in chains[:5])))
     out.append(_profile(f))
     posts = [p for p in f.posts() if engaged and p["agent"]["ref"] == engaged[0]["ref"]]
     if posts:
-        out.append(f"In {engaged[0]['name']}'s own words:\n\n" + _quote(posts[0]))
-    return "\n\n".join(out) or "The tools returned no activity data for this simulation."
+        out.append(say("own_words", name=engaged[0]["name"]) + "\n\n" + _quote(posts[0], say))
+    return "\n\n".join(out) or say("no_activity")
 
 
-CHAIN_VERBS = {"like": ("liked", "posts"), "dislike": ("disliked", "posts"), "repost": ("reposted", "posts"),
-               "quote": ("quoted", "posts"), "comment": ("commented on", "posts"),
-               "like_comment": ("liked", "comments"), "dislike_comment": ("disliked", "comments"),
-               "follow": ("followed", ""), "mute": ("muted", "")}
-
-
-def _chain(c: dict[str, Any]) -> str:
+def _chain(c: dict[str, Any], say: Phrases = ENGLISH) -> str:
     """`Jonas Zhou (agent:3) reposted the posts of Tariq Kowalski (agent:4) 2 times` (`their own posts`)."""
-    verb, noun = CHAIN_VERBS.get(c["kind"], (c["kind"], ""))
+    verb, noun = say.chain_verb(c["kind"])
     other = f"{c['to_name']} ({c['to']})"
     if c["from"] == c["to"]:
-        whom = f"their own {noun}" if noun else "themselves"
+        whom = say("own", noun=noun) if noun else say("themselves")
     else:
-        whom = f"the {noun} of {other}" if noun else other
-    return f"{c['from_name']} ({c['from']}) {verb} {whom} {c['count']} times"
+        whom = say("of_other", noun=noun, other=other) if noun else other
+    return say("chain", source=f"{c['from_name']} ({c['from']})", verb=verb, whom=whom, count=c["count"])
 
 
 def _profile(f: Facts) -> str:
     """The most engaged-with agent's trajectory: when and where they acted, with whom they engaged."""
-    p = (f.seen.get("agent_profile") or [{}])[0]
+    p, say = (f.seen.get("agent_profile") or [{}])[0], f.say
     if not p or not p.get("actions"):
         return ""
     a, by = p["agent"], p["by_platform"]
-    out = (f"{_who(a)}) took {p['actions']} actions; {by['twitter'] + by['reddit']} of them were posts, reactions or follows, "
-           f"{by['twitter']} on Twitter and {by['reddit']} on Reddit, in {p['active_rounds']} rounds from round "
-           f"{p['first_round']} to round {p['last_round']}, {p['statements']} of them posts, quotes or comments.")
+    out = say("profile", who=_who(a), actions=p["actions"], acts=by["twitter"] + by["reddit"], twitter=by["twitter"],
+              reddit=by["reddit"], active=p["active_rounds"], first=p["first_round"], last=p["last_round"],
+              statements=p["statements"])
     gave = [c for c in p.get("engaged_with", []) if c["count"] > 1][:3]
     if gave:
-        out += " They engaged most with " + _listing(
-            [f"{c['to_name']} ({c['to']}, {c['kind']} x{c['count']})" for c in gave]) + "."
+        out += say("engaged_most", others=say.listing(
+            [say("engaged_other", name=c["to_name"], ref=c["to"], kind=c["kind"], count=c["count"]) for c in gave]))
     return out
 
 
 def _shifts(f: Facts) -> list[str]:
-    shifts = f.camps.get("stance_shifts") or []
+    shifts, say = f.camps.get("stance_shifts") or [], f.say
     if not shifts:
-        return ["No agent's statements moved from one camp to another."] if f.camps else []
-    counted = f"{_n(len(shifts), 'agent')} changed sides" if "truncated" not in f.analytics else \
-        f"At least {_n(len(shifts), 'agent')} changed sides (the analytics were shortened to fit: these are the first)"
-    out = [f"{counted}: their statements moved to another camp than their profile's."]
+        return [say("no_shift")] if f.camps else []
+    agents = say.count(len(shifts), "agent")
+    counted = say("changed" if "truncated" not in f.analytics else "changed_at_least", agents=agents)
+    out = [say("moved", counted=counted)]
     for s in shifts:
-        out.append(f"{s['name']} ({s['agent']}) is {s['stated_stance']} by profile, but from round {s['from_round']} "
-                   f"on, all {s['statements_after']} of their statements spoke for the {s['now_speaks_for']} camp:\n\n"
-                   f"> \"{s['example']['content']}\" ({s['example']['ref']})")
+        out.append(say("shift", name=s["name"], agent=s["agent"], stated=say.stance(s["stated_stance"]),
+                       round=s["from_round"], n=s["statements_after"], now=say.stance(s["now_speaks_for"]))
+                   + f"\n\n> \"{s['example']['content']}\" ({s['example']['ref']})")
     return out
 
 
@@ -525,38 +517,39 @@ def _answers(f: Facts) -> str:
     for question in _questions(f.requirement):
         q = question.lower()
         if any(w in q for w in ("twitter", "reddit", "platform", "平台")):
-            answer = [_divergence_sentence(f) or "The platforms cannot be compared from the data."]
+            answer = [_divergence_sentence(f) or f.say("no_platform_answer")]
         elif any(w in q for w in ("argument", "concern", "dominate", "spread", "观点", "担忧", "占上风")):
             answer = _answer_arguments(f)
         else:
             answer = _answer_reaction(f)
         out.append(f"**{question}**\n\n" + "\n\n".join(a for a in answer if a))
-    return "\n\n".join(out) or "The requirement asks no question this writer can answer from the data."
+    return "\n\n".join(out) or f.say("no_requirement_question")
 
 
 def _answer_reaction(f: Facts) -> list[str]:
+    say = f.say
     stances = f.background.get("stances") or {}
     largest = max(sorted(s for s in stances if s), key=lambda s: stances[s], default="")
-    out = [f"The {largest} camp is the largest: the agents split into {_camp_sizes(f.background)}." if largest else ""]
+    out = [say("largest", stance=say.stance(largest), sizes=_camp_sizes(f.background, say)) if largest else ""]
     shifts = (f.camps.get("stance_shifts") or [])
     if shifts:
-        out.append(f"The reaction moved after round {f.pivot}: " + _listing(
-            [f"{s['name']} ({s['agent']}, {s['stated_stance']} by profile) spoke for the {s['now_speaks_for']} camp "
-             f"from round {s['from_round']}" for s in shifts]) + ".")
+        out.append(say("moved_after", round=f.pivot, shifts=say.listing(
+            [say("moved_agent", name=s["name"], agent=s["agent"], stated=say.stance(s["stated_stance"]),
+                 now=say.stance(s["now_speaks_for"]), round=s["from_round"]) for s in shifts])))
     return out
 
 
 def _answer_arguments(f: Facts) -> list[str]:
-    arguments = f.camps.get("arguments") or {}
+    arguments, say = f.camps.get("arguments") or {}, f.say
     out = []
     row = f.at(f.pivot)
     if row:
-        out.append(f"The debate spread fastest in round {f.pivot}, with {row['total']} actions.")
+        out.append(say("spread", round=f.pivot, total=row["total"]))
     stances = f.background.get("stances") or {}
     for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
         top = arguments[stance][0]
-        out.append(f"The {stance} camp's dominant argument ({_n(top['statements'], 'statement')}):\n\n"
-                   f"> \"{top['example']['content']}\" ({top['example']['ref']})")
+        out.append(say("dominant", stance=say.stance(stance), statements=say.count(top["statements"], "statement"))
+                   + f"\n\n> \"{top['example']['content']}\" ({top['example']['ref']})")
     return out
 
 

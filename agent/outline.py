@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .offline_phrases import ENGLISH, Phrases
+
 
 def topic_of(context: dict[str, Any]) -> str:
     """The simulation's subject in a few words: its first hot topic, else the start of its requirement."""
@@ -17,12 +19,12 @@ def topic_of(context: dict[str, Any]) -> str:
     return requirement.split("?")[0][:60]
 
 
-def run_summary(context: dict[str, Any]) -> str:
+def run_summary(context: dict[str, Any], say: Phrases = ENGLISH) -> str:
     """The line under a report's title: how many actions, agents, rounds and platforms, and the question."""
-    platforms = " and ".join(p.capitalize() for p in sorted(context.get("platforms") or {})) or "no platform"
-    return (f"An analysis of {context.get('total_actions', 0)} simulated actions by {context.get('agents_count', 0)}"
-            f" agents over {context.get('rounds', 0)} rounds on {platforms}, answering: "
-            f"{context.get('requirement') or 'what happened in this simulation?'}")
+    names = [p.capitalize() for p in sorted(context.get("platforms") or {})]
+    return say("summary", actions=context.get("total_actions", 0), agents=context.get("agents_count", 0),
+               rounds=context.get("rounds", 0), platforms=say.listing(names) or say("no_platform"),
+               requirement=context.get("requirement") or say("no_question"))
 
 
 def fallback_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:

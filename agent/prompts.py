@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from .language import writing_rule
 from .toolspec import text_protocol_catalogue
 
 DATA_RULE = (
@@ -32,14 +33,18 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1)
 
 
-def outline_messages(requirement: str, context: dict[str, Any]) -> list[dict[str, Any]]:
+def outline_messages(requirement: str, context: dict[str, Any], until_round: int | None = None) -> list[dict[str, Any]]:
+    """The outline request; `until_round`: the simulation is still running and has reached that round (a
+    partial report), so the title must name what has happened, not what is scheduled."""
     system = (
         "You are the lead analyst writing a report on a social-media simulation. Plan the report.\n"
         f"{DATA_RULE}\n"
         "Answer with one JSON object and nothing else: "
         '{"title": str, "summary": str, "sections": [{"title": str, "description": str}]} '
         "with 2 to 5 sections that together answer the requirement."
-    )
+    ) + (f"\nThe simulation is still running: it has reached round {until_round}. Title and plan the report "
+         f"from what happened up to then; an event scheduled after round {until_round} has not happened yet."
+         if until_round is not None else "") + (f"\n{rule}" if (rule := writing_rule(requirement)) else "")
     user = (
         f"Requirement (from the simulation's owner):\n{delimit('simulation_data', requirement)}\n\n"
         f"What the simulation holds:\n{delimit('simulation_data', dumps(context))}"
@@ -66,6 +71,7 @@ def section_messages(
         "result, as a Markdown blockquote followed by its id, e.g. > \"text\" (post:twitter:42).",
         "Do not write headings in the section body; the section title is added for you.",
         "Never write tool results or observations yourself: they come only from the tools.",
+        *filter(None, [writing_rule(requirement)]),
     ]
     if protocol == "text":
         system += [
@@ -101,6 +107,7 @@ def last_word_messages(*, requirement: str, report_title: str, title: str, descr
         "Write the section text in plain prose from the evidence given; no headings, no tool calls, no JSON. "
         "Quote agents only with text that appears verbatim in the evidence, as a Markdown blockquote followed "
         "by its id, e.g. > \"text\" (post:twitter:42).",
+        *filter(None, [writing_rule(requirement)]),
     ])
     blocks = "\n".join(delimit("tool_result", result, name=tool) for tool, result in evidence) or "(none)"
     user = (f"Report: {report_title}\nRequirement:\n{delimit('simulation_data', requirement)}\n\n"

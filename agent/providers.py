@@ -131,7 +131,7 @@ class OpenAIProvider:
 
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
                                          timeout=timeout_s, max_retries=0)
-        self.timeout_s = timeout_s
+        self.timeout_s, self.base_url = timeout_s, str(self.client.base_url).rstrip("/")
         self.slots = ServerSlots(max_concurrency)  # shared by every report and chat of this daemon
         self.rate = RateLimiter(requests_per_minute)
 
@@ -175,10 +175,20 @@ class OpenAIProvider:
             except openai.APITimeoutError as exc:
                 raise LLMError("timeout", late) from exc
             except openai.APIConnectionError as exc:
-                raise LLMError("connection", f"cannot reach the server: {exc}") from exc
+                raise LLMError("connection", f"cannot reach {self.base_url} (model {request.model!r}): "
+                               f"{innermost_reason(exc)}") from exc
             except (openai.APIError, ValueError) as exc:
                 raise LLMError("invalid_response", str(exc)[:300]) from exc
         return _completion(response, request.call_id, messages)
+
+
+def innermost_reason(exc: BaseException) -> str:
+    """The first error of a chain, which says what failed ("[Errno 111] Connect call failed"): the OpenAI
+    client's own connection error says only "Connection error.", its HTTP layer's "All connection attempts
+    failed"."""
+    while (inner := exc.__cause__ or exc.__context__) is not None:
+        exc = inner
+    return str(exc) or type(exc).__name__
 
 
 OVERFLOW = re.compile(r"context (length|window|size)|too many tokens|prompt is too long|n_ctx", re.I)

@@ -16,8 +16,9 @@ from simreportd.errors import UsageError
 from simreportd.projections import report_queries
 from simreportd.projections.runner import reading
 
+from .config import LLMConfig
 from .replay import fork_report
-from .writers import check_writer, choose_writer
+from .writers import check_writer, choose_writer, missing_configuration
 
 if TYPE_CHECKING:
     from .service import Daemon
@@ -38,11 +39,26 @@ class Rebuilt:
         return self.position_before == self.position
 
 
-async def request_report(daemon: Daemon, folder: Path, force: bool = False) -> str:
+async def request_report(daemon: Daemon, folder: Path, force: bool = False, provider: str | None = None,
+                         model: str | None = None) -> str:
     """Ingest one simulation folder (inside [watch] roots or not) and return the id of its run's report: the one
-    it has (being written or written) unless `force`, else a new one."""
-    report_id, _ = await daemon.reports.ensure(await ingest_folder(daemon, folder), force=force, trigger="cli")
+    it has (being written or written) unless `force`, else a new one, by the writer asked for (else `[llm]`'s)."""
+    writer = await report_writer(daemon.config.llm, provider, model, folder.name)
+    report_id, _ = await daemon.reports.ensure(await ingest_folder(daemon, folder), force=force, trigger="cli",
+                                               writer=writer)
     return report_id
+
+
+async def report_writer(llm: LLMConfig, provider: str | None, model: str | None, simulation_id: str,
+                        now: bool = True) -> tuple[str, str]:
+    """The writer a report of `simulation_id` is asked for with (the flags, else `[llm]`'s), checked before
+    any work: one this configuration lacks is refused, and one it cannot reach, if the report is to be
+    written `now`, in one line naming its URL and model, not after a report's retries."""
+    writer = choose_writer(llm, provider, model)
+    if now or (writer[0] == "openai" and missing_configuration(llm, "openai")):
+        await check_writer(llm, writer, f"write the report of {simulation_id}", own=False,
+                           fallback="pass --provider offline to write it without a language model")
+    return writer
 
 
 async def ingest_folder(daemon: Daemon, folder: Path) -> str:

@@ -134,10 +134,12 @@ class ReportScheduler:
                 if run is None or run.elsewhere:
                     self.start(report_id, position)
 
-    async def ensure(self, simulation_id: str, force: bool = False, trigger: str = "cli") -> tuple[str, str]:
+    async def ensure(self, simulation_id: str, force: bool = False, trigger: str = "cli",
+                     writer: tuple[str, str] | None = None) -> tuple[str, str]:
         """The report of the simulation's newest run: (its id, `running` or `completed`) if it has one,
-        else a new one's (id, `new`). With `force` a completed report is written again; a running one is
-        never doubled, so many callers asking at once cost one report."""
+        else a new one's (id, `new`), written by `writer` (provider, model; default `[llm]`'s). With `force`
+        a completed report is written again; a running one is never doubled, so many callers asking at
+        once cost one report."""
         async with self._asking:
             runs = await runs_so_far(self.store, simulation_id)
             if not runs:
@@ -146,11 +148,13 @@ class ReportScheduler:
             found = await self._current(simulation_id, generation, whole_run=runs[generation] is None)
             if found is not None and (found[1] == "running" or not force):
                 return found
-            return await self._ask(simulation_id, generation, runs[generation] is not None, trigger), "new"
+            return await self._ask(simulation_id, generation, runs[generation] is not None, trigger,
+                                   writer=writer), "new"
 
     async def _ask(self, simulation_id: str, generation: int, partial: bool, trigger: str,
-                   report_id: str | None = None, caused_by: str | None = None) -> str:
-        report_id = await self.request(simulation_id, generation, trigger, report_id, caused_by)
+                   report_id: str | None = None, caused_by: str | None = None,
+                   writer: tuple[str, str] | None = None) -> str:
+        report_id = await self.request(simulation_id, generation, trigger, report_id, caused_by, writer=writer)
         self._asked[(simulation_id, generation)] = report_id, partial
         return report_id
 
@@ -179,11 +183,13 @@ class ReportScheduler:
         return sum(1 for run in self.runs.values() if run.running)
 
     async def request(self, simulation_id: str, generation: int | None = None, trigger: str = "cli",
-                      report_id: str | None = None, caused_by: str | None = None) -> str:
+                      report_id: str | None = None, caused_by: str | None = None, *,
+                      writer: tuple[str, str] | None = None) -> str:
         """Append a ReportRequested for the simulation's latest (or given) generation; return the id.
 
         Its id is the correlation id of every event of the report; `caused_by` names the event that
         asked for it (the run's SimulationCompleted), so a trace leads from the report back to the run.
+        `writer` (provider, model) is the one a user asked for; by default `[llm]`'s.
         """
         runs = await runs_so_far(self.store, simulation_id)  # from the log: the read models may lag behind
         if not runs:
@@ -193,12 +199,12 @@ class ReportScheduler:
             generation = max(runs)  # the newest
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
+        provider, model = writer or (self.provider_name, model_for(llm, self.provider_name))
         settings = settings_for(self.config.agent, llm, REPORT_TOOLS, self.config.reports.parallel_sections)
-        context = llm.context_tokens or await self._server_context(self.provider_name, llm.model)
+        context = llm.context_tokens or await self._server_context(provider, model)
         settings = settings.model_copy(update={"context_tokens": context})
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,
-                                trigger=trigger, provider=self.provider_name,
-                                model=model_for(llm, self.provider_name),
+                                trigger=trigger, provider=provider, model=model,
                                 settings=settings, partial=runs.get(generation))
         try:
             request_id = new_event_id()
@@ -232,7 +238,7 @@ class ReportScheduler:
         own = (request.provider, request.model)
         writer = choose_writer(self.config.llm, provider, model, own)
         await check_writer(self.config.llm, writer, f"resume report {report_id}", own=writer == own,
-                           fallback=f"simreportd resume {report_id} --provider offline")
+                           fallback=f"continue with another writer: simreportd resume {report_id} --provider offline")
         resumed: list[DomainEvent] = [ReportResumed(report_id=report_id, overrides=overrides or {})]
         line = f"Resuming report {report_id} with {describe_writer(*own)}, the writer it was written with"
         if writer != own:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from simreportd.agent.offline import OfflineProvider
-from simreportd.agent.providers import Completion, LLMProvider, OpenAIProvider
+from simreportd.agent.providers import Completion, LLMProvider, OpenAIProvider, innermost_reason
 from simreportd.errors import LLMError, UsageError, WriterUnreachable
 from simreportd.events.models import LLMRequested
 
@@ -56,7 +56,7 @@ async def unreachable(llm: LLMConfig, provider: str) -> str | None:
             stream = await anyio.connect_tcp(parts.hostname or "", port)
         await stream.aclose()
     except (OSError, TimeoutError) as exc:
-        return f"cannot connect to {url} ({exc or 'timed out'})"
+        return f"cannot connect to {url} ({innermost_reason(exc) if str(exc) else 'timed out'})"
     return None
 
 
@@ -81,17 +81,17 @@ async def check_writer(llm: LLMConfig, writer: tuple[str, str], task: str, own: 
     """Refuse to start `task` with a writer this configuration lacks or cannot reach now, saying what to do.
 
     `own`: the writer is the report's own (not one the user asked for): lacking it is then no
-    usage error but a writer out of reach (exit 1). `fallback` is the command that continues otherwise.
+    usage error but a writer out of reach (exit 1). `fallback` says how to go on with another writer.
     """
     name = describe_writer(*writer)
     if (missing := missing_configuration(llm, writer[0])) is not None:
         if not own:
             raise UsageError(f"cannot {task} with {name}: {missing}")
         raise WriterUnreachable(f"cannot {task}: it is written with {name}, and {missing}; then run this again, "
-                                f"or continue with another writer: {fallback}")
+                                f"or {fallback}")
     if (reason := await unreachable(llm, writer[0])) is not None:
         raise WriterUnreachable(f"cannot {task} with {name}: {reason}; start the server or fix [llm] base_url, "
-                                f"then run this again" + (f", or continue with another writer: {fallback}" if own else ""))
+                                f"then run this again" + (f", or {fallback}" if fallback else ""))
 
 
 class Unavailable:

@@ -87,10 +87,13 @@ class ProjectionRunner:
         self._listeners: list[Callable[[list[Recorded]], Awaitable[None]]] = []
         self.listened_types: set[str] | None = set()  # the types the listeners look at (None: every type)
         self._rebuilds = 0  # a reading of the checkpoint taken before a rebuild is stale after it
+        self._made_because: str | None = None  # why opening made the read models anew (`created`, `changed`)
         self.fingerprint = hashlib.sha256("\n".join(p.schema for p in self.projections).encode()).hexdigest()
 
     async def __aenter__(self) -> ProjectionRunner:
         self._conn = await self.in_thread(self._open)
+        if self._made_because and await self.store.last_position() > self._position:  # said only when it builds
+            log.info("read models %s (%s); building them from the log", self._made_because, self.path)
         return self
 
     async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
@@ -120,7 +123,7 @@ class ProjectionRunner:
             log.info("read models' indexes changed; making today's (their rows stay)")
             self._update_indexes()
         elif stored != self.fingerprint:
-            log.info("read models %s; building them from the log", "created" if stored is None else "changed")
+            self._made_because = "created" if stored is None else "changed"
             self._reset()
         self._position = self._read_checkpoint()
         return conn

@@ -13,6 +13,7 @@ Pure: report Markdown and the ground-truth dict in, a `Score` out. It counts
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,9 +141,40 @@ def _sentences(text: str) -> list[str]:
 
 
 def _prose(markdown: str) -> str:
-    """The report's own words: blockquotes and quoted text removed (their numbers are the agents')."""
+    """The report's own words: blockquotes and quoted text removed (their numbers are the agents'), Chinese
+    figures read as their English shapes (`_canonical`)."""
     text = "\n".join(line for line in markdown.splitlines() if not _is_quote(line))
-    return QUOTED.sub("\u201c\u201d", text)
+    return _canonical(QUOTED.sub("\u201c\u201d", text))
+
+
+HAN = "\u4e00-\u9fff"
+STANCES_ZH = {"支持": "supportive", "反对": "opposing", "中立": "neutral", "旁观": "observer"}
+PUNCTUATION_ZH = str.maketrans({"（": " (", "）": ") ", "：": ": ", "，": ", ", "、": ", ", "；": "; ", "。": ". ",
+                                "！": "! ", "？": "? "})
+Replacement = str | Callable[[re.Match[str]], str]
+CANONICAL: list[tuple[str, Replacement]] = [  # a Chinese report's figures as the English rules read them, in order
+    (rf"(?<=[{HAN}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{HAN}])", " "),
+    (r"第\s*(\d+)\s*-\s*(\d+)\s*轮", r" rounds \1-\2 "), (r"第\s*(\d+)\s*轮", r" round \1 "),
+    (rf"(Twitter|Reddit)\s*平均每轮\s*{NUMBER}\s*次(?:行动)?", r" \1 averaged \2 "),
+    (rf"(Twitter|Reddit)\s*上\s*{NUMBER}\s*次(行动)?", lambda m: f" {m[2]} {'actions ' if m[3] else ''}on {m[1]} "),
+    (rf"{NUMBER}\s*次行动", r" \1 actions "), (rf"{NUMBER}\s*条帖子", r" \1 posts "), (rf"{NUMBER}\s*次回应", r" \1 reactions "),
+    (rf"是\s*(rounds? [\d-]+)\s*均值\s*\(\s*{NUMBER}\s*\)\s*的\s*{NUMBER}\s*倍", r" \3x the mean of \1 (\2) "),
+    (r"(支持|反对|中立|旁观)方\s*(\d+)\s*人", lambda m: f" {m.group(2)} {STANCES_ZH[m.group(1)]} agents "),
+    (r"(支持|反对|中立|旁观)方", lambda m: f" {STANCES_ZH[m.group(1)]} camp "),
+    (r"之前", " before "), (r"之后", " after "), (r"共记录", " recorded "), (r"预定事件", " scheduled event "),
+]
+
+
+def _canonical(text: str) -> str:
+    """Chinese prose with its figures in the shapes the English rules check ("第5轮有120次行动" is "round 5 有
+    120 actions", "支持方18人" is "18 supportive agents"), so a report in Chinese is checked as one in English.
+    English text has none of these shapes and is left as it is."""
+    if not re.search(f"[{HAN}]", text):
+        return text
+    text = text.translate(PUNCTUATION_ZH)
+    for pattern, replacement in CANONICAL:
+        text = re.sub(pattern, replacement, text)
+    return re.sub(r" ([:,.;!?)])", r"\1", re.sub(r" {2,}", " ", text)).replace("( ", "(")
 
 
 def _is_quote(line: str) -> bool:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_trace_leads_from_every_report_event_back_to_the_run_that_caused_it(
         tmp_path: Path, small_sim: Path) -> None:
     config = make_config(tmp_path, reports={"auto": True})
-    async with Daemon(config, folders=[small_sim]) as daemon, running(daemon, ingest=True):
+    async with Daemon(config, folders=[small_sim]) as daemon, running(daemon, ingest=True, follow=True):
         with anyio.fail_after(TIMEOUT * 4):
             async for item in daemon.store.subscribe(types=["InterviewUnlocked"]):
                 if not isinstance(item, CaughtUp):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import PYTHON, TIMEOUT, write_config
+from .fake_llm import FakeLLM
 from .processes import NotifySocket, cli, wait_until
 from .test_cli import simreportd
 
@@ -95,9 +96,11 @@ def test_successful_commands_exit_0(store: tuple) -> None:
 
 def test_a_failed_report_exits_1_and_says_how_to_continue(store: tuple) -> None:
     root, _, _ = store
-    config = write_config(root / "failing", '[llm]\nprovider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
-                          'model = "m"\nmax_retries = 0\n', auto=False)
-    result = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait")
+    with FakeLLM() as llm:
+        llm.unavailable_for = lambda body: True  # every request answered 503
+        config = write_config(root / "failing", f'[llm]\nprovider = "openai"\nbase_url = "{llm.base_url}"\n'
+                              'model = "m"\nmax_retries = 0\n', auto=False)
+        result = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait")
     assert result.returncode == 1, result.stderr
     assert "failed during" in result.stderr and "simreportd resume report_" in result.stderr
 
@@ -117,7 +120,7 @@ def test_commands_log_what_happens_not_what_already_happened(store: tuple) -> No
     root, config, report_id = store
     old = simreportd("-c", str(config), "export", report_id, str(root / "again"))
     assert old.returncode == 0 and report_id not in old.stderr.replace(f"Exported {report_id}", "")
-    fresh = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait", "--force")
+    fresh = simreportd("-c", str(config), "-v", "report", str(root / "sims" / "sim_one"), "--wait", "--force")
     new_id = fresh.stdout.strip().splitlines()[-1]
     logged = [line.split(": ", 1)[1] for line in fresh.stderr.splitlines() if " INFO simreportd.agent.runner: " in line]
     assert logged[0].startswith(f"report {new_id} started: simulation sim_one generation 1, offline")
@@ -194,7 +197,7 @@ def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial
     assert label.startswith("Partial report: written while the simulation was still running, from the ")
     assert "up to round 2 on reddit and round 2 on twitter" in label
     assert f"> **{label}**" in (folder / "full_report.md").read_text()
-    assert "over 2 rounds" in (folder / "full_report.md").read_text()
+    assert "上2轮中的" in (folder / "full_report.md").read_text()  # over 2 rounds, in the run's Chinese
 
     waiting = cli("-c", str(config), "report", str(sim), "--wait")
     log = waiting.log_path  # type: ignore[attr-defined]

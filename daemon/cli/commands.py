@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -87,12 +88,14 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(daemon: Daemon, ingest: bool = False) -> AsyncIterator[Daemon]:
-    """The daemon's background work (projections, report scheduling) for the length of a command. An
-    error of ours raised by the command comes out as itself (its one-line message), not in a group."""
+async def running(daemon: Daemon, ingest: bool = False, follow: bool = False) -> AsyncIterator[Daemon]:
+    """The daemon's background work (projections, exports) for the length of a command. Unless `follow`, its
+    scheduler runs only the reports the command asks for: the automatic report of a completed run, or another
+    report left unfinished in the store, is `simreportd run`'s work, not a side effect of `resume`.
+    An error of ours raised by the command comes out as itself (its one-line message), not in a group."""
     with our_error_as_itself():
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(daemon.run, ingest)
+            tasks.start_soon(functools.partial(daemon.run, ingest, follow=follow))
             yield daemon
             tasks.cancel_scope.cancel()
 
@@ -118,8 +121,9 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
         say(f"Simulated {len(story.agents)} agents over {story.rounds} rounds into {folder}")
     (root / "config.toml").write_text(DEMO_CONFIG.format(config=root / "config.toml"), encoding="utf-8")
     if holder := running_daemon(config):
+        await actions.report_writer(config.llm, args.provider, args.model, folder.name)
         say(f"Handing over to the daemon {holder.describe()}")
-        frame = await send(holder, config, {"op": "request_report", "folder": str(folder)})
+        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), **writer_flags(args)})
         return await follow_handed_over(config, frame["report_id"], root / "config.toml")
     async with Daemon(config, command="demo") as daemon:
         await daemon.watcher.rescan()
@@ -130,30 +134,33 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
             say(f"The demo report was already written here by an earlier `simreportd demo`; nothing was redone.\n"
                 f"To start over: rm -rf {root} && simreportd demo {args.dir}")
             return finish(config, report_id, earlier, root / "config.toml")
-        await daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id)
+        writer = await actions.report_writer(config.llm, args.provider, args.model, folder.name)
+        await daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id, writer=writer)
         state = await generate(daemon, report_id)
     return finish(config, report_id, state, root / "config.toml")
 
 
 async def report(args: argparse.Namespace, config: Config) -> int:
     folder = Path(args.sim_dir).resolve()
-    if holder := running_daemon(config):
+    holder = running_daemon(config)
+    writer = await actions.report_writer(config.llm, args.provider, args.model, folder.name, now=args.wait or bool(holder))
+    if holder:
         if not args.now:  # the daemon ingests the folder; the run is followed here, in the shared log
             ingested = await send(holder, config, {"op": "ingest", "folder": str(folder)})
             async with config.store.open() as store:
                 await follow_run(store, ingested["simulation_id"], sys.stderr)
-        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), "force": args.force})
+        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), "force": args.force,
+                                            **writer_flags(args)})
         if not args.wait:
             print(frame["report_id"])
             return 0
         return await follow_handed_over(config, frame["report_id"], strict=args.strict)
-    config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False})})
     async with Daemon(config, folders=[folder], command="report") as daemon:
         async with running(daemon):  # the read models are folded (by a child process) while the folder is read
             simulation_id = await actions.ingest_folder(daemon, folder)
             if not args.now:
                 await wait_for_run(daemon, simulation_id)
-        report_id, standing = await daemon.reports.ensure(simulation_id, force=args.force, trigger="cli")
+        report_id, standing = await daemon.reports.ensure(simulation_id, force=args.force, trigger="cli", writer=writer)
         if standing != "new":
             say(f"The run already has report {report_id} ({standing}); `--force` writes a new one")
         if not args.wait:
@@ -163,6 +170,11 @@ async def report(args: argparse.Namespace, config: Config) -> int:
             return 0
         state = await generate(daemon, report_id)
     return finish(config, report_id, state, strict=args.strict)
+
+
+def writer_flags(args: argparse.Namespace) -> dict[str, str]:
+    """--provider/--model as a handed-over command's fields: only those given, so the daemon's [llm] fills the rest."""
+    return {key: getattr(args, key) for key in ("provider", "model") if getattr(args, key)}
 
 
 async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
@@ -469,6 +481,8 @@ def print_status(info: dict[str, Any]) -> None:
     print(f"position     {info['last_position']} ({info['streams']} streams, projection lag {info['projection_lag']})")
     if info["read_models_problem"]:
         print(f"read models  {info['read_models_problem']}")
+    elif hint := views_hint(info):
+        print(hint)
     print(f"simulations  {len(info['simulations'])}")
     for s in info["simulations"]:
         refused = f", {s['rejections']} refused (`simreportd events --type IngestRejected`)" if s["rejections"] else ""
@@ -477,11 +491,24 @@ def print_status(info: dict[str, Any]) -> None:
         print(f"lease        {name:<32} held by {node}")
     print(f"reports      {len(info['reports'])}")
     for r in info["reports"]:
-        print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {r['progress']:>3}%  {r['title'] or ''}")
+        scope = "partial" if r.get("partial") else "full"  # a report on a run still going, or on the whole run
+        print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {scope:<7} {r['progress']:>3}%  "
+              f"{r['title'] or ''}")
     if info["fold_failures"]:
         print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
         for f in info["fold_failures"]:
             print(f"  position {f['position']:<8} {f['projection']:<12} {f['type']:<20} {f['error'][:80]}")
+
+
+def views_hint(info: dict[str, Any]) -> str | None:
+    """What to run when the read models, which the lists below come from, lag behind the log and no daemon is
+    folding them: a new node of a PostgreSQL store, a store just migrated, a deleted read-model file."""
+    lag = info["projection_lag"]
+    if lag <= 0 or info["daemon"] is not None:
+        return None
+    state = "not built yet" if info["projection_position"] == 0 else f"{lag} events behind the log"
+    return (f"read models  {state}, so the lists below miss what those events say: `simreportd run` folds them as "
+            "it starts, `simreportd rebuild` folds them now")
 
 
 def say(text: str) -> None:

@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     tune_gc()
     try:
         config = load_config(config_path(args))
-        setup_logging(console_level(args, config), config.log.format, journal="JOURNAL_STREAM" in os.environ)
+        config = config.model_copy(update={"log": config.log.model_copy(update={"level": console_level(args, config)})})
+        setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
         if not inspect.iscoroutinefunction(args.handler):
             _restore_default_signals()
             return 0 if entry.stop_requested() else args.handler(args, config)
@@ -57,9 +58,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_level(args: argparse.Namespace, config: Config) -> str:
-    """The demo prints its own progress: its INFO lines would say each step twice, interleaved. It logs
-    warnings and errors, unless [log] level asks for DEBUG."""
-    return "WARNING" if args.command == "demo" and config.log.level == "INFO" else config.log.level
+    """The level this command logs at: `run` at [log] level. The others print their own progress on stderr,
+    and INFO lines would say each step twice, interleaved with it: they log warnings and errors, unless -v
+    (INFO) or [log] level DEBUG asks for more. The fold child a command starts inherits the level."""
+    asked: int = logging.getLevelNamesMapping()[config.log.level]
+    if args.command == "run" or asked == logging.DEBUG:
+        return config.log.level
+    level = min(asked, logging.INFO) if getattr(args, "verbose", False) else max(asked, logging.WARNING)
+    return logging.getLevelName(level)
 
 
 def _reader_gone() -> int:
@@ -134,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     # SUPPRESS: a subcommand without -c must not erase a -c given before the subcommand.
     common.add_argument("-c", "--config", metavar="PATH", default=argparse.SUPPRESS,
                         help="config.toml to use (default: ./config.toml, or the embedded defaults)")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log INFO lines too (commands other than `run` log only warnings and errors "
+                        "beside their own progress)")
     parser = argparse.ArgumentParser(prog="simreportd", parents=[common], description=(
         "Watch social-simulation output folders, record everything as events in SQLite, and write "
         "reports about each run."))
@@ -148,7 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     command("run", commands.run, "Run the daemon: watch [watch] roots, ingest, write reports.")
     p = command("demo", commands.demo, "Simulate a run, ingest it and write its report, all under DIR "
                 "(no API key, no network needed).")
-    p.add_argument("dir", nargs="?", default="simreportd-demo", metavar="DIR")
+    p.add_argument("dir", nargs="?", default="simreportd-demo", metavar="DIR",
+                   help="the folder it writes everything into: simulations/, state/ (the event store), reports/ "
+                   "and a config.toml to run the daemon on them (default: ./%(default)s; run again, it reuses "
+                   "the report there)")
+    writer_options(p, "write the demo report with")
     p = command("simulate", commands.simulate, "Write a realistic MiroFish simulation folder into DIR.")
     p.add_argument("dir", metavar="DIR", help="the simulation folder to write (its name is the simulation id)")
     p.add_argument("--agents", type=int, default=24, metavar="N", help="simulated agents (default: %(default)s)")
@@ -172,12 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "id last")
     p.add_argument("--now", action="store_true", help="do not wait for a running simulation to complete: report on "
                    "what it has written so far (the report says it is partial)")
+    writer_options(p, "write the report with")
     p.add_argument("--force", action="store_true", help="write a new report even if the run has a completed one "
                    "(without it, the run's report is returned: the one being written or the one written)")
     strict(p)
     p = command("resume", commands.resume, "Continue a failed report from its last recorded step, with the "
                 "provider and model it was written with unless --provider/--model ask for another.")
-    p.add_argument("report_id", metavar="REPORT_ID")
+    report_id(p, "the failed report to continue")
     p.add_argument("--provider", choices=["openai", "offline"], help="continue with this provider instead "
                    "(recorded as a WriterChanged event)")
     p.add_argument("--model", help="continue with this model instead (over the OpenAI API; recorded)")
@@ -188,43 +202,62 @@ def build_parser() -> argparse.ArgumentParser:
     strict(p)
     p = command("replay", commands.replay, "Re-run a completed report (or a chat) with LLM answers served from "
                 "the log and tools re-run against the rebuilt simulation model; compare every step.")
-    p.add_argument("report_id", nargs="?", metavar="REPORT_ID|CHAT_ID")
+    p.add_argument("report_id", nargs="?", metavar="REPORT_ID|CHAT_ID", help="the completed report (or the chat, "
+                   "chat_...) to reproduce; `simreportd status` lists the reports")
     p.add_argument("--verify", action="store_true", help="exit 1 and show the first divergence, if any")
     p.add_argument("--all", action="store_true", help="replay every completed report; print a summary table")
     p.add_argument("--into", metavar="PATH", help="the store to replay into (default: a scratch file)")
     p = command("fork", commands.fork, "Start a new report from a report's events up to POSITION, continued live.")
-    p.add_argument("report_id", metavar="REPORT_ID")
-    p.add_argument("--at", type=int, required=True, metavar="POSITION")
+    report_id(p, "the report to fork")
+    p.add_argument("--at", type=int, required=True, metavar="POSITION", help="a position in the event log (the "
+                   "`position` field of `simreportd events --stream report-REPORT_ID`) between the report's first "
+                   "and last event: the fork shares its history up to there and writes the rest")
     p.add_argument("--model", help="the model the fork continues with (default: [llm] model)")
     p.add_argument("--provider", choices=["openai", "offline"], help="the provider the fork continues with "
                    "(default: [llm] provider)")
     p = command("interview", commands.interview, "Ask a simulated agent a question once its report is complete "
                 "(live when the simulation is still running, else in persona).")
-    p.add_argument("target", metavar="SIMULATION_ID|REPORT_ID")
-    p.add_argument("--agent", type=int, required=True, metavar="N")
-    p.add_argument("--platform", choices=["twitter", "reddit"])
-    p.add_argument("question")
+    p.add_argument("target", metavar="SIMULATION_ID|REPORT_ID", help="a simulation (its latest report's run) "
+                   "or a report, once that report has completed; `simreportd status` lists both")
+    p.add_argument("--agent", type=int, required=True, metavar="N", help="the agent's id in the simulation (its "
+                   "user_id in the profiles: 0 to the number of agents - 1)")
+    p.add_argument("--platform", choices=["twitter", "reddit"], help="a live interview asks the agent on this "
+                   "platform only (default: on both, as MiroFish does); in persona it changes nothing")
+    p.add_argument("question", help="the question, in quotes")
     p = command("chat", chat.chat, "Ask follow-up questions about a completed report: one per line, or at a prompt "
                 "when stdin is a terminal. Answers cite the simulation's ids; the chat is recorded as stream "
                 "chat-CHAT_ID.")
-    p.add_argument("report_id", metavar="REPORT_ID")
+    report_id(p, "the completed report to ask about")
     p.add_argument("--chat", metavar="CHAT_ID", help="continue this chat instead of opening a new one")
     command("rebuild", commands.rebuild, "Drop every read model and export, replay the log, compare digests "
             "(exit 1: a read model changed; 3: the log grew meanwhile, not compared).")
     p = command("export", commands.export, "Write a report's MiroFish-compatible folder into DIR.")
-    p.add_argument("report_id", metavar="REPORT_ID")
-    p.add_argument("dir", metavar="DIR")
+    report_id(p, "the report to export")
+    p.add_argument("dir", metavar="DIR", help="the folder to write it into (made if missing)")
     p = command("events", commands.events, "Print events as JSON lines.")
-    p.add_argument("--after", type=int, default=0, metavar="N")
-    p.add_argument("--stream", metavar="S")
-    p.add_argument("--type", dest="types", action="append", metavar="T")
+    p.add_argument("--after", type=int, default=0, metavar="N", help="only events after log position N (the "
+                   "`position` field; default: from the first)")
+    p.add_argument("--stream", metavar="S", help="only this stream: simulation-SIM_ID, report-REPORT_ID or "
+                   "chat-CHAT_ID")
+    p.add_argument("--type", dest="types", action="append", metavar="T", help="only events of this type, e.g. "
+                   "SectionCompleted (repeat it for several; docs/events.md lists them)")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
     p = command("migrate", commands.migrate, "Copy the SQLite event store into an empty PostgreSQL database, "
                 "positions and ids intact, and verify it.")
     p.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/database")
     p = command("status", commands.status, "Show the store, simulations and reports.")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print it as one JSON object")
     return parser
+
+
+def writer_options(p: argparse.ArgumentParser, task: str) -> None:
+    p.add_argument("--provider", choices=["openai", "offline"], help=f"{task} this provider (default: [llm] "
+                   "provider; offline needs no model nor network)")
+    p.add_argument("--model", help=f"{task} this model, over the OpenAI API (default: [llm] model)")
+
+
+def report_id(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("report_id", metavar="REPORT_ID", help=f"{what} (report_...; `simreportd status` lists them)")
 
 
 def strict(p: argparse.ArgumentParser) -> None:

@@ -18,13 +18,16 @@ CONTINUED = ("ReportResumed", "ReportForked")
 async def follow_report(store: EventLog, report_id: str, out: TextIO) -> None:
     """Print one line per meaningful step until the report completes or fails (a failure that was
     resumed since, or a fork's copy of one, is history: it does not end the following)."""
-    total, ended, live = 0, False, False
+    total, ended, live, failure = 0, False, False, ""
     async for item in store.subscribe(streams=[report_stream(report_id)]):
         if isinstance(item, CaughtUp):
             live = True
         else:
             total = len(item.data["sections"]) if item.type == "OutlinePlanned" else total
-            if line := describe(item, total):
+            again = item.type == "LLMFailed" and item.data["message"] == failure  # said once, counted after
+            failure = item.data["message"] if item.type == "LLMFailed" else failure
+            line = f"        attempt {item.data['attempt']} failed the same way" if again else describe(item, total)
+            if line:
                 print(line, file=out, flush=True)
             ended = item.type in DONE or (ended and item.type not in CONTINUED)
         if ended and live:
@@ -72,7 +75,7 @@ def describe(recorded: Recorded, total: int) -> str | None:
         "SectionStarted": lambda: f"  [{d['section_index']}/{total}] writing: {d['title']}",
         "ToolCalled": lambda: f"        {d['tool']}({json.dumps(d['arguments'], ensure_ascii=False)[1:-1]})",
         "ResponseRejected": lambda: f"        rejected: {d['reason']}",
-        "LLMFailed": lambda: f"        LLM call failed (attempt {d['attempt']}): {d['kind']}",
+        "LLMFailed": lambda: f"        LLM call failed (attempt {d['attempt']}): {d['kind']}: {d['message'][:300]}",
         "SectionCompleted": lambda: f"  [{d['section_index']}/{total}] {'degraded' if d.get('problems') else 'ready'}:"
                                     f" {d['title']} ({d['tool_calls']} tool calls)",
         "ReportCompleted": lambda: "Report completed." if not d.get("problems") else

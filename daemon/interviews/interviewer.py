@@ -16,6 +16,7 @@ import anyio
 
 from simreportd.agent import core
 from simreportd.agent.chat import check_question
+from simreportd.agent.language import language_of
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
 from simreportd.daemon.interviews import rpc as interview_rpc
@@ -27,17 +28,31 @@ from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.runner import in_thread, reading
 
 from .environment import FolderEnvironment
+from .persona import persona_answer
 
 MAX_AGENTS = 10
 T = TypeVar("T")
 STANCE_ORDER = ("opposing", "supportive", "neutral", "observer", "")
 
 
+QUESTIONS = {
+    "en": ("Please answer these questions:", ["What is your view on {topic}, and why?",
+                                              "Did anything you saw during the discussion of {topic} change your mind?",
+                                              "What would you say to someone who disagrees with you about {topic}?"]),
+    "zh": ("请回答以下问题：", ["你怎么看{topic}？为什么？", "在关于{topic}的讨论中，有没有什么让你改变了看法？",
+                          "对于在{topic}上和你意见不同的人，你会说什么？"]),
+}
+
+
 def questions(topic: str) -> list[str]:
-    """Three questions on a topic, the same for every agent so answers can be compared."""
-    return [f"What is your view on {topic}, and why?",
-            f"Did anything you saw during the discussion of {topic} change your mind?",
-            f"What would you say to someone who disagrees with you about {topic}?"]
+    """Three questions on a topic, the same for every agent so answers can be compared, in the topic's language."""
+    return [q.format(topic=topic) for q in QUESTIONS[language_of(topic)][1]]
+
+
+def interview_prompt(topic: str) -> str:
+    """The numbered questions on `topic` one batch of agents is asked, in the topic's language."""
+    lead, _ = QUESTIONS[language_of(topic)]
+    return lead + "\n" + "\n".join(f"{i}. {q}" for i, q in enumerate(questions(topic), 1))
 
 
 class Interviewer:
@@ -57,8 +72,7 @@ class Interviewer:
         """The `interview_agents` tool: varied agents, shared questions, one batch; JSON with every answer."""
         count = max(1, min(int(max_agents), MAX_AGENTS))
         agents = await self._in_thread(self._choose, simulation_id, generation, topic, count)
-        asked = questions(topic)
-        prompt = "Please answer these questions:\n" + "\n".join(f"{i}. {q}" for i, q in enumerate(asked, 1))
+        asked, prompt = questions(topic), interview_prompt(topic)
         answers, mode, note = await self._answers(simulation_id, generation, agents, prompt, topic)
         return json.dumps({"topic": topic, "questions": asked, "mode": mode, "note": note, "interviews": [
             {"agent": {"ref": f"agent:{a['agent_id']}", "name": a["name"], "stance": a["stance"]},
@@ -112,17 +126,16 @@ class Interviewer:
                     chosen.append(by_stance[stance].pop(0))
         return chosen
 
-    async def _persona(self, profile: dict[str, Any], posts: list[dict[str, Any]], question: str) -> str:
-        """An answer in the agent's persona, from its profile and its own recorded posts (`_persona_materials`)."""
+    async def _persona(self, profile: dict[str, Any], relevant: list[dict[str, Any]], others: list[dict[str, Any]],
+                       question: str) -> str:
+        """An answer in the agent's persona, from its profile and its own recorded statements, those on the
+        question first (`_persona_materials`)."""
         if self.provider.name == "openai":
             try:
-                return await self._persona_by_model(profile, posts, question)
+                return await self._persona_by_model(profile, relevant + others, question)
             except LLMError:
                 pass  # the data-only answer below is always available
-        said = " ".join(f"I wrote: \u201c{p['content']}\u201d ({p['ref']})." for p in posts[:2]) or \
-            "I did not post about this."
-        return (f"[persona, from my profile and posts] I am {profile['name']}, {profile['entity_type'] or 'a participant'}"
-                f", {profile['stance'] or 'without a stated stance'}. {said}")
+        return persona_answer(profile, relevant, others, question)
 
     async def _persona_by_model(self, profile: dict[str, Any], posts: list[dict[str, Any]], question: str) -> str:
         system = (f"You answer as one simulated social-media user, in the first person, in two or three sentences, "
@@ -138,9 +151,9 @@ class Interviewer:
         return completion.content.strip() or "(no answer)"
 
     def _persona_materials(self, simulation_id: str, generation: int, agent_ids: list[int],
-                           about: str) -> dict[int, tuple[dict[str, Any], list[dict[str, Any]]]]:
-        """Each agent's profile and posts: those on `about` (the interview's topic, or the question's own words)
-        first, then its latest."""
+                           about: str) -> dict[int, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]]:
+        """Each agent's profile, its statements on `about` (the interview's topic, or the question's own words),
+        best first, and its latest other statements."""
         key = (simulation_id, generation)
         with reading(self.views_path) as conn:
             profiles = {agent_id: simulation_queries.agent_profile(conn, key, agent_id) for agent_id in agent_ids}
@@ -150,9 +163,9 @@ class Interviewer:
                 raise NotFound(f"agent {missing[0]} is not in simulation {simulation_id} (its agents are {low} to {high})")
             relevant = simulation_queries.relevant_statements(conn, key, agent_ids, about)
             latest = {agent_id: simulation_queries.latest_statements(conn, key, agent_id) for agent_id in agent_ids}
-        posts = {agent_id: {p["content"]: p for p in relevant[agent_id] + latest[agent_id]}  # the same words once
-                 for agent_id in found}
-        return {agent_id: (profile, list(posts[agent_id].values())) for agent_id, profile in found.items()}
+        on_it = {agent_id: once(relevant[agent_id]) for agent_id in found}  # the same words once
+        return {agent_id: (profile, on_it[agent_id], once(on_it[agent_id] + latest[agent_id])[len(on_it[agent_id]):])
+                for agent_id, profile in found.items()}
 
     # --- after the report -------------------------------------------------------------------------
 
@@ -211,6 +224,14 @@ class Interviewer:
         return str(row["report_id"])
 
 
+
+
+def once(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The statements in order, each text kept at its first place only (agents repeat themselves word for word)."""
+    kept: dict[str, dict[str, Any]] = {}
+    for statement in statements:
+        kept.setdefault(statement["content"], statement)
+    return list(kept.values())
 
 
 def _live_answers(result: Any, agents: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
