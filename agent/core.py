@@ -14,8 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from simreportd.agent import budget, grounding, prompts
+from simreportd.agent import arguments, budget, claims, grounding, prompts
 from simreportd.events.models import (
+    ClaimVerdict,
     ContextCompacted,
     DomainEvent,
     LLMFailed,
@@ -32,6 +33,7 @@ from simreportd.events.models import (
     ThoughtRecorded,
     ToolCalled,
     ToolCallRequest,
+    ToolObserved,
     ToolProtocolChosen,
 )
 
@@ -282,16 +284,23 @@ def _plan(s: ReportState) -> Effect:
 
 
 def _read_outline(s: ReportState, response: LLMResponded) -> list[DomainEvent]:
+    """The outline, its summary held to the claim check; else a rejection, or the data's outline.
+
+    An outline cut at the length limit falls back at once: a model that ran out of room once runs
+    out again, and each attempt costs the whole limit (minutes on a CPU server).
+    """
+    assert s.context is not None
     outline = parse_outline(response.content)
     if not isinstance(outline, str):
-        return [OutlinePlanned(report_id=s.report_id, title=outline.title, summary=outline.summary,
-                               sections=outline.sections)]
+        verdict = claims.check(outline.summary, claims.evidence([], s.context))
+        return [OutlinePlanned(report_id=s.report_id, title=outline.title, sections=outline.sections,
+                               summary=claims.keep(outline.summary, verdict), claims=verdict)]
+    cut = response.finish_reason == "length"
     rejected = ResponseRejected(report_id=s.report_id, section_index=0, iteration=s.lane(0).requests,
-                                call_id=response.call_id, reason="invalid_outline", detail=outline,
-                                feedback=prompts.outline_feedback(outline))
-    if s.outline_rejections < s.rules.outline_retries:
+                                call_id=response.call_id, reason="length_cut" if cut else "invalid_outline",
+                                detail=outline, feedback=prompts.outline_feedback(outline))
+    if s.outline_rejections < s.rules.outline_retries and not cut:
         return [rejected]
-    assert s.context is not None
     title, summary, sections = fallback_outline(s.context)
     return [rejected, OutlinePlanned(report_id=s.report_id, title=title, summary=summary, fallback=True,
                                      sections=[OutlineSection(**x) for x in sections])]
@@ -421,19 +430,36 @@ def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list
         events.append(ThoughtRecorded(report_id=s.report_id, section_index=section.index,
                                       iteration=section.iterations, text=thought))
     remaining = s.rules.max_tool_calls - section.tool_calls
+    earlier = list(section.calls)
     for call in calls:
+        copy = arguments.mechanical(call.name, call.arguments, section.observations) if call.name in s.tools else None
         if call.name not in s.tools:
             events.append(ResponseRejected(**base, reason="unknown_tool", tool_call_ids=[call.id],
                                            detail=call.name, feedback=prompts.unknown_tool(call.name, list(s.tools))))
         elif remaining <= 0:
             events.append(ResponseRejected(**base, reason="tool_budget_spent", tool_call_ids=[call.id],
                                            feedback="The tool budget is spent: write the final answer."))
+        elif copy is not None:
+            events.append(ResponseRejected(**base, reason="mechanical_arguments", tool_call_ids=[call.id],
+                                           detail=prompts.dumps(call.arguments)[:200], feedback=copy))
         else:
             remaining -= 1
-            events.append(ToolCalled(report_id=s.report_id, section_index=section.index,
-                                     iteration=section.iterations, call_id=call.id, tool=call.name,
-                                     arguments=call.arguments))
+            events += _tool_call(s, section, call, earlier)
     return events
+
+
+def _tool_call(s: ReportState, section: SectionState, call: ToolCallRequest,
+               earlier: list[ToolCalled]) -> list[DomainEvent]:
+    """A call to perform; a repeat of an earlier identical call is answered here with a reminder."""
+    repeat = arguments.repeat_of(call.name, call.arguments, earlier)
+    called = ToolCalled(report_id=s.report_id, section_index=section.index, iteration=section.iterations,
+                        call_id=call.id, tool=call.name, arguments=call.arguments,
+                        repeat_of=repeat.call_id if repeat is not None else None)
+    earlier.append(called)
+    if repeat is None:
+        return [called]
+    return [called, ToolObserved(report_id=s.report_id, section_index=section.index, call_id=call.id,
+                                 tool=call.name, result=arguments.reminder(repeat))]
 
 
 def _body(s: ReportState, text: str, base: dict[str, Any]) -> tuple[str, list[DomainEvent]]:
@@ -470,7 +496,16 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict[
     if not check.ok and section.grounding_rejections < 1:  # one chance to fix it, then it is marked
         return events + [ResponseRejected(**base, reason="ungrounded", detail=check.feedback()[:500],
                                           feedback=check.feedback())]
+    verdict = claims.check(body, _evidence(s, section))
+    if verdict.unsupported and section.claim_rejections < 1:  # one chance, then the sentences are removed
+        return events + [ResponseRejected(**base, reason="unsupported_claims", detail=claims.feedback(verdict)[:500],
+                                          feedback=claims.feedback(verdict))]
     return events + [_completed(s, section, body, False, events)]
+
+
+def _evidence(s: ReportState, section: SectionState) -> claims.Evidence:
+    """What a section may state: its own tool results and the background its prompt showed."""
+    return claims.of_observations(section.observations, claims.background(s.context), s.known_ids())
 
 
 def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base: dict[str, Any],
@@ -480,22 +515,33 @@ def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base
     problem = _unusable(body) or (("length_cut", prompts.cut_off(s.max_tokens)) if cut else None)
     if problem is None:
         return events + [_completed(s, section, body, True, events)]
+    if problem[0] == "length_cut" and section.forced_replies > FORCED_RETRIES:
+        return events + [_completed(s, section, body, True, events, cut=True)]  # the model's own text, cut
     if section.forced_replies <= FORCED_RETRIES:
         return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
                                           feedback=problem[1] + " " + prompts.forced_final(s.protocol or "native"))]
-    if problem[0] == "length_cut":
-        return events + [_completed(s, section, body, True, events)]  # cut short, but the model's own text
     evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
     events.append(ResponseRejected(**base, reason=problem[0], detail="forced final answer unusable; evidence kept"))  # type: ignore[arg-type]
     return events + [_completed(s, section, f"{prompts.PLACEHOLDER}\n\n{evidence}", True, events)]
 
 
-def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
-               repairs: list[DomainEvent]) -> SectionCompleted:
-    """The section with its verdict: quotes the evidence lacks are flagged in place, rules not met listed.
+def _completed(s: ReportState, section: SectionState, written: str, forced: bool,
+               repairs: list[DomainEvent], cut: bool = False, draft: int = 0) -> SectionCompleted:
+    """The section with its verdicts: sentences with unsupported claims removed (and listed), quotes the
+    evidence lacks flagged in place, rules not met listed. A text mostly unsupported, looping or cut is not
+    kept as written: what survives the claim check stands, or the evidence when nothing does.
 
     `repairs` are the rejections decided from the same reply, not folded yet but part of the verdict.
     """
+    placeholder = written.startswith(prompts.PLACEHOLDER)  # the evidence itself: nothing to check
+    verdict = ClaimVerdict(cut=cut) if placeholder else \
+        claims.check(written, _evidence(s, section)).model_copy(update={"cut": cut})
+    body = claims.keep(written, verdict)
+    if verdict.repetitive:
+        body = "\n".join(dict.fromkeys(body.split("\n")))
+    if not body.strip() and not placeholder:
+        evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
+        body = f"{prompts.PLACEHOLDER}\n\n{evidence}"
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
     rejections = dict(section.rejections)
     for event in repairs:
@@ -506,8 +552,8 @@ def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
                             content=grounding.mark(body, check), forced=forced, tool_calls=section.tool_calls,
                             iterations=section.iterations, ungrounded_quotes=ungrounded,
                             grounded_quotes=check.quotes - len(check.ungrounded_quotes),
-                            rejections=dict(sorted(rejections.items())),
-                            problems=_problems(s, section, body, check))
+                            rejections=dict(sorted(rejections.items())), claims=verdict, draft=draft,
+                            problems=_problems(s, section, body, check) + claims.problems(verdict, cut))
 
 
 def _problems(s: ReportState, section: SectionState, body: str, check: grounding.Grounding) -> list[str]:
@@ -530,6 +576,9 @@ def _report_completed(s: ReportState) -> ReportCompleted:
     """The report's verdict: `completed` only when every section meets the rules."""
     assert s.outline is not None
     problems = ["outline derived from the data: the model gave no valid outline"] if s.outline.fallback else []
+    if s.outline.claims is not None and s.outline.claims.unsupported:
+        problems.append(f"summary: {len(s.outline.claims.unsupported)} sentence(s) with figures or names not in "
+                        "the simulation's statistics, removed")
     problems += [f"section {i} ({done.title}): {p}" for i, done in sorted(s.completed.items()) for p in done.problems]
     return ReportCompleted(report_id=s.report_id, title=s.outline.title, sections_total=len(s.outline.sections),
                            status="completed_degraded" if problems else "completed", problems=problems)

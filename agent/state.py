@@ -86,6 +86,8 @@ class SectionState:
     used_tools: list[str] = field(default_factory=list)
     conflicts: int = 0
     grounding_rejections: int = 0
+    claim_rejections: int = 0
+    calls: list[ToolCalled] = field(default_factory=list)  # every call performed or answered, in order
     open_calls: list[ToolCalled] = field(default_factory=list)
     final_requested: bool = False
     forced_replies: int = 0  # replies to the forced final request
@@ -285,14 +287,16 @@ class ReportState:
             section.rejections[e.reason] = section.rejections.get(e.reason, 0) + 1
             section.conflicts += e.reason == "tool_and_final_answer"
             section.grounding_rejections += e.reason == "ungrounded"
+            section.claim_rejections += e.reason == "unsupported_claims"
 
     def _on_ToolCalled(self, e: ToolCalled) -> None:
         self.lane(e.section_index).unread = None
         section = self.sections[e.section_index]
         section.open_calls.append(e)
+        section.calls.append(e)
         section.accepted.add(e.iteration)
         section.tool_calls += 1
-        section.evidence_calls += counts_as_evidence(e.tool)
+        section.evidence_calls += counts_as_evidence(e.tool) and e.repeat_of is None
         if e.tool not in section.used_tools:
             section.used_tools.append(e.tool)
 
