@@ -218,7 +218,7 @@ def repetitive(parts: list[str]) -> bool:
     """Whether the sentences loop: few distinct ones, or one frame repeated with other fillers."""
     if len(parts) < 4:
         return False
-    shapes = [re.sub(r"\d+|[A-Z][a-z]+", "#", s) for s in parts]
+    shapes = [re.sub(r"[\d.,]+\d|\d|[A-Z]\w*", "#", s) for s in parts]
     distinct = len(set(parts)) / len(parts)
     common = Counter(shapes).most_common(1)[0][1]
     return distinct < REPEATED or common >= max(3, len(parts) // 2)
