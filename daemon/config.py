@@ -78,6 +78,7 @@ class LLMConfig(Section):
     api_key_env: str = "OPENAI_API_KEY"
     tool_protocol: Literal["auto", "native", "text"] = "auto"
     timeout_s: float = Field(default=60.0, gt=0)
+    stream: bool = False
     max_retries: int = Field(default=4, ge=0)
     retry_backoff_s: float = Field(default=1.0, ge=0)
     max_concurrency: int = Field(default=4, ge=1)
