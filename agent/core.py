@@ -14,11 +14,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from simreportd.agent import arguments, budget, claims, grounding, prompts
+from simreportd.agent import arguments, budget, claims, grounding, guided, prompts
 from simreportd.events.models import (
     ClaimVerdict,
     ContextCompacted,
     DomainEvent,
+    DraftWritten,
     LLMFailed,
     LLMRequested,
     LLMResponded,
@@ -35,6 +36,7 @@ from simreportd.events.models import (
     ToolCallRequest,
     ToolObserved,
     ToolProtocolChosen,
+    WritingModeChosen,
 )
 
 from .interpret import (
@@ -133,6 +135,8 @@ def next_effects(s: ReportState) -> list[Effect]:
         return [GatherContext(s.request.simulation_id, s.request.generation)]
     if s.outline is None:
         return [_plan(s)]
+    if s.rules.mode == "auto" and s.mode_chosen is None:
+        return [_probe(s)]
     open_sections, index = s.open_sections, len(s.sections) + 1
     if len(open_sections) < s.rules.parallel_sections and index <= len(s.outline.sections):
         return [_emit(SectionStarted(report_id=s.report_id, section_index=index,
@@ -214,8 +218,9 @@ def _tools_tokens(s: ReportState, tools: list[str]) -> int:
     return int(len(prompts.dumps(openai_tools(tools))) / s.chars_per_token) if tools else 0
 
 
-def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]],
-             tools: list[str], named: str | None = None, fresh: bool = False) -> ContextCompacted | LLMRequested:
+def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]], tools: list[str],
+             named: str | None = None, fresh: bool = False,
+             extra: dict[str, Any] | None = None) -> ContextCompacted | LLMRequested:
     """The next request, or first the compaction that makes it fit the context.
 
     `named` is a tool the reply must call; `fresh` makes `added` a conversation of its own.
@@ -239,6 +244,7 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
         params["tool_choice"] = "auto"  # some servers (llama.cpp's chatml-function-calling) ignore tools without it
     if "timeout_s" in s.overrides:
         params["timeout"] = s.overrides["timeout_s"]
+    params.update({k: v for k, v in (extra or {}).items() if v is not None})
     model = s.request.model or s.request.provider
     protocol = s.protocol or "native"
     digest = hashlib.sha256() if fresh else c.digest.copy()  # the messages so far are hashed already
@@ -315,6 +321,8 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
         return RunTool(section.open_calls[0])
     if (effect := _llm_step(s, section.index, f"section {section.index}")) is not None:
         return effect
+    if s.mode == "guided":
+        return _guided(s, section)
     if c.unread is not None and _tools_ignored(s):
         return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text", reason=(
             f"the server ignored the offered tools in {s.tools_ignored} replies (tool_protocol = auto)")))
@@ -326,6 +334,67 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
     if _spent(s, section):
         return _emit(_request(s, "section", section.index, _last_word_opening(s, section), [], fresh=True))
     return _emit(_request(s, "section", section.index, added, list(s.tools), _named_tool(s, section)))
+
+
+def _sheet(s: ReportState, section: SectionState) -> tuple[str, list[str], list[tuple[str, dict[str, Any]]]]:
+    """Guided mode: the section's kind, its fact sheet so far and the tool calls the engine plans for it."""
+    assert s.outline is not None
+    outlined = s.outline.sections[section.index - 1]
+    kind = guided.kind_of(outlined.title, outlined.description)
+    background = claims.background(s.context)
+    seen = guided.seen_by_tool(section.observations)
+    return kind, guided.sheet(kind, seen, background), guided.plan(kind, background, seen)
+
+
+def _guided(s: ReportState, section: SectionState) -> Effect:
+    """A guided section: the engine's tool calls, then `[agent] drafts` drafts from the fact sheet, the best kept."""
+    c = s.lane(section.index)
+    kind, facts, planned = _sheet(s, section)
+    if c.unread is not None:
+        body, cited, verdict = guided.draft(c.unread.content, facts, _evidence(s, section))
+        return _emit(DraftWritten(report_id=s.report_id, section_index=section.index, draft=len(section.drafts) + 1,
+                                  call_id=c.unread.call_id, content=body, cited=cited,
+                                  claims=verdict.model_copy(update={"cut": c.unread.finish_reason == "length"})))
+    if len(section.calls) < len(planned):
+        name, args = planned[len(section.calls)]
+        return _emit(ToolCalled(report_id=s.report_id, section_index=section.index, iteration=0,
+                                call_id=f"s{section.index}-g{len(section.calls) + 1}", tool=name, arguments=args))
+    if len(section.drafts) < max(1, s.rules.drafts):
+        assert s.outline is not None
+        outlined = s.outline.sections[section.index - 1]
+        added = guided.messages(outlined.title, outlined.description, str((s.context or {}).get("requirement", "")),
+                                facts)
+        return _emit(_request(s, "section", section.index, added, [], fresh=True,
+                              extra={"response_format": guided.response_format(s.rules.response_format)}))
+    chosen = guided.best([(d.draft, d.content, d.cited, d.claims) for d in section.drafts])
+    if chosen is None:
+        return _emit(_completed(s, section, guided.fallback(facts), False, []))
+    kept = section.drafts[chosen[0] - 1]
+    return _emit(_completed(s, section, chosen[1], False, [], draft=chosen[0], drafted=kept.claims))
+
+
+def _probe(s: ReportState) -> Effect:
+    """`[agent] mode = "auto"`: one guided draft from the run's own statistics, measured by the claim check.
+
+    A model that keeps every claim supported and cites the sheet may write freely (react); one that invents
+    or ignores the sheet writes guided. The measurement is recorded, so a replay chooses the same.
+    """
+    assert s.context is not None
+    c = s.lane(0)
+    if (effect := _llm_step(s, 0, "probe")) is not None:
+        return effect
+    facts = guided.probe_facts(s.context)
+    if c.unread is None:
+        added = guided.messages("What the run was", "", str(s.context.get("requirement", "")), facts)
+        return _emit(_request(s, "probe", 0, added, [], fresh=True,
+                              extra={"response_format": guided.response_format(s.rules.response_format)}))
+    body, cited, verdict = guided.draft(c.unread.content, facts, claims.evidence([], s.context))
+    able = verdict.claims >= 2 and not verdict.unsupported and len(cited) >= 2
+    return _emit(WritingModeChosen(report_id=s.report_id, mode="react" if able else "guided",
+                                   probe_claims=verdict.claims, probe_supported=verdict.supported,
+                                   probe_cited=len(cited), reason=(
+                                       f"probe: {verdict.supported} of {verdict.claims} claims supported, "
+                                       f"{len(cited)} facts cited, {len(verdict.unsupported)} sentence(s) unsupported")))
 
 
 def _named_tool(s: ReportState, section: SectionState) -> str | None:
@@ -526,17 +595,21 @@ def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base
 
 
 def _completed(s: ReportState, section: SectionState, written: str, forced: bool,
-               repairs: list[DomainEvent], cut: bool = False, draft: int = 0) -> SectionCompleted:
+               repairs: list[DomainEvent], cut: bool = False, draft: int = 0,
+               drafted: ClaimVerdict | None = None) -> SectionCompleted:
     """The section with its verdicts: sentences with unsupported claims removed (and listed), quotes the
     evidence lacks flagged in place, rules not met listed. A text mostly unsupported, looping or cut is not
     kept as written: what survives the claim check stands, or the evidence when nothing does.
 
-    `repairs` are the rejections decided from the same reply, not folded yet but part of the verdict.
+    `repairs` are the rejections decided from the same reply, not folded yet but part of the verdict;
+    `drafted` is a guided draft's verdict, taken before its unsupported sentences were removed.
     """
     placeholder = written.startswith(prompts.PLACEHOLDER)  # the evidence itself: nothing to check
     verdict = ClaimVerdict(cut=cut) if placeholder else \
         claims.check(written, _evidence(s, section)).model_copy(update={"cut": cut})
     body = claims.keep(written, verdict)
+    if drafted is not None:
+        verdict = drafted.model_copy(update={"unsupported": drafted.unsupported + verdict.unsupported})
     if verdict.repetitive:
         body = "\n".join(dict.fromkeys(body.split("\n")))
     if not body.strip() and not placeholder:

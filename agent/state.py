@@ -20,6 +20,7 @@ from simreportd.events.models import (
     ContextCompacted,
     ContextGathered,
     DomainEvent,
+    DraftWritten,
     InterviewUnlocked,
     LLMFailed,
     LLMRequested,
@@ -41,6 +42,7 @@ from simreportd.events.models import (
     ToolObserved,
     ToolProtocolChosen,
     WriterChanged,
+    WritingModeChosen,
 )
 
 
@@ -88,6 +90,7 @@ class SectionState:
     grounding_rejections: int = 0
     claim_rejections: int = 0
     calls: list[ToolCalled] = field(default_factory=list)  # every call performed or answered, in order
+    drafts: list[DraftWritten] = field(default_factory=list)  # guided mode: the drafts written so far
     open_calls: list[ToolCalled] = field(default_factory=list)
     final_requested: bool = False
     forced_replies: int = 0  # replies to the forced final request
@@ -136,6 +139,14 @@ class ReportState:
     tool_calls_seen: bool = False  # a reply to such a request held one (native, tagged or JSON in the text)
     chars_per_token: float = budget.DEFAULT_CHARS_PER_TOKEN
     prompt_cap: int | None = None  # lowered when the server refused a request as too long
+    mode_chosen: WritingModeChosen | None = None  # `[agent] mode = "auto"`: the probe's verdict
+
+    @property
+    def mode(self) -> str:
+        """How sections are written: `[agent] mode`, or for `auto` what the probe chose (react until then)."""
+        if self.rules.mode != "auto":
+            return self.rules.mode
+        return self.mode_chosen.mode if self.mode_chosen is not None else "react"
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -313,6 +324,15 @@ class ReportState:
         self.lane(e.section_index).pending.append(
             self._result_message(e.section_index, e.call_id, e.tool, f"Tool error: {e.error}", section))
 
+    def _on_DraftWritten(self, e: DraftWritten) -> None:
+        self.lane(e.section_index).unread = None
+        if (section := self._section(e.section_index)) is not None:
+            section.drafts.append(e)
+
+    def _on_WritingModeChosen(self, e: WritingModeChosen) -> None:
+        self.lane(0).unread = None
+        self.mode_chosen = e
+
     def _on_SectionCompleted(self, e: SectionCompleted) -> None:
         self.completed[e.section_index] = e
         self.conversations.pop(e.section_index, None)
@@ -395,4 +415,6 @@ HANDLERS: dict[type[DomainEvent], Callable[[ReportState, Any], None]] = {
     ReportResumed: ReportState._on_ReportResumed,
     ReportForked: ReportState._on_ReportResumed,  # a fork continues live from the end of its shared history
     WriterChanged: ReportState._on_WriterChanged,
+    DraftWritten: ReportState._on_DraftWritten,
+    WritingModeChosen: ReportState._on_WritingModeChosen,
 }

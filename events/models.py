@@ -225,6 +225,7 @@ class ReportRules(BaseModel):
     parallel_sections: int = 1  # sections written at once (`[reports] parallel_sections`)
     mode: Literal["react", "guided", "auto"] = "react"  # `[agent] mode`: how sections are written
     drafts: int = 1  # `[agent] drafts`: guided drafts per section, the best supported kept
+    response_format: Literal["off", "json_object", "json_schema"] = "off"  # guided drafts' structured output
 
 
 class ReportRequested(ReportEvent):
