@@ -127,8 +127,7 @@ class FakeLLM:
         if fault is None and self.unavailable_for is not None and self.unavailable_for(body):
             fault = ("status", 503)
         if fault is not None and fault[0] in ("stall", "drip"):  # streamed faults: played out by `stream`
-            status, headers, payload = 200, {}, json.dumps(self.completion(body)).encode()
-            return status, {"X-Fake-Stream": json.dumps(fault)}, payload
+            return 200, {"X-Fake-Stream": json.dumps(fault)}, json.dumps(self.completion(body)).encode()
         if fault is not None:
             return serve_fault(fault, body)
         return 200, {}, json.dumps(self.completion(body)).encode()

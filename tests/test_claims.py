@@ -91,9 +91,10 @@ def test_a_repeated_call_is_answered_with_a_reminder_that_is_not_evidence() -> N
 
 
 def test_an_outline_cut_at_the_length_limit_falls_back_to_the_data_outline_at_once() -> None:
-    from .test_core import SETTINGS
     from simreportd.agent.state import ReportState
     from simreportd.events.models import ContextGathered, LLMResponded, OutlinePlanned, ReportRequested
+
+    from .test_core import SETTINGS
 
     s = ReportState("r1")
     s.apply(ReportRequested(report_id="r1", simulation_id="sim", generation=1, provider="openai", model="m",
