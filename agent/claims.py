@@ -27,8 +27,9 @@ FIGURE = re.compile(r"(?<![\w:.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(%|percent\b
 CAPITALISED_PAIR = re.compile(r"\b([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})+)\b")
 QUOTED_TERM = re.compile(r"[\"“”]([^\"“”\n]{3,60})[\"“”]")
 TOPIC = re.compile(r"\b(?:discussions? (?:of|about|on)|concerns? (?:about|over)|topics? (?:of|like|such as)|"
-                   r"talk(?:ed|ing)? about|(?:was|were|is|are) about|focus(?:ed)? on|cent(?:er|re)d on|such as)\s+([a-z][a-z-]+(?: [a-z][a-z-]+)?)", re.I)
-TOPIC_BEFORE = re.compile(r"\b([a-z][a-z-]{3,}) (?:discussions?|debates?|concerns?)\b", re.I)
+                   r"talk(?:ed|ing)? about|(?:was|were|is|are) about|focus(?:ed)? on|cent(?:er|re)d on|such as)"
+                   r"\s+([a-z][a-z-]+(?: [a-z][a-z-]+)?)", re.I)
+TOPIC_BEFORE = re.compile(r"\b([a-z][a-z-]{3,}) (?:discussions|debates)\b", re.I)
 FACT_REF = re.compile(r"\[(?:F|fact\s*)?(\d{1,3})\]", re.I)
 LIST_MARK = re.compile(r"^\s*(?:[-*>]|\d{1,2}[.)])\s+", re.M)
 HEADING = re.compile(r"^#+ .*$", re.M)

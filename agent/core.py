@@ -285,6 +285,10 @@ def _plan(s: ReportState) -> Effect:
     if c.unread is not None:
         return Emit(tuple(_read_outline(s, c.unread)))
     assert s.context is not None
+    if s.rules.mode == "guided":  # the engine plans, as it plans the tool calls: a model call saved
+        title, summary, sections = guided.outline(s.context)
+        return _emit(OutlinePlanned(report_id=s.report_id, title=title, summary=summary,
+                                    sections=[OutlineSection(**x) for x in sections]))
     added = c.pending if c.messages else prompts.outline_messages(s.context.get("requirement", ""), s.context)
     return _emit(_request(s, "outline", 0, added, []))
 
@@ -637,6 +641,8 @@ def _problems(s: ReportState, section: SectionState, body: str, check: grounding
         problems.append(f"{section.evidence_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
     if body.startswith(prompts.PLACEHOLDER):
         problems.append("no usable text from the model: the gathered evidence stands in")
+    if body.startswith(guided.NO_DRAFT):
+        problems.append("no draft of the model survived the claim check: the facts from the data stand in")
     if ungrounded := len(check.ungrounded_quotes) + len(check.unknown_ids):
         problems.append(f"{ungrounded} quote(s) or id(s) not found in the evidence")
     if check.citations < s.rules.min_citations and not body.startswith(prompts.PLACEHOLDER):

@@ -16,7 +16,7 @@ from typing import Any
 from simreportd.events.models import ClaimVerdict, ToolObserved
 
 from . import claims
-from .offline import KINDS, WRITERS, Facts, _kind, _plan
+from .offline import KINDS, WRITERS, Facts, _kind, _plan, analyst_outline
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
@@ -32,6 +32,12 @@ SYSTEM = ("You write one section of an analysis report about a social-media simu
           "exactly as the sheet writes it, add no number, name, platform or topic of your own, and end each "
           "sentence with the numbers of the facts it uses, like [2] or [1][3]. "
           'Answer in JSON: {"sentences": [{"text": "...", "facts": [1, 3]}]}.')
+
+
+def outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
+    """The outline of a guided report: the offline writer's, shaped by the run (its trigger, camps, platforms),
+    one section for each kind of fact the sheets hold."""
+    return analyst_outline(context)
 
 
 def kind_of(title: str, description: str) -> str:

@@ -64,3 +64,21 @@ async def test_auto_mode_probes_the_model_and_records_its_choice(tmp_path: Path,
     assert any(e.type == "DraftWritten" for e in events)
     assert [e.type for e in events].index("WritingModeChosen") < [e.type for e in events].index("SectionStarted")
     assert (await replay_report_in(tmp_path, report_id)).divergence is None
+
+
+def only_invents(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    return {"content": json.dumps({"sentences": [{"text": INVENTED, "facts": [1]}]})}
+
+
+async def test_a_guided_section_no_draft_survives_shows_the_sheet_and_says_so(tmp_path: Path,
+                                                                              small_sim: Path) -> None:
+    with FakeLLM(script=only_invents) as llm:
+        _, _, (state, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), small_sim)
+    sections = [e.data for e in events if e.type == "SectionCompleted"]
+    assert all(s["content"].startswith("_No draft of the model survived") and s["draft"] == 0 for s in sections)
+    assert all("no draft of the model survived the claim check" in " ".join(s["problems"]) for s in sections)
+    assert not any(r["messages"][0]["content"].startswith("You plan") or "Plan the report" in
+                   r["messages"][0]["content"] for r in llm.requests)  # the engine planned the outline
+    assert state.verdict is not None and state.verdict.status == "completed_degraded"
