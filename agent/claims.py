@@ -127,10 +127,13 @@ def generated_evidence(tool: str) -> bool:
 
 def of_observations(observations: list[ToolObserved], context: dict[str, Any] | None,
                     ids: set[str] | None = None) -> Evidence:
-    """The evidence of these tool results (persona interviews left out) and the context the prompt showed;
-    `ids` widens the ids that may be cited (any the report's tools returned)."""
+    """The evidence of these tool results and the context the prompt showed; persona interviews give names,
+    ids and words (who was asked, about what), never figures. `ids` widens the ids that may be cited (any the
+    report's tools returned)."""
     ev = evidence([o.result for o in observations if not generated_evidence(o.tool)], context)
-    return ev if ids is None else Evidence(ev.numbers, ev.text, ev.ids | frozenset(ids), ev.derived)
+    generated = evidence([o.result for o in observations if generated_evidence(o.tool)])  # names and ids only
+    return Evidence(ev.numbers, ev.text + "\n" + generated.text, ev.ids | generated.ids | frozenset(ids or ()),
+                    ev.derived)
 
 
 BACKGROUND = ("rounds", "platforms", "agents_count", "stances", "hot_topics", "scheduled_events", "requirement")

@@ -47,6 +47,7 @@ def test_persona_interview_answers_are_no_evidence_for_figures() -> None:
                              result=json.dumps({"interviews": [{"answer": "I think 73 people agreed"}]}))
     verdict = claims.check("73 people agreed.", claims.of_observations([interview], None))
     assert [u.claims for u in verdict.unsupported] == [["73"]]
+    assert not claims.check("Those asked agreed.", claims.of_observations([interview], None)).unsupported
 
 
 def test_a_section_with_an_invented_figure_is_sent_back_then_kept_without_it() -> None:
