@@ -131,9 +131,21 @@ def of_observations(observations: list[ToolObserved], context: dict[str, Any] | 
     ids and words (who was asked, about what), never figures. `ids` widens the ids that may be cited (any the
     report's tools returned)."""
     ev = evidence([o.result for o in observations if not generated_evidence(o.tool)], context)
-    generated = evidence([o.result for o in observations if generated_evidence(o.tool)])  # names and ids only
+    generated = evidence([_without_answers(o.result) for o in observations if generated_evidence(o.tool)])
     return Evidence(ev.numbers, ev.text + "\n" + generated.text, ev.ids | generated.ids | frozenset(ids or ()),
                     ev.derived)
+
+
+def _without_answers(result: str) -> str:
+    """A persona interview's result without its answers: who was asked, about what, in which mode."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("answer", "response")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    try:
+        return json.dumps(strip(json.loads(result)))
+    except ValueError:
+        return ""
 
 
 BACKGROUND = ("rounds", "platforms", "agents_count", "stances", "hot_topics", "scheduled_events", "requirement")

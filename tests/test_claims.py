@@ -47,7 +47,10 @@ def test_persona_interview_answers_are_no_evidence_for_figures() -> None:
                              result=json.dumps({"interviews": [{"answer": "I think 73 people agreed"}]}))
     verdict = claims.check("73 people agreed.", claims.of_observations([interview], None))
     assert [u.claims for u in verdict.unsupported] == [["73"]]
-    assert not claims.check("Those asked agreed.", claims.of_observations([interview], None)).unsupported
+    asked = ToolObserved(report_id="r1", section_index=1, call_id="c2", tool="interview_agents", result=json.dumps(
+        {"interviews": [{"agent": {"name": "Maria Chen", "ref": "agent:3"}, "answer": "John Doe told me so"}]}))
+    verdict = claims.check("Maria Chen (agent:3) was asked. John Doe agreed.", claims.of_observations([asked], None))
+    assert [u.claims for u in verdict.unsupported] == [["John Doe"]]  # who was asked counts; what was said not
 
 
 def test_a_section_with_an_invented_figure_is_sent_back_then_kept_without_it() -> None:
