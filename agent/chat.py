@@ -40,7 +40,7 @@ from simreportd.events.models import (
     ToolObserved,
 )
 
-from . import budget, chat_prompts, grounding, prompts
+from . import budget, chat_prompts, claims, grounding, prompts
 from .core import CallLLM, Emit, RunTool, Stop, fingerprint
 from .interpret import clean_body, is_raw_tool_call, read_reply, strip_echoes
 from .state import Conversation, ReportState
@@ -285,7 +285,16 @@ def decide(s: ChatState, report: ReportState) -> ChatEffect:
     if turn.final_requested or _spent(s, turn):
         added = c.pending if turn.final_requested else [*c.pending, chat_prompts.answer_now(s.protocol)]
         return _emit(s, turn, _request(s, turn, added, []))
-    return _emit(s, turn, _request(s, turn, c.pending, list(s.rules.tools)))
+    return _emit(s, turn, _request(s, turn, c.pending, list(s.rules.tools), named=_named_tool(s, turn)))
+
+
+def _named_tool(s: ChatState, turn: Turn) -> str | None:
+    """After a reply with no tool call while the turn has no evidence, the tool the next request must call:
+    weak models answer from the report text alone otherwise (as report sections do, agent/core.py)."""
+    if not s.rules.name_tools or s.protocol != "native" or turn.tool_rejections == 0 \
+            or turn.evidence_calls >= CHAT_MIN_TOOLS:
+        return None
+    return next((t for t in s.rules.tools if counts_as_evidence(t) and t not in turn.used_tools), None)
 
 
 def _llm_step(s: ChatState, turn: Turn) -> ChatEffect | None:
@@ -340,7 +349,7 @@ def _prompt_target(s: ChatState) -> int:
 
 
 def _request(s: ChatState, turn: Turn, added: list[dict[str, Any]], tools: list[str], fresh: bool = False,
-             compacted: bool = True) -> LLMRequested:
+             compacted: bool = True, named: str | None = None) -> LLMRequested:
     """The next request; a conversation grown past the budget is sent again shortened, as a fresh one."""
     assert s.started is not None
     before = [] if fresh else s.conversation.messages
@@ -353,7 +362,9 @@ def _request(s: ChatState, turn: Turn, added: list[dict[str, Any]], tools: list[
     size = budget.estimate(messages, cpt)
     params: dict[str, Any] = {"temperature": s.rules.temperature,
                               "max_tokens": min(s.rules.max_tokens, max(64, context - size - context // 20))}
-    if tools and s.protocol == "native" and s.rules.tool_protocol == "auto":
+    if tools and s.protocol == "native" and named is not None:
+        params["tool_choice"] = {"type": "function", "function": {"name": named}}
+    elif tools and s.protocol == "native" and s.rules.tool_protocol == "auto":
         params["tool_choice"] = "auto"
     model = s.started.model or s.started.provider
     return LLMRequested(report_id=s.started.report_id, call_id=f"chat-llm-{s.llm_calls + 1}", purpose="chat",
@@ -452,12 +463,22 @@ def _answer(s: ChatState, turn: Turn, report: ReportState, text: str, forced: bo
         results = [o for o in s.observations if o.section_index == turn.number]
         evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in results) or "- (no evidence)"
         body = f"_The model gave no usable answer to this question; the evidence it gathered:_\n\n{evidence}"
-    check = _check(s, report, body)
-    cited = sorted(set(grounding.CITATION.findall(body)) - set(check.unknown_ids))
-    return [ChatAnswered(chat_id=s.chat_id, turn=turn.number, answer=grounding.mark(body, check),
+    verdict = claims.check(body, _evidence(s, report))
+    kept = claims.keep(body, verdict) or body  # nothing supported: the answer stands, flagged as without evidence
+    check = _check(s, report, kept)
+    cited = sorted(set(grounding.CITATION.findall(kept)) - set(check.unknown_ids))
+    no_evidence = verdict.supported == 0 or (turn.evidence_calls == 0 and not cited)
+    return [ChatAnswered(chat_id=s.chat_id, turn=turn.number, answer=grounding.mark(kept, check),
                          tool_calls=turn.tool_calls, sources=cited,
                          grounded_quotes=check.quotes - len(check.ungrounded_quotes),
-                         ungrounded_quotes=check.ungrounded_quotes, unknown_ids=check.unknown_ids, forced=forced)]
+                         ungrounded_quotes=check.ungrounded_quotes, unknown_ids=check.unknown_ids, forced=forced,
+                         claims=verdict, no_evidence=no_evidence)]
+
+
+def _evidence(s: ChatState, report: ReportState) -> claims.Evidence:
+    """What an answer may state: every tool result of the report and of this chat, and the run's context."""
+    observations = [o for sec in report.sections.values() for o in sec.observations] + s.observations
+    return claims.of_observations(observations, claims.background(report.context))
 
 
 def _check(s: ChatState, report: ReportState, body: str) -> grounding.Grounding:

@@ -14,10 +14,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from simreportd.agent import budget, grounding, prompts
+from simreportd.agent import arguments, budget, claims, grounding, guided, prompts
 from simreportd.events.models import (
+    ClaimVerdict,
     ContextCompacted,
     DomainEvent,
+    DraftWritten,
     LLMFailed,
     LLMRequested,
     LLMResponded,
@@ -32,7 +34,9 @@ from simreportd.events.models import (
     ThoughtRecorded,
     ToolCalled,
     ToolCallRequest,
+    ToolObserved,
     ToolProtocolChosen,
+    WritingModeChosen,
 )
 
 from .interpret import (
@@ -131,6 +135,8 @@ def next_effects(s: ReportState) -> list[Effect]:
         return [GatherContext(s.request.simulation_id, s.request.generation)]
     if s.outline is None:
         return [_plan(s)]
+    if s.rules.mode == "auto" and s.mode_chosen is None:
+        return [_probe(s)]
     open_sections, index = s.open_sections, len(s.sections) + 1
     if len(open_sections) < s.rules.parallel_sections and index <= len(s.outline.sections):
         return [_emit(SectionStarted(report_id=s.report_id, section_index=index,
@@ -212,8 +218,9 @@ def _tools_tokens(s: ReportState, tools: list[str]) -> int:
     return int(len(prompts.dumps(openai_tools(tools))) / s.chars_per_token) if tools else 0
 
 
-def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]],
-             tools: list[str], named: str | None = None, fresh: bool = False) -> ContextCompacted | LLMRequested:
+def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]], tools: list[str],
+             named: str | None = None, fresh: bool = False,
+             extra: dict[str, Any] | None = None) -> ContextCompacted | LLMRequested:
     """The next request, or first the compaction that makes it fit the context.
 
     `named` is a tool the reply must call; `fresh` makes `added` a conversation of its own.
@@ -237,6 +244,7 @@ def _request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any
         params["tool_choice"] = "auto"  # some servers (llama.cpp's chatml-function-calling) ignore tools without it
     if "timeout_s" in s.overrides:
         params["timeout"] = s.overrides["timeout_s"]
+    params.update({k: v for k, v in (extra or {}).items() if v is not None})
     model = s.request.model or s.request.provider
     protocol = s.protocol or "native"
     digest = hashlib.sha256() if fresh else c.digest.copy()  # the messages so far are hashed already
@@ -277,6 +285,10 @@ def _plan(s: ReportState) -> Effect:
     if c.unread is not None:
         return Emit(tuple(_read_outline(s, c.unread)))
     assert s.context is not None
+    if s.rules.mode == "guided":  # the engine plans, as it plans the tool calls: a model call saved
+        title, summary, sections = guided.outline(s.context)
+        return _emit(OutlinePlanned(report_id=s.report_id, title=title, summary=summary,
+                                    sections=[OutlineSection(**x) for x in sections]))
     so_far = s.request.partial if s.request else None
     until = max(so_far.rounds.values(), default=0) if so_far else None
     added = c.pending if c.messages else prompts.outline_messages(s.context.get("requirement", ""), s.context, until)
@@ -284,16 +296,23 @@ def _plan(s: ReportState) -> Effect:
 
 
 def _read_outline(s: ReportState, response: LLMResponded) -> list[DomainEvent]:
+    """The outline, its summary held to the claim check; else a rejection, or the data's outline.
+
+    An outline cut at the length limit falls back at once: a model that ran out of room once runs
+    out again, and each attempt costs the whole limit (minutes on a CPU server).
+    """
+    assert s.context is not None
     outline = parse_outline(response.content)
     if not isinstance(outline, str):
-        return [OutlinePlanned(report_id=s.report_id, title=outline.title, summary=outline.summary,
-                               sections=outline.sections)]
+        verdict = claims.check(outline.summary, claims.evidence([], s.context))
+        return [OutlinePlanned(report_id=s.report_id, title=outline.title, sections=outline.sections,
+                               summary=claims.keep(outline.summary, verdict), claims=verdict)]
+    cut = response.finish_reason == "length"
     rejected = ResponseRejected(report_id=s.report_id, section_index=0, iteration=s.lane(0).requests,
-                                call_id=response.call_id, reason="invalid_outline", detail=outline,
-                                feedback=prompts.outline_feedback(outline))
-    if s.outline_rejections < s.rules.outline_retries:
+                                call_id=response.call_id, reason="length_cut" if cut else "invalid_outline",
+                                detail=outline, feedback=prompts.outline_feedback(outline))
+    if s.outline_rejections < s.rules.outline_retries and not cut:
         return [rejected]
-    assert s.context is not None
     title, summary, sections = fallback_outline(s.context)
     return [rejected, OutlinePlanned(report_id=s.report_id, title=title, summary=summary, fallback=True,
                                      sections=[OutlineSection(**x) for x in sections])]
@@ -308,6 +327,8 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
         return RunTool(section.open_calls[0])
     if (effect := _llm_step(s, section.index, f"section {section.index}")) is not None:
         return effect
+    if s.mode == "guided":
+        return _guided(s, section)
     if c.unread is not None and _tools_ignored(s):
         return _emit(ToolProtocolChosen(report_id=s.report_id, protocol="text", reason=(
             f"the server ignored the offered tools in {s.tools_ignored} replies (tool_protocol = auto)")))
@@ -319,6 +340,67 @@ def _write_section(s: ReportState, section: SectionState) -> Effect:
     if _spent(s, section):
         return _emit(_request(s, "section", section.index, _last_word_opening(s, section), [], fresh=True))
     return _emit(_request(s, "section", section.index, added, list(s.tools), _named_tool(s, section)))
+
+
+def _sheet(s: ReportState, section: SectionState) -> tuple[str, list[str], list[tuple[str, dict[str, Any]]]]:
+    """Guided mode: the section's kind, its fact sheet so far and the tool calls the engine plans for it."""
+    assert s.outline is not None
+    outlined = s.outline.sections[section.index - 1]
+    kind = guided.kind_of(outlined.title, outlined.description)
+    background = claims.background(s.context)
+    seen = guided.seen_by_tool(section.observations)
+    return kind, guided.sheet(kind, seen, background), guided.plan(kind, background, seen)
+
+
+def _guided(s: ReportState, section: SectionState) -> Effect:
+    """A guided section: the engine's tool calls, then `[agent] drafts` drafts from the fact sheet, the best kept."""
+    c = s.lane(section.index)
+    kind, facts, planned = _sheet(s, section)
+    if c.unread is not None:
+        body, cited, verdict = guided.draft(c.unread.content, facts, _evidence(s, section))
+        return _emit(DraftWritten(report_id=s.report_id, section_index=section.index, draft=len(section.drafts) + 1,
+                                  call_id=c.unread.call_id, content=body, cited=cited,
+                                  claims=verdict.model_copy(update={"cut": c.unread.finish_reason == "length"})))
+    if len(section.calls) < len(planned):
+        name, args = planned[len(section.calls)]
+        return _emit(ToolCalled(report_id=s.report_id, section_index=section.index, iteration=0,
+                                call_id=f"s{section.index}-g{len(section.calls) + 1}", tool=name, arguments=args))
+    if len(section.drafts) < max(1, s.rules.drafts):
+        assert s.outline is not None
+        outlined = s.outline.sections[section.index - 1]
+        added = guided.messages(outlined.title, outlined.description, str((s.context or {}).get("requirement", "")),
+                                facts)
+        return _emit(_request(s, "section", section.index, added, [], fresh=True,
+                              extra={"response_format": guided.response_format(s.rules.response_format)}))
+    chosen = guided.best([(d.draft, d.content, d.cited, d.claims) for d in section.drafts])
+    if chosen is None:
+        return _emit(_completed(s, section, guided.fallback(facts), False, []))
+    kept = section.drafts[chosen[0] - 1]
+    return _emit(_completed(s, section, chosen[1], False, [], draft=chosen[0], drafted=kept.claims))
+
+
+def _probe(s: ReportState) -> Effect:
+    """`[agent] mode = "auto"`: one guided draft from the run's own statistics, measured by the claim check.
+
+    A model that keeps every claim supported and cites the sheet may write freely (react); one that invents
+    or ignores the sheet writes guided. The measurement is recorded, so a replay chooses the same.
+    """
+    assert s.context is not None
+    c = s.lane(0)
+    if (effect := _llm_step(s, 0, "probe")) is not None:
+        return effect
+    facts = guided.probe_facts(s.context)
+    if c.unread is None:
+        added = guided.messages("What the run was", "", str(s.context.get("requirement", "")), facts)
+        return _emit(_request(s, "probe", 0, added, [], fresh=True,
+                              extra={"response_format": guided.response_format(s.rules.response_format)}))
+    body, cited, verdict = guided.draft(c.unread.content, facts, claims.evidence([], s.context))
+    able = verdict.claims >= 2 and not verdict.unsupported and len(cited) >= 2
+    return _emit(WritingModeChosen(report_id=s.report_id, mode="react" if able else "guided",
+                                   probe_claims=verdict.claims, probe_supported=verdict.supported,
+                                   probe_cited=len(cited), reason=(
+                                       f"probe: {verdict.supported} of {verdict.claims} claims supported, "
+                                       f"{len(cited)} facts cited, {len(verdict.unsupported)} sentence(s) unsupported")))
 
 
 def _named_tool(s: ReportState, section: SectionState) -> str | None:
@@ -423,19 +505,36 @@ def _tool_calls(s: ReportState, section: SectionState, thought: str, calls: list
         events.append(ThoughtRecorded(report_id=s.report_id, section_index=section.index,
                                       iteration=section.iterations, text=thought))
     remaining = s.rules.max_tool_calls - section.tool_calls
+    earlier = list(section.calls)
     for call in calls:
+        copy = arguments.mechanical(call.name, call.arguments, section.observations) if call.name in s.tools else None
         if call.name not in s.tools:
             events.append(ResponseRejected(**base, reason="unknown_tool", tool_call_ids=[call.id],
                                            detail=call.name, feedback=prompts.unknown_tool(call.name, list(s.tools))))
         elif remaining <= 0:
             events.append(ResponseRejected(**base, reason="tool_budget_spent", tool_call_ids=[call.id],
                                            feedback="The tool budget is spent: write the final answer."))
+        elif copy is not None:
+            events.append(ResponseRejected(**base, reason="mechanical_arguments", tool_call_ids=[call.id],
+                                           detail=prompts.dumps(call.arguments)[:200], feedback=copy))
         else:
             remaining -= 1
-            events.append(ToolCalled(report_id=s.report_id, section_index=section.index,
-                                     iteration=section.iterations, call_id=call.id, tool=call.name,
-                                     arguments=call.arguments))
+            events += _tool_call(s, section, call, earlier)
     return events
+
+
+def _tool_call(s: ReportState, section: SectionState, call: ToolCallRequest,
+               earlier: list[ToolCalled]) -> list[DomainEvent]:
+    """A call to perform; a repeat of an earlier identical call is answered here with a reminder."""
+    repeat = arguments.repeat_of(call.name, call.arguments, earlier)
+    called = ToolCalled(report_id=s.report_id, section_index=section.index, iteration=section.iterations,
+                        call_id=call.id, tool=call.name, arguments=call.arguments,
+                        repeat_of=repeat.call_id if repeat is not None else None)
+    earlier.append(called)
+    if repeat is None:
+        return [called]
+    return [called, ToolObserved(report_id=s.report_id, section_index=section.index, call_id=call.id,
+                                 tool=call.name, result=arguments.reminder(repeat))]
 
 
 def _body(s: ReportState, text: str, base: dict[str, Any]) -> tuple[str, list[DomainEvent]]:
@@ -472,7 +571,16 @@ def _final_answer(s: ReportState, section: SectionState, final: str, base: dict[
     if not check.ok and section.grounding_rejections < 1:  # one chance to fix it, then it is marked
         return events + [ResponseRejected(**base, reason="ungrounded", detail=check.feedback()[:500],
                                           feedback=check.feedback())]
+    verdict = claims.check(body, _evidence(s, section))
+    if verdict.unsupported and section.claim_rejections < 1:  # one chance, then the sentences are removed
+        return events + [ResponseRejected(**base, reason="unsupported_claims", detail=claims.feedback(verdict)[:500],
+                                          feedback=claims.feedback(verdict))]
     return events + [_completed(s, section, body, False, events)]
+
+
+def _evidence(s: ReportState, section: SectionState) -> claims.Evidence:
+    """What a section may state: its own tool results and the background its prompt showed."""
+    return claims.of_observations(section.observations, claims.background(s.context), s.known_ids())
 
 
 def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base: dict[str, Any],
@@ -482,22 +590,37 @@ def _forced_completion(s: ReportState, section: SectionState, reply: Reply, base
     problem = _unusable(body) or (("length_cut", prompts.cut_off(s.max_tokens)) if cut else None)
     if problem is None:
         return events + [_completed(s, section, body, True, events)]
+    if problem[0] == "length_cut" and section.forced_replies > FORCED_RETRIES:
+        return events + [_completed(s, section, body, True, events, cut=True)]  # the model's own text, cut
     if section.forced_replies <= FORCED_RETRIES:
         return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
                                           feedback=problem[1] + " " + prompts.forced_final(s.protocol or "native"))]
-    if problem[0] == "length_cut":
-        return events + [_completed(s, section, body, True, events)]  # cut short, but the model's own text
     evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
     events.append(ResponseRejected(**base, reason=problem[0], detail="forced final answer unusable; evidence kept"))  # type: ignore[arg-type]
     return events + [_completed(s, section, f"{prompts.PLACEHOLDER}\n\n{evidence}", True, events)]
 
 
-def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
-               repairs: list[DomainEvent]) -> SectionCompleted:
-    """The section with its verdict: quotes the evidence lacks are flagged in place, rules not met listed.
+def _completed(s: ReportState, section: SectionState, written: str, forced: bool,
+               repairs: list[DomainEvent], cut: bool = False, draft: int = 0,
+               drafted: ClaimVerdict | None = None) -> SectionCompleted:
+    """The section with its verdicts: sentences with unsupported claims removed (and listed), quotes the
+    evidence lacks flagged in place, rules not met listed. A text mostly unsupported, looping or cut is not
+    kept as written: what survives the claim check stands, or the evidence when nothing does.
 
-    `repairs` are the rejections decided from the same reply, not folded yet but part of the verdict.
+    `repairs` are the rejections decided from the same reply, not folded yet but part of the verdict;
+    `drafted` is a guided draft's verdict, taken before its unsupported sentences were removed.
     """
+    placeholder = written.startswith(prompts.PLACEHOLDER)  # the evidence itself: nothing to check
+    verdict = ClaimVerdict(cut=cut) if placeholder else \
+        claims.check(written, _evidence(s, section)).model_copy(update={"cut": cut})
+    body = claims.keep(written, verdict)
+    if drafted is not None:
+        verdict = drafted.model_copy(update={"unsupported": drafted.unsupported + verdict.unsupported})
+    if verdict.repetitive:
+        body = "\n".join(dict.fromkeys(body.split("\n")))
+    if not body.strip() and not placeholder:
+        evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
+        body = f"{prompts.PLACEHOLDER}\n\n{evidence}"
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
     rejections = dict(section.rejections)
     for event in repairs:
@@ -508,8 +631,8 @@ def _completed(s: ReportState, section: SectionState, body: str, forced: bool,
                             content=grounding.mark(body, check), forced=forced, tool_calls=section.tool_calls,
                             iterations=section.iterations, ungrounded_quotes=ungrounded,
                             grounded_quotes=check.quotes - len(check.ungrounded_quotes),
-                            rejections=dict(sorted(rejections.items())),
-                            problems=_problems(s, section, body, check))
+                            rejections=dict(sorted(rejections.items())), claims=verdict, draft=draft,
+                            problems=_problems(s, section, body, check) + claims.problems(verdict, cut))
 
 
 def _problems(s: ReportState, section: SectionState, body: str, check: grounding.Grounding) -> list[str]:
@@ -520,6 +643,8 @@ def _problems(s: ReportState, section: SectionState, body: str, check: grounding
         problems.append(f"{section.evidence_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
     if body.startswith(prompts.PLACEHOLDER):
         problems.append("no usable text from the model: the gathered evidence stands in")
+    if body.startswith(guided.NO_DRAFT):
+        problems.append("no draft of the model survived the claim check: the facts from the data stand in")
     if ungrounded := len(check.ungrounded_quotes) + len(check.unknown_ids):
         problems.append(f"{ungrounded} quote(s) or id(s) not found in the evidence")
     if check.citations < s.rules.min_citations and not body.startswith(prompts.PLACEHOLDER):
@@ -532,6 +657,9 @@ def _report_completed(s: ReportState) -> ReportCompleted:
     """The report's verdict: `completed` only when every section meets the rules."""
     assert s.outline is not None
     problems = ["outline derived from the data: the model gave no valid outline"] if s.outline.fallback else []
+    if s.outline.claims is not None and s.outline.claims.unsupported:
+        problems.append(f"summary: {len(s.outline.claims.unsupported)} sentence(s) with figures or names not in "
+                        "the simulation's statistics, removed")
     problems += [f"section {i} ({done.title}): {p}" for i, done in sorted(s.completed.items()) for p in done.problems]
     return ReportCompleted(report_id=s.report_id, title=s.outline.title, sections_total=len(s.outline.sections),
                            status="completed_degraded" if problems else "completed", problems=problems)

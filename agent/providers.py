@@ -126,12 +126,13 @@ class OpenAIProvider:
     name = "openai"
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float, max_concurrency: int,
-                 requests_per_minute: int = 0) -> None:
+                 requests_per_minute: int = 0, stream: bool = False) -> None:
         import openai  # here, not at the top: it takes a second to import, and only the API writer needs it
 
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
                                          timeout=timeout_s, max_retries=0)
         self.timeout_s, self.base_url = timeout_s, str(self.client.base_url).rstrip("/")
+        self.stream = stream  # stream replies: `timeout_s` is then the silence allowed between two chunks
         self.slots = ServerSlots(max_concurrency)  # shared by every report and chat of this daemon
         self.rate = RateLimiter(requests_per_minute)
 
@@ -163,9 +164,13 @@ class OpenAIProvider:
             kwargs["tools"] = openai_tools(request.tools)
         timeout = float(kwargs.setdefault("timeout", self.timeout_s))  # `resume --timeout` records its own
         late = f"no complete answer within {timeout:g}s ([llm] timeout_s)"
+        if self.stream:
+            late = f"the server sent nothing for {timeout:g}s ([llm] timeout_s, between streamed chunks)"
         async with self.slots.slot():
             await self.rate.acquire()
             try:
+                if self.stream:
+                    return await _streamed(self.client, kwargs, timeout, request.call_id, messages)
                 with anyio.fail_after(timeout):  # a deadline for the whole call, not per socket read
                     response = await self.client.chat.completions.create(**kwargs)
             except TimeoutError as exc:
@@ -189,6 +194,68 @@ def innermost_reason(exc: BaseException) -> str:
     while (inner := exc.__cause__ or exc.__context__) is not None:
         exc = inner
     return str(exc) or type(exc).__name__
+
+
+async def _streamed(client: Any, kwargs: dict[str, Any], silence: float, call_id: str,
+                    messages: list[dict[str, Any]]) -> Completion:
+    """One streamed completion, failed only when the server is silent `silence` seconds between chunks.
+
+    A CPU server writing 5 tokens a second is slow, not broken: a deadline on the whole call failed it
+    while it was still writing. The stream is closed on every way out, so a request given up is
+    cancelled on the server (llama.cpp stops computing it) before its retry is queued behind it.
+    """
+    with anyio.fail_after(silence):
+        stream = await client.chat.completions.create(**{**kwargs, "stream": True})
+    parts = _Parts()
+    try:
+        iterator = stream.__aiter__()
+        while True:
+            with anyio.fail_after(silence):
+                try:
+                    chunk = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+            parts.add(chunk)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stream.close()
+    return parts.completion(call_id, messages)
+
+
+@dataclass
+class _Parts:
+    """The pieces of a streamed reply: text, tool calls by index, finish reason, usage when sent."""
+
+    content: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    finish: str | None = None
+    usage: Any = None
+
+    def add(self, chunk: Any) -> None:
+        self.usage = getattr(chunk, "usage", None) or self.usage
+        for choice in getattr(chunk, "choices", None) or []:
+            self.finish = getattr(choice, "finish_reason", None) or self.finish
+            delta = getattr(choice, "delta", None)
+            if delta is None:
+                continue
+            if isinstance(text := getattr(delta, "content", None), str):
+                self.content.append(text)
+            for tc in getattr(delta, "tool_calls", None) or []:
+                call = self.calls.setdefault(getattr(tc, "index", 0) or 0, {"id": None, "name": "", "arguments": ""})
+                call["id"] = getattr(tc, "id", None) or call["id"]
+                function = getattr(tc, "function", None)
+                call["name"] += getattr(function, "name", None) or ""
+                call["arguments"] += getattr(function, "arguments", None) or ""
+
+    def completion(self, call_id: str, messages: list[dict[str, Any]]) -> Completion:
+        """The reply as one non-streamed response would have carried it."""
+        from types import SimpleNamespace as NS
+
+        calls = [NS(id=c["id"], function=NS(name=c["name"], arguments=c["arguments"]))
+                 for _, c in sorted(self.calls.items())] or None
+        message = NS(content="".join(self.content), tool_calls=calls)
+        return _completion(NS(choices=[NS(message=message, finish_reason=self.finish)], usage=self.usage),
+                           call_id, messages)
 
 
 OVERFLOW = re.compile(r"context (length|window|size)|too many tokens|prompt is too long|n_ctx", re.I)

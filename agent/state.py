@@ -20,6 +20,7 @@ from simreportd.events.models import (
     ContextCompacted,
     ContextGathered,
     DomainEvent,
+    DraftWritten,
     InterviewUnlocked,
     LLMFailed,
     LLMRequested,
@@ -41,6 +42,7 @@ from simreportd.events.models import (
     ToolObserved,
     ToolProtocolChosen,
     WriterChanged,
+    WritingModeChosen,
 )
 
 
@@ -86,6 +88,9 @@ class SectionState:
     used_tools: list[str] = field(default_factory=list)
     conflicts: int = 0
     grounding_rejections: int = 0
+    claim_rejections: int = 0
+    calls: list[ToolCalled] = field(default_factory=list)  # every call performed or answered, in order
+    drafts: list[DraftWritten] = field(default_factory=list)  # guided mode: the drafts written so far
     open_calls: list[ToolCalled] = field(default_factory=list)
     final_requested: bool = False
     forced_replies: int = 0  # replies to the forced final request
@@ -134,6 +139,14 @@ class ReportState:
     tool_calls_seen: bool = False  # a reply to such a request held one (native, tagged or JSON in the text)
     chars_per_token: float = budget.DEFAULT_CHARS_PER_TOKEN
     prompt_cap: int | None = None  # lowered when the server refused a request as too long
+    mode_chosen: WritingModeChosen | None = None  # `[agent] mode = "auto"`: the probe's verdict
+
+    @property
+    def mode(self) -> str:
+        """How sections are written: `[agent] mode`, or for `auto` what the probe chose (react until then)."""
+        if self.rules.mode != "auto":
+            return self.rules.mode
+        return self.mode_chosen.mode if self.mode_chosen is not None else "react"
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -285,14 +298,16 @@ class ReportState:
             section.rejections[e.reason] = section.rejections.get(e.reason, 0) + 1
             section.conflicts += e.reason == "tool_and_final_answer"
             section.grounding_rejections += e.reason == "ungrounded"
+            section.claim_rejections += e.reason == "unsupported_claims"
 
     def _on_ToolCalled(self, e: ToolCalled) -> None:
         self.lane(e.section_index).unread = None
         section = self.sections[e.section_index]
         section.open_calls.append(e)
+        section.calls.append(e)
         section.accepted.add(e.iteration)
         section.tool_calls += 1
-        section.evidence_calls += counts_as_evidence(e.tool)
+        section.evidence_calls += counts_as_evidence(e.tool) and e.repeat_of is None
         if e.tool not in section.used_tools:
             section.used_tools.append(e.tool)
 
@@ -308,6 +323,15 @@ class ReportState:
             return
         self.lane(e.section_index).pending.append(
             self._result_message(e.section_index, e.call_id, e.tool, f"Tool error: {e.error}", section))
+
+    def _on_DraftWritten(self, e: DraftWritten) -> None:
+        self.lane(e.section_index).unread = None
+        if (section := self._section(e.section_index)) is not None:
+            section.drafts.append(e)
+
+    def _on_WritingModeChosen(self, e: WritingModeChosen) -> None:
+        self.lane(0).unread = None
+        self.mode_chosen = e
 
     def _on_SectionCompleted(self, e: SectionCompleted) -> None:
         self.completed[e.section_index] = e
@@ -391,4 +415,6 @@ HANDLERS: dict[type[DomainEvent], Callable[[ReportState, Any], None]] = {
     ReportResumed: ReportState._on_ReportResumed,
     ReportForked: ReportState._on_ReportResumed,  # a fork continues live from the end of its shared history
     WriterChanged: ReportState._on_WriterChanged,
+    DraftWritten: ReportState._on_DraftWritten,
+    WritingModeChosen: ReportState._on_WritingModeChosen,
 }

@@ -33,7 +33,9 @@ def answer_fields(answered: ChatAnswered) -> dict[str, Any]:
             "tool_calls": [{"name": c.name, "parameters": c.arguments} for c in answered.tool_calls],
             "sources": answered.sources,
             "grounding": {"grounded_quotes": answered.grounded_quotes, "ungrounded_quotes": answered.ungrounded_quotes,
-                          "unknown_ids": answered.unknown_ids, "forced": answered.forced}}
+                          "unknown_ids": answered.unknown_ids, "forced": answered.forced},
+            "no_evidence": answered.no_evidence,
+            "unsupported": [u.model_dump() for u in answered.claims.unsupported] if answered.claims else []}
 
 
 def step_frame(chat_id: str, event: ChatEvent) -> dict[str, Any] | None:

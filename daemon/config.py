@@ -79,6 +79,7 @@ class LLMConfig(Section):
     api_key_env: str = "OPENAI_API_KEY"
     tool_protocol: Literal["auto", "native", "text"] = "auto"
     timeout_s: float = Field(default=60.0, gt=0)
+    stream: bool = False
     max_retries: int = Field(default=4, ge=0)
     retry_backoff_s: float = Field(default=1.0, ge=0)
     max_concurrency: int = Field(default=4, ge=1)
@@ -104,6 +105,9 @@ class AgentConfig(Section):
     mirofish_budget: bool = False
     name_tools: bool = True
     min_citations: int = Field(default=1, ge=0)
+    mode: Literal["react", "guided", "auto"] = "react"
+    drafts: int = Field(default=1, ge=1, le=5)
+    response_format: Literal["off", "json_object", "json_schema"] = "off"
 
 
 class ReportsConfig(Section):

@@ -167,6 +167,27 @@ class ReportEvent(DomainEvent):
     report_id: str
 
 
+class UnsupportedSentence(BaseModel):
+    """One sentence of a text and the claims in it (figures, names, terms) its evidence does not hold."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    sentence: str
+    claims: list[str]
+
+
+class ClaimVerdict(BaseModel):
+    """The claim check of one text (docs/formats.md#claim-check): sentences, claims and which are unsupported."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    sentences: int = 0
+    claims: int = 0
+    supported: int = 0
+    unsupported: list[UnsupportedSentence] = Field(default_factory=list)  # removed from the text as kept
+    repetitive: bool = False
+    mostly_unsupported: bool = False
+    cut: bool = False  # the text ran to the length limit
+
+
 class OutlineSection(BaseModel):
     model_config = ConfigDict(frozen=True)
     title: str
@@ -208,6 +229,9 @@ class ReportRules(BaseModel):
     context_tokens: int = 0  # 0: not known; the agent then assumes 8192
     tools: tuple[str, ...] = ()
     parallel_sections: int = 1  # sections written at once (`[reports] parallel_sections`)
+    mode: Literal["react", "guided", "auto"] = "react"  # `[agent] mode`: how sections are written
+    drafts: int = 1  # `[agent] drafts`: guided drafts per section, the best supported kept
+    response_format: Literal["off", "json_object", "json_schema"] = "off"  # guided drafts' structured output
 
 
 class ReportRequested(ReportEvent):
@@ -240,6 +264,7 @@ class OutlinePlanned(ReportEvent):
     summary: str
     sections: list[OutlineSection]
     fallback: bool = False
+    claims: ClaimVerdict | None = None  # the summary's claim check; its unsupported sentences are removed
 
 
 class SectionStarted(ReportEvent):
@@ -251,7 +276,7 @@ class SectionStarted(ReportEvent):
 class LLMRequested(ReportEvent):
     type: Literal["LLMRequested"] = "LLMRequested"
     call_id: str
-    purpose: Literal["outline", "section", "interview", "chat"]
+    purpose: Literal["outline", "section", "interview", "chat", "probe"]
     section_index: int = 0
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -330,6 +355,7 @@ class ToolCalled(ReportEvent):
     call_id: str
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    repeat_of: str | None = None  # an identical earlier call: its result is restated, not new evidence
 
 
 class ToolObserved(ReportEvent):
@@ -362,6 +388,8 @@ RejectionReason = Literal[
     "ungrounded",
     "length_cut",
     "echoed_prompt",
+    "unsupported_claims",
+    "mechanical_arguments",
 ]
 
 
@@ -388,6 +416,8 @@ class SectionCompleted(ReportEvent):
     grounded_quotes: int = 0
     rejections: dict[str, int] = Field(default_factory=dict)
     problems: list[str] = Field(default_factory=list)  # the [agent] rules this section does not meet
+    claims: ClaimVerdict | None = None  # the claim check; sentences it lists were removed from `content`
+    draft: int = 0  # guided mode: which draft was kept (1-based), 0 for a ReACT section
 
 
 class ReportCompleted(ReportEvent):
@@ -436,6 +466,29 @@ class ReportForked(ReportEvent):
     at: int
     provider: str
     model: str
+
+
+class WritingModeChosen(ReportEvent):
+    """`[agent] mode = "auto"`: the mode the sections are written in, chosen by a probe of the model."""
+
+    type: Literal["WritingModeChosen"] = "WritingModeChosen"
+    mode: Literal["react", "guided"]
+    reason: str
+    probe_claims: int = 0  # claims in the probe's answer
+    probe_supported: int = 0  # of them, supported by the probe's fact sheet
+    probe_cited: int = 0  # facts of the sheet the answer cited
+
+
+class DraftWritten(ReportEvent):
+    """Guided mode: one draft of a section, checked; the best supported draft becomes the section."""
+
+    type: Literal["DraftWritten"] = "DraftWritten"
+    section_index: int
+    draft: int  # 1-based
+    call_id: str
+    content: str  # the draft as kept by the claim check
+    cited: list[int] = Field(default_factory=list)  # fact numbers of the sheet it cites
+    claims: ClaimVerdict
 
 
 class ReportDeleted(ReportEvent):
@@ -542,6 +595,8 @@ class ChatAnswered(ChatEvent):
     ungrounded_quotes: list[str] = Field(default_factory=list)
     unknown_ids: list[str] = Field(default_factory=list)
     forced: bool = False
+    claims: ClaimVerdict | None = None  # the claim check; sentences it lists were removed from `answer`
+    no_evidence: bool = False  # no tool read the simulation for it, or it states nothing its evidence holds
 
 
 class ChatTurnFailed(ChatEvent):
@@ -586,6 +641,8 @@ AnyEvent = Annotated[
         WriterChanged,
         ReportForked,
         ReportDeleted,
+        WritingModeChosen,
+        DraftWritten,
         InterviewRequested,
         InterviewAnswered,
         ChatStarted,

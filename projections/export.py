@@ -27,15 +27,36 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
     return report
 
 
-def section_markdown(section: dict[str, Any]) -> str:
-    return f"## {section['title']}\n\n{(section['content'] or '').strip()}\n"
+def notice(report: dict[str, Any], section: dict[str, Any] | None = None) -> str:
+    """The warning a degraded report's files open with, naming what failed ('' for a report that met the rules).
+
+    Shown in every Markdown file a reader opens (full_report.md, each section_NN.md), not only in meta.json:
+    a reader of the text alone must know which parts not to trust. A section's file names its own problems.
+    """
+    if report.get("status") != "completed_degraded":
+        return ""
+    own = json.loads(section.get("problems") or "[]") if section is not None else []
+    problems = own or json.loads(report.get("problems") or "[]")
+    what = "This section" if own else "This report"
+    listed = "".join(f"\n> - {p}" for p in problems[:12])
+    more = f"\n> - and {len(problems) - 12} more (meta.json lists them all)" if len(problems) > 12 else ""
+    return (f"> **Warning: {what} is degraded**: it did not meet simreportd's quality rules, so check it "
+            f"against the simulation before relying on it.{listed}{more}\n")
+
+
+def section_markdown(section: dict[str, Any], report: dict[str, Any] | None = None) -> str:
+    """`## title`, the degraded report's notice (when `report` is given), then the section's text."""
+    warning = notice(report, section) if report is not None else ""
+    return f"## {section['title']}\n\n{warning + chr(10) if warning else ''}{(section['content'] or '').strip()}\n"
 
 
 def full_markdown(report: dict[str, Any]) -> str:
-    """`# title`, `> summary`, `---`, then the completed sections in order."""
+    """`# title`, the notice of a degraded report, the summary as a paragraph, `---`, the completed sections."""
+    warning = notice(report)
     parts = [f"# {report['title'] or report['report_id']}\n",
              f"> **{report['partial']}**\n" if report.get("partial") else "",
-             f"> {report['summary']}\n" if report["summary"] else "",
+             warning,
+             f"**Summary.** {report['summary']}\n" if report["summary"] else "",
              "![Actions per round on each platform, turning points circled, divergence shaded](activity.svg)\n",
              "---\n"]
     parts += [section_markdown(s) for s in report["sections"] if s["status"] == "completed"]
@@ -87,7 +108,7 @@ def render(report: dict[str, Any], chart: str) -> dict[str, bytes]:
     if (planned := outline(report)) is not None:
         files["outline.json"] = _json(planned)
     for s in completed:
-        files[f"section_{s['section_index']:02d}.md"] = section_markdown(s).encode("utf-8")
+        files[f"section_{s['section_index']:02d}.md"] = section_markdown(s, report).encode("utf-8")
     return files
 
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +41,8 @@ class FakeLLM:
         # like llama.cpp: `slots` requests answered at once, the others queue (an abandoned one still runs)
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.in_flight = self.peak_in_flight = 0  # requests being answered at once: what concurrency limits bound
+        self.cancelled = 0  # streams the client closed before their end (a request given up, cancelled)
+        self.cancel_seen = threading.Event()  # set when a client closes a stream before its end
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +50,9 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 status, headers, payload = owner.answer(body)
                 if status == 0:
+                    return
+                if body.get("stream") and status == 200:
+                    owner.stream(self, json.loads(payload), json.loads(headers.pop("X-Fake-Stream", "null")))
                     return
                 try:
                     self.send_response(status)
@@ -62,6 +70,32 @@ class FakeLLM:
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def stream(self, handler: BaseHTTPRequestHandler, completion: dict[str, Any], fault: list[Any] | None) -> None:
+        """Send `completion` as server-sent events. `("drip", gap_s)` waits `gap_s` between chunks (a slow
+        server still writing); `("stall", wait_s)` sends one chunk and then nothing, until the client closes
+        the stream (counted in `cancelled`) or `wait_s` passes."""
+        events = chunks(completion)
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.end_headers()
+            for n, event in enumerate(events):
+                if fault and fault[0] == "drip" and n:
+                    time.sleep(fault[1])  # the server's own pace, not a test's wait
+                handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                handler.wfile.flush()
+                if fault and fault[0] == "stall":
+                    if _closed(handler, fault[1]):
+                        with self.lock:
+                            self.cancelled += 1
+                        self.cancel_seen.set()
+                    return
+            handler.wfile.write(b"data: [DONE]\n\n")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        handler.close_connection = True
 
     @property
     def base_url(self) -> str:
@@ -92,6 +126,8 @@ class FakeLLM:
             fault = ("refuse_tools",)
         if fault is None and self.unavailable_for is not None and self.unavailable_for(body):
             fault = ("status", 503)
+        if fault is not None and fault[0] in ("stall", "drip"):  # streamed faults: played out by `stream`
+            return 200, {"X-Fake-Stream": json.dumps(fault)}, json.dumps(self.completion(body)).encode()
         if fault is not None:
             return serve_fault(fault, body)
         return 200, {}, json.dumps(self.completion(body)).encode()
@@ -103,6 +139,30 @@ class FakeLLM:
         if self.script is not None and (override := self.script(body, message)) is not None:
             message = override
         return completion_body(body, message)
+
+
+def _closed(handler: BaseHTTPRequestHandler, wait_s: float) -> bool:
+    """Whether the client closed the connection within `wait_s` seconds (woken by the close itself)."""
+    ready, _, _ = select.select([handler.connection], [], [], wait_s)
+    try:
+        return bool(ready) and handler.connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
+def chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chat.completion as the chat.completion.chunk objects a streaming server sends: text a few words at
+    a time, each tool call as one delta, the finish reason last."""
+    choice = completion["choices"][0]
+    message, words = choice["message"], re.findall(r"\S+\s*", choice["message"].get("content") or "")
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": "".join(words[i:i + 8])} for i in range(0, len(words), 8)]
+    deltas += [{"tool_calls": [{"index": n, **call}]} for n, call in enumerate(message.get("tool_calls") or [])]
+    out = [{"id": "cmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": completion["model"],
+            "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    out.append({**out[0], "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],
+                "usage": completion["usage"]})  # as vLLM and llama.cpp's server send it, on the last chunk
+    return out
 
 
 def completion_body(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:

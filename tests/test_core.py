@@ -70,12 +70,12 @@ def observe_all(s: ReportState) -> None:
     while isinstance(effect := drive(s), core.RunTool):
         call = effect.call
         s.apply(ToolObserved(report_id="r1", section_index=call.section_index, call_id=call.call_id,
-                             tool=call.tool, result='{"ok": true}'))
+                             tool=call.tool, result='{"busiest_round": 5, "ok": true}'))
 
 
 def use_tools(s: ReportState, n: int) -> None:
     for tool in REPORT_TOOLS[:n]:
-        reply(s, calls=[(tool, {"query": "x"})])
+        reply(s, calls=[(tool, {"query": f"x{s.version}"})])
         observe_all(s)
 
 

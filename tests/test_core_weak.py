@@ -72,9 +72,9 @@ def test_a_forced_answer_that_echoes_our_prompts_is_cleaned_or_sent_back() -> No
     echo = (f"{prompts.forced_final('native')}\n</tool_result>\nTool budget: 3 used, 0 remaining.")
     events = reply(s, echo)
     assert reasons(events) == ["echoed_prompt", "empty_section"] and not s.completed
-    events = reply(s, f"Final Answer: Students split in round 2.\n{prompts.FORCED_FINAL} from the evidence.")
+    events = reply(s, f"Final Answer: Students split in round 5.\n{prompts.FORCED_FINAL} from the evidence.")
     done = events[-1]
-    assert isinstance(done, SectionCompleted) and done.content == "Students split in round 2."
+    assert isinstance(done, SectionCompleted) and done.content == "Students split in round 5."
     assert done.forced and done.problems == [] and done.rejections == {"echoed_prompt": 2, "empty_section": 1}
 
 
@@ -293,7 +293,7 @@ def test_the_forced_final_answer_is_asked_in_a_conversation_of_its_own() -> None
     assert prompts.FORCED_FINAL in last and last.count("<tool_result") == 3  # the evidence, no tool-call turns
     assert request.fingerprint == core.fingerprint(request.model, request.params, request.protocol, [],
                                                    effect.messages)
-    events = reply(s, "Round 2 split the students.")
+    events = reply(s, "Round 5 split the students.")
     assert isinstance(events[-1], SectionCompleted) and events[-1].forced
 
 
@@ -336,6 +336,6 @@ def test_a_section_that_cites_nothing_from_its_evidence_is_degraded() -> None:
 def test_a_final_answer_that_copies_the_prompt_back_is_not_analysis() -> None:
     s = started(max_tool_calls=3)
     use_tools(s, 3)
-    copy = "**Requirement:**\n\n**Section: One. d1**\n\nRound 2 split the students."
-    assert reasons(reply(s, copy)) == ["echoed_prompt"] and s.completed[1].content == "Round 2 split the students."
+    copy = "**Requirement:**\n\n**Section: One. d1**\n\nRound 5 split the students."
+    assert reasons(reply(s, copy)) == ["echoed_prompt"] and s.completed[1].content == "Round 5 split the students."
 

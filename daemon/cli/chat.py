@@ -144,6 +144,10 @@ def show_answer(frame: Frame) -> None:
     say(f"  [turn {frame.get('turn')}: {len(frame.get('tool_calls') or [])} tool call(s); sources: "
         f"{', '.join(frame.get('sources') or []) or 'none'}; {grounding.get('grounded_quotes', 0)} grounded quote(s)"
         + (f"; {flagged} quote(s) or id(s) not found in the evidence, flagged" if flagged else "") + "]")
+    if frame.get("no_evidence"):
+        say("  WARNING: this answer rests on no evidence from the simulation: check it before relying on it")
+    if unsupported := frame.get("unsupported"):
+        say(f"  {len(unsupported)} sentence(s) with figures or names not in the evidence were removed")
 
 
 def say(text: str) -> None:

@@ -55,6 +55,10 @@ def interview_prompt(topic: str) -> str:
     return lead + "\n" + "\n".join(f"{i}. {q}" for i, q in enumerate(questions(topic), 1))
 
 
+GENERATED = ("these answers are written by a model in each agent's persona, not said during the run: "
+             "quote them as generated, never as evidence for a figure or a fact (docs/formats.md#claim-check)")
+
+
 class Interviewer:
     def __init__(self, store: EventLog, views_path: Path, provider: LLMProvider, model: str,
                  timeout_s: float, limiter: anyio.CapacityLimiter | None = None) -> None:
@@ -74,7 +78,8 @@ class Interviewer:
         agents = await self._in_thread(self._choose, simulation_id, generation, topic, count)
         asked, prompt = questions(topic), interview_prompt(topic)
         answers, mode, note = await self._answers(simulation_id, generation, agents, prompt, topic)
-        return json.dumps({"topic": topic, "questions": asked, "mode": mode, "note": note, "interviews": [
+        generated = {"generated": GENERATED} if mode == "persona" else {}  # model-written: never evidence for figures
+        return json.dumps({"topic": topic, "questions": asked, "mode": mode, "note": note, **generated, "interviews": [
             {"agent": {"ref": f"agent:{a['agent_id']}", "name": a["name"], "stance": a["stance"]},
              "agent_id": a["agent_id"], "question": prompt, **answers[a["agent_id"]]} for a in agents]},
             sort_keys=True, ensure_ascii=False)

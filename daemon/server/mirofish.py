@@ -144,7 +144,7 @@ def sections(conn: sqlite3.Connection, ask: Ask) -> Reply:
     done = [s for s in (found or {}).get("sections", []) if s["status"] == "completed"]
     return ok({"report_id": report_id, "sections": [
         {"filename": f"section_{s['section_index']:02d}.md", "section_index": s["section_index"],
-         "subsection_index": None, "content": section_markdown(s), "is_subsection": False} for s in done],
+         "subsection_index": None, "content": section_markdown(s, found), "is_subsection": False} for s in done],
         "total_sections": len(done), "is_complete": found is not None and mirofish_status(found["status"]) == "completed"})
 
 
@@ -156,7 +156,7 @@ def section(conn: sqlite3.Connection, ask: Ask) -> Reply:
     if match:
         index = match[0]["section_index"]
         return ok({"filename": f"section_{index:02d}.md", "section_index": index,
-                   "content": section_markdown(match[0])})
+                   "content": section_markdown(match[0], found)})
     total = (found or {}).get("sections_total")
     if found is None or total and not (index is not None and 1 <= index <= total):
         return failed(404, f"report {report_id} has no section {number}"

@@ -1,0 +1,288 @@
+"""The claim check: every figure and every name in a text must come from the evidence it was written from
+(docs/formats.md#claim-check).
+
+Pure text work, no I/O. A *claim* is a figure (a count, a decimal, a percentage, a ratio, a round number),
+an id (`post:twitter:42`, `agent:7`), a platform, a person's name (two capitalised words) or a term the
+text puts in quotation marks or names as a topic. A claim is supported when the evidence holds it: a
+figure as a number of a tool result (a percentage also as a share, rounded as the text rounds it, so a
+`calculate` result counts), a name or term as text of a result. Persona interview answers are written by a
+model, not said in the run: they are never evidence for figures or names (`generated_evidence`).
+Sentences with unsupported claims are listed, one verdict per sentence; `keep` drops them from the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSentence
+
+from .grounding import CITATION
+
+SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=[^a-z])|\n+")
+FIGURE = re.compile(r"(?<![\w:.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(%|percent\b|x\b|times\b)?")
+CAPITALISED_PAIR = re.compile(r"\b([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})+)\b")
+QUOTED_TERM = re.compile(r"[\"“”]([^\"“”\n]{3,60})[\"“”]")
+TOPIC = re.compile(r"\b(?:discussions? (?:of|about|on)|concerns? (?:about|over)|topics? (?:of|like|such as)|"
+                   r"talk(?:ed|ing)? about|(?:was|were|is|are) about|focus(?:ed)? on|cent(?:er|re)d on|such as)"
+                   r"\s+([a-z][a-z-]+(?: [a-z][a-z-]+)?)", re.I)
+TOPIC_BEFORE = re.compile(r"\b([a-z][a-z-]{3,}) (?:discussions|debates)\b", re.I)
+FACT_REF = re.compile(r"\[(?:F|fact\s*)?(\d{1,3})\]", re.I)
+LIST_MARK = re.compile(r"^\s*(?:[-*>]|\d{1,2}[.)])\s+", re.M)
+HEADING = re.compile(r"^#+ .*$", re.M)
+QUOTE_BLOCK = re.compile(r"^>.*$", re.M)  # quotations: held to the quote check (agent/grounding.py), not this one
+PLATFORMS = ("twitter", "reddit", "facebook", "instagram", "linkedin", "tiktok", "youtube", "weibo", "wechat",
+             "telegram", "whatsapp", "mastodon", "threads", "discord", "snapchat", "douyin", "pinterest", "quora")
+STOP_WORDS = frozenset("""the a an in on at of and or but to from for with by as is was were be been it its this that
+these those their there then than so such some any all each every most more less many much one two three four five
+six seven eight nine ten first second third last next other another after before during while over under about
+into out up down not no yes only also very both either neither same own""".split())
+OPENERS = frozenset("""The This That These Those In On At Of And But Overall However Meanwhile During After Before
+While Although Over Under From With Without For By As Most Some Many Each Every Both Round Rounds Section Summary
+Total Twitter Reddit Agent Agents Camp Camps Supportive Opposing Neutral Observer Answers Answer Question
+Questions Key Data Facts Fact Note Evidence""".split())
+SMALL = 10  # counts up to this are words in disguise ("2 platforms", "top 5"): checked like any other figure
+MAX_SERIES = 80  # per-round rows whose span means are worked out (tools send at most 60)
+MOSTLY = 0.5  # a text whose sentences with claims are more than half unsupported is mostly unsupported
+REPEATED = 0.6  # distinct sentences below this share of all sentences: the text loops
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a text may state: the numbers and the text of the results it was written from."""
+
+    numbers: frozenset[float]
+    text: str  # lower-cased: every string and key of every result, joined
+    ids: frozenset[str]
+    derived: frozenset[float] = frozenset()  # means of per-round series over spans of rounds
+
+    def has_figure(self, value: float, decimals: int, percent: bool) -> bool:
+        """The figure occurs, rounded as the text rounds it; a percentage may be a share times 100."""
+        shares = [(value / 100, decimals + 2)] if percent else []
+        return any(_rounds_to(n, v, places) for n in self.numbers for v, places in [(value, decimals), *shares])
+
+    def has_text(self, phrase: str) -> bool:
+        return phrase.lower() in self.text
+
+
+@dataclass
+class _Collector:
+    numbers: set[float] = field(default_factory=set)
+    texts: list[str] = field(default_factory=list)
+    derived: set[float] = field(default_factory=set)
+
+    def series(self, rows: list[Any]) -> None:
+        """Means of every numeric column of per-round rows over every span of rounds: a text may state
+        "Twitter averaged 3.33 actions per round (rounds 1-3)" without a calculate call."""
+        if len(rows) > MAX_SERIES or not all(isinstance(r, dict) and "round" in r for r in rows) or not rows:
+            return
+        for key in {k for r in rows for k, v in r.items() if k != "round" and isinstance(v, int | float)}:
+            values = [float(r.get(key) or 0) for r in rows]
+            for start in range(len(values)):
+                total = 0.0
+                for end in range(start, len(values)):
+                    total += values[end]
+                    self.derived.add(total / (end - start + 1))
+
+    def add(self, value: Any) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int | float):
+            self.numbers.add(float(value))
+        elif isinstance(value, str):
+            self.texts.append(value)
+            self.numbers.update(_figures_in(value))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                self.texts.append(str(k))
+                self.add(v)
+        elif isinstance(value, list):
+            self.series(value)
+            for v in value:
+                self.add(v)
+
+
+def evidence(results: list[str], context: dict[str, Any] | None = None) -> Evidence:
+    """The evidence of tool `results` (JSON, or plain text) and the planning `context` the prompt showed."""
+    collector = _Collector()
+    for result in results:
+        try:
+            collector.add(json.loads(result))
+        except ValueError:
+            collector.add(result)
+    if context:
+        collector.add(context)
+    ids = {m for r in results for m in CITATION.findall(r)}
+    text = "\n".join(collector.texts).lower()
+    return Evidence(frozenset(collector.numbers), text, frozenset(ids), frozenset(collector.derived))
+
+
+def generated_evidence(tool: str) -> bool:
+    """Whether a tool's result is model-written (persona interviews), so never evidence for figures."""
+    return tool == "interview_agents"
+
+
+def of_observations(observations: list[ToolObserved], context: dict[str, Any] | None,
+                    ids: set[str] | None = None) -> Evidence:
+    """The evidence of these tool results and the context the prompt showed; persona interviews give names,
+    ids and words (who was asked, about what), never figures. `ids` widens the ids that may be cited (any the
+    report's tools returned)."""
+    ev = evidence([o.result for o in observations if not generated_evidence(o.tool)], context)
+    generated = evidence([_without_answers(o.result) for o in observations if generated_evidence(o.tool)])
+    return Evidence(ev.numbers, ev.text + "\n" + generated.text, ev.ids | generated.ids | frozenset(ids or ()),
+                    ev.derived)
+
+
+def _without_answers(result: str) -> str:
+    """A persona interview's result without its answers: who was asked, about what, in which mode."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("answer", "response")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    try:
+        return json.dumps(strip(json.loads(result)))
+    except ValueError:
+        return ""
+
+
+BACKGROUND = ("rounds", "platforms", "agents_count", "stances", "hot_topics", "scheduled_events", "requirement")
+
+
+def background(context: dict[str, Any] | None) -> dict[str, Any]:
+    """The part of the planning context a section's prompt shows: evidence for every section."""
+    return {k: v for k, v in (context or {}).items() if k in BACKGROUND}
+
+
+def sentences(text: str) -> list[str]:
+    """The prose of `text` cut into sentences: headings, list marks and blank lines set aside."""
+    prose = LIST_MARK.sub("", QUOTE_BLOCK.sub("", HEADING.sub("", text)))
+    return [s.strip() for s in SENTENCE.split(prose) if s and len(s.strip()) > 1]
+
+
+def claims_in(sentence: str) -> list[tuple[str, str]]:
+    """Every claim of one sentence as (kind, text): figures, ids, platforms, names, terms."""
+    found: list[tuple[str, str]] = [("id", m) for m in CITATION.findall(sentence)]
+    bare = FACT_REF.sub(" ", CITATION.sub(" ", sentence))
+    found += [("figure", m.group(0).strip()) for m in FIGURE.finditer(bare)]
+    lowered = bare.lower()
+    found += [("platform", p) for p in PLATFORMS if re.search(rf"\b{p}\b", lowered)]
+    for m in CAPITALISED_PAIR.finditer(bare):
+        words = [w for w in m.group(1).split() if w not in OPENERS and w.lower() not in PLATFORMS]
+        if len(words) >= 2:
+            found.append(("name", " ".join(words)))
+    for m in (*QUOTED_TERM.finditer(bare), *TOPIC.finditer(bare), *TOPIC_BEFORE.finditer(bare)):
+        term = m.group(1).strip()
+        if any(w.lower() not in STOP_WORDS for w in term.split()):
+            found.append(("term", term))
+    return found
+
+
+def supported(kind: str, claim: str, ev: Evidence, operands: tuple[float, ...] = ()) -> bool:
+    """Whether the evidence holds one claim; a figure may also be worked out from the sentence's `operands`."""
+    if kind == "id":
+        return claim in ev.ids
+    if kind == "figure":
+        return _figure_supported(claim, ev, operands)
+    if kind == "term":
+        return all(ev.has_text(w) for w in claim.lower().split() if w not in STOP_WORDS)
+    return ev.has_text(claim)
+
+
+def _figure_supported(claim: str, ev: Evidence, operands: tuple[float, ...]) -> bool:
+    """In the evidence; or, for a decimal, a ratio or a percentage: a mean of a per-round span, or worked
+    out from two other figures of the same sentence ("9.0 against 4.0, 2.25x as many")."""
+    m = FIGURE.match(claim)
+    if m is None:
+        return True
+    whole, fraction, unit = m.group(1), m.group(2) or "", (m.group(3) or "").lower()
+    value = float(whole.replace(",", "") + fraction)
+    decimals = max(0, len(fraction) - 1)
+    percent = unit in ("%", "percent")
+    if ev.has_figure(value, decimals, percent):
+        return True
+    if not (fraction or unit):
+        return False  # a whole count is stated by the evidence or not at all
+    worked = set(ev.derived) if fraction else set()
+    worked |= {r for a in operands for b in operands if a != b and b
+               for r in ((a / b, a / b * 100, (a / b - 1) * 100) if percent else (a / b,))}
+    return any(_rounds_to(w, value, decimals) for w in worked)
+
+
+def check(text: str, ev: Evidence) -> ClaimVerdict:
+    """The verdict on `text`: claims counted, each sentence with unsupported claims listed, loops noticed."""
+    parts = sentences(text)
+    unsupported: list[UnsupportedSentence] = []
+    claims = supported_count = with_claims = 0
+    for sentence in parts:
+        found = list(dict.fromkeys(claims_in(sentence)))
+        figures = tuple(_figures_in(FACT_REF.sub(" ", CITATION.sub(" ", sentence))))
+        missing = [c for k, c in found if not supported(k, c, ev, figures)]
+        claims += len(found)
+        supported_count += len(found) - len(missing)
+        with_claims += bool(found)
+        if missing:
+            unsupported.append(UnsupportedSentence(sentence=sentence[:400], claims=missing))
+    return ClaimVerdict(sentences=len(parts), claims=claims, supported=supported_count,
+                        unsupported=unsupported, repetitive=repetitive(parts),
+                        mostly_unsupported=bool(with_claims) and len(unsupported) > MOSTLY * with_claims)
+
+
+def repetitive(parts: list[str]) -> bool:
+    """Whether the sentences loop: few distinct ones, or one frame repeated with other fillers."""
+    if len(parts) < 4:
+        return False
+    shapes = [re.sub(r"[\d.,]+\d|\d|[A-Z]\w*", "#", s) for s in parts]
+    distinct = len(set(parts)) / len(parts)
+    common = Counter(shapes).most_common(1)[0][1]
+    return distinct < REPEATED or common >= max(3, len(parts) // 2)
+
+
+def keep(text: str, verdict: ClaimVerdict) -> str:
+    """`text` without its sentences that hold unsupported claims (lines otherwise as they were)."""
+    dropped = {u.sentence for u in verdict.unsupported}
+    if not dropped:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        pieces = SENTENCE.split(line)
+        kept = [p for p in pieces if p and _prose_of(p) not in dropped]
+        if kept or not line.strip():
+            lines.append(" ".join(kept).rstrip() if kept else line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _prose_of(piece: str) -> str:
+    return LIST_MARK.sub("", piece).strip()[:400]
+
+
+def feedback(verdict: ClaimVerdict, what: str = "section") -> str:
+    """What to fix, for the model: each sentence and the claims in it that no tool result supports."""
+    listed = "; ".join(f'"{u.sentence[:100]}" ({", ".join(u.claims[:4])})' for u in verdict.unsupported[:5])
+    return (f"Rejected: the {what} states things no tool result supports: {listed}. State only figures, names "
+            "and topics that occur in the tool results (use calculate for ratios) and write it again.")
+
+
+def problems(verdict: ClaimVerdict, cut: bool) -> list[str]:
+    """The claim rules a text breaks, in words: any one makes its report degraded."""
+    out = []
+    if verdict.unsupported:
+        out.append(f"{len(verdict.unsupported)} sentence(s) with figures or names not in the evidence, removed")
+    if verdict.mostly_unsupported:
+        out.append("mostly unsupported by its evidence")
+    if verdict.repetitive:
+        out.append("repetitive: the text loops over the same sentence")
+    if cut:
+        out.append("cut at the length limit")
+    return out
+
+
+def _figures_in(text: str) -> list[float]:
+    return [float(m.group(1).replace(",", "") + (m.group(2) or "")) for m in FIGURE.finditer(text)]
+
+
+def _rounds_to(number: float, value: float, decimals: int) -> bool:
+    """`number` written with `decimals` decimals reads `value` (half-way cases either way)."""
+    return bool(abs(number - value) <= 0.5 * 10.0 ** -decimals + 1e-9)

@@ -1,0 +1,156 @@
+"""Guided writing for small models (docs/formats.md#claim-check, `[agent] mode = "guided"`).
+
+Pure. The engine does what a small model does badly: it plans each section's tool calls from the
+simulation as the offline writer does (agent/offline.py), runs them, and turns the results into a short
+numbered sheet of facts (figures and quotes with their ids). The model only writes: sentences citing the
+facts by number, in a JSON schema where the server enforces one. The claim check then keeps the sentences
+the sheet supports, and the facts they cite are listed under them, verbatim from the data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from simreportd.events.models import ClaimVerdict, ToolObserved
+
+from . import claims
+from .offline import KINDS, WRITERS, Facts, _kind, _plan, analyst_outline
+
+MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
+FACT_REF = re.compile(r"\[(\d{1,2})\]")
+SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["sentences"],
+    "properties": {"sentences": {"type": "array", "minItems": 1, "maxItems": 6, "items": {
+        "type": "object", "required": ["text", "facts"],
+        "properties": {"text": {"type": "string"},
+                       "facts": {"type": "array", "items": {"type": "integer"}, "minItems": 1}}}}}}
+SYSTEM = ("You write one section of an analysis report about a social-media simulation. You get a numbered "
+          "sheet of facts taken from the simulation data. Write 3 to 6 short sentences that explain what the "
+          "facts mean for the section's question. Use only the facts on the sheet: copy every number and name "
+          "exactly as the sheet writes it, add no number, name, platform or topic of your own, and end each "
+          "sentence with the numbers of the facts it uses, like [2] or [1][3]. "
+          'Answer in JSON: {"sentences": [{"text": "...", "facts": [1, 3]}]}.')
+
+
+def outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
+    """The outline of a guided report: the offline writer's, shaped by the run (its trigger, camps, platforms),
+    one section for each kind of fact the sheets hold."""
+    return analyst_outline(context)
+
+
+def kind_of(title: str, description: str) -> str:
+    """Which kind of section this is (timeline, camps, platforms, drivers, answers)."""
+    return _kind(title, description)
+
+
+def seen_by_tool(observations: list[ToolObserved]) -> dict[str, list[dict[str, Any]]]:
+    """The section's results parsed, by tool, as the offline writer reads them (reminders left out)."""
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for o in observations:
+        try:
+            value = json.loads(o.result)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and "reminder" not in value:
+            seen.setdefault(o.tool, []).append(value)
+    return seen
+
+
+def plan(kind: str, background: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The section's tool calls, as the offline writer plans them, without persona interviews (generated
+    text, never evidence, and a model call per agent: a minute each on a CPU server)."""
+    requirement = str(background.get("requirement") or "")
+    return [(name, args) for name, args in _plan(kind, background, requirement, seen) if name != "interview_agents"]
+
+
+def sheet(kind: str, seen: dict[str, list[dict[str, Any]]], background: dict[str, Any]) -> list[str]:
+    """The numbered facts: the offline writer's statements of this section, one per line, at most MAX_FACTS."""
+    text = WRITERS[kind](Facts(seen, background, str(background.get("requirement") or ""), set()))
+    facts: list[str] = []
+    for block in text.split("\n\n"):
+        block = block.strip()
+        if block.startswith(">") and facts:  # a quotation belongs to the statement that introduces it
+            facts[-1] += "\n" + block
+        elif block:
+            facts += [s for s in claims.SENTENCE.split(block) if s.strip()]
+    return [f for f in facts if claims.claims_in(f) or f.startswith(">")][:MAX_FACTS]
+
+
+def messages(title: str, description: str, requirement: str, facts: list[str]) -> list[dict[str, Any]]:
+    """The request for one draft: instructions, the sheet, the section to write."""
+    numbered = "\n".join(f"[{n}] {fact}" for n, fact in enumerate(facts, 1))
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Question of the report: {requirement}\nSection: {title}. "
+                                        f"{description or KINDS.get('answers', '')}\n\nFacts:\n{numbered}\n\n"
+                                        "Write the section now, in JSON."}]
+
+
+def response_format(kind: str) -> dict[str, Any] | None:
+    """The `response_format` request parameter for `[agent] response_format` (None: plain text)."""
+    if kind == "json_object":  # llama.cpp's server: a JSON object constrained by the schema's grammar
+        return {"type": "json_object", "schema": SCHEMA}
+    if kind == "json_schema":  # OpenAI, vLLM
+        return {"type": "json_schema", "json_schema": {"name": "section", "schema": SCHEMA}}
+    return None
+
+
+def sentences_of(content: str) -> list[tuple[str, list[int]]]:
+    """The draft's sentences with the facts each cites, from the JSON answer or from plain text with [n]."""
+    try:
+        value = json.loads(content)
+        items = value.get("sentences") if isinstance(value, dict) else None
+    except ValueError:
+        items = None
+    if isinstance(items, list):
+        out = []
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                cited = [n for n in item.get("facts") or [] if isinstance(n, int)]
+                out.append((item["text"], cited + [int(n) for n in FACT_REF.findall(item["text"])]))
+        return out
+    return [(s, [int(n) for n in FACT_REF.findall(s)]) for s in claims.sentences(content)]
+
+
+def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, list[int], ClaimVerdict]:
+    """One draft as kept: sentences whose claims the evidence supports, then the facts they cite, verbatim."""
+    written = [(FACT_REF.sub("", text).strip(), [n for n in dict.fromkeys(cited) if 1 <= n <= len(facts)])
+               for text, cited in sentences_of(content)]
+    verdict = claims.check("\n".join(text for text, _ in written if text), ev)  # each sentence judged alone
+    dropped = {u.sentence for u in verdict.unsupported}
+    kept = [(t, c) for t, c in written if t and not any(d in t for d in dropped) and c]
+    cited = list(dict.fromkeys(n for _, c in kept for n in c))
+    if not kept:
+        return "", [], verdict
+    body = " ".join(t for t, _ in kept) + "\n\nFrom the data:\n\n" + "\n".join(f"- {facts[n - 1]}" for n in cited)
+    return body, cited, verdict
+
+
+def best(drafts: list[tuple[int, str, list[int], ClaimVerdict]]) -> tuple[int, str] | None:
+    """The draft to keep: none unsupported first, then the most supported claims, then the most facts cited."""
+    usable = [d for d in drafts if d[1]]
+    if not usable:
+        return None
+    chosen = max(usable, key=lambda d: (not d[3].unsupported, d[3].supported, len(d[2]), -d[0]))
+    return chosen[0], chosen[1]
+
+
+def probe_facts(context: dict[str, Any]) -> list[str]:
+    """The sheet of the `auto` probe: the run's size and camps, from the planning context."""
+    platforms = ", ".join(f"{p.capitalize()} {n}" for p, n in sorted((context.get("platforms") or {}).items()))
+    stances = ", ".join(f"{n} {s}" for s, n in sorted((context.get("stances") or {}).items()))
+    facts = [f"The simulation ran {context.get('rounds', 0)} rounds with {context.get('agents_count', 0)} agents.",
+             f"It recorded {context.get('total_actions', 0)} actions.",
+             f"Actions by platform: {platforms}." if platforms else "",
+             f"Agents by stance: {stances}." if stances else ""]
+    return [f for f in facts if f]
+
+
+def fallback(facts: list[str]) -> str:
+    """When no draft survives the claim check: the sheet itself, said to be the data's and not the model's."""
+    listed = "\n".join(f"- {f}" for f in facts) or "- (no facts)"
+    return f"{NO_DRAFT}\n\n{listed}"
+
+
+NO_DRAFT = "_No draft of the model survived the claim check; the facts from the data:_"

@@ -1,0 +1,84 @@
+"""Guided mode for small models: the engine runs the tools, the model writes from a numbered fact sheet, the
+claim check keeps what the sheet supports; drafts; the auto probe. The scripted server over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simreportd.agent.guided import SYSTEM
+
+from .fake_llm import FakeLLM
+from .test_report_llm import llm_config, report_once
+from .test_weak_model import replay_report_in
+
+pytestmark = pytest.mark.anyio
+
+INVENTED = "On Facebook, 9,876 users agreed."
+
+
+def copies_the_sheet(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """A small model in guided mode: it restates facts 1 and 2 and adds one sentence of its own."""
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    sheet = dict(re.findall(r"^\[(\d+)\] (.+)$", body["messages"][1]["content"], re.M))
+    sentences = [{"text": sheet[n], "facts": [int(n)]} for n in ("1", "2") if n in sheet and not sheet[n].startswith(">")]
+    return {"content": json.dumps({"sentences": [*sentences, {"text": INVENTED, "facts": [1]}]})}
+
+
+def guided_config(tmp_path: Path, base_url: str, **agent: object) -> Any:
+    config = llm_config(tmp_path, base_url)
+    return config.model_copy(update={"agent": config.agent.model_copy(update=agent)})
+
+
+async def test_guided_sections_keep_only_what_the_sheet_supports_and_the_best_of_their_drafts(
+        tmp_path: Path, small_sim: Path) -> None:
+    with FakeLLM(script=copies_the_sheet) as llm:
+        config = guided_config(tmp_path, llm.base_url, mode="guided", drafts=2, response_format="json_object")
+        _, report_id, (state, events) = await report_once(config, small_sim)
+    drafts = [e.data for e in events if e.type == "DraftWritten"]
+    sections = [e.data for e in events if e.type == "SectionCompleted"]
+    assert len(drafts) == 2 * len(sections) and all(d["cited"] == [1, 2] or d["cited"] == [1] for d in drafts)
+    assert not any(e.type == "ToolCalled" and e.data["tool"] == "interview_agents" for e in events)
+    for section in sections:
+        assert "From the data:" in section["content"] and "Facebook" not in section["content"]
+        assert [u["sentence"] for u in section["claims"]["unsupported"]] == [INVENTED] and section["draft"] == 1
+    guided_requests = [r for r in llm.requests if r["messages"][0]["content"] == SYSTEM]
+    assert guided_requests and all(r["response_format"]["type"] == "json_object" for r in guided_requests)
+    assert all("tools" not in r for r in guided_requests)  # the engine called the tools, not the model
+    assert state.verdict is not None  # degraded: each section had a sentence removed
+    assert any("removed" in p for p in state.verdict.problems)
+    assert (await replay_report_in(tmp_path, report_id)).divergence is None  # recorded drafts replay exactly
+
+
+async def test_auto_mode_probes_the_model_and_records_its_choice(tmp_path: Path, small_sim: Path) -> None:
+    with FakeLLM(script=copies_the_sheet) as llm:
+        config = guided_config(tmp_path, llm.base_url, mode="auto")
+        _, report_id, (state, events) = await report_once(config, small_sim)
+    [chosen] = [e.data for e in events if e.type == "WritingModeChosen"]
+    assert chosen["mode"] == "guided" and chosen["probe_claims"] > chosen["probe_supported"]  # it invented
+    assert any(e.type == "DraftWritten" for e in events)
+    assert [e.type for e in events].index("WritingModeChosen") < [e.type for e in events].index("SectionStarted")
+    assert (await replay_report_in(tmp_path, report_id)).divergence is None
+
+
+def only_invents(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    return {"content": json.dumps({"sentences": [{"text": INVENTED, "facts": [1]}]})}
+
+
+async def test_a_guided_section_no_draft_survives_shows_the_sheet_and_says_so(tmp_path: Path,
+                                                                              small_sim: Path) -> None:
+    with FakeLLM(script=only_invents) as llm:
+        _, _, (state, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), small_sim)
+    sections = [e.data for e in events if e.type == "SectionCompleted"]
+    assert all(s["content"].startswith("_No draft of the model survived") and s["draft"] == 0 for s in sections)
+    assert all("no draft of the model survived the claim check" in " ".join(s["problems"]) for s in sections)
+    assert not any(r["messages"][0]["content"].startswith("You plan") or "Plan the report" in
+                   r["messages"][0]["content"] for r in llm.requests)  # the engine planned the outline
+    assert state.verdict is not None and state.verdict.status == "completed_degraded"
