@@ -9,6 +9,7 @@ same inode and first line, is told apart by it before reading on (docs/architect
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from dataclasses import dataclass
@@ -66,12 +67,20 @@ def read_lines(path: Path, offset: int, max_line_bytes: int, budget: int = CHUNK
         return lines
 
 
+# Errors that say nothing about the file: the process is out of descriptors or memory for a moment. Taking
+# them for "the bytes changed" started a new generation of a run that had not been touched.
+PASSING = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
+
+
 def tail_matches(path: Path, end: int, expected: str, confinement: Confinement = ANYWHERE) -> bool:
-    """Whether the bytes before `end` still hash to `expected` (False when unreadable)."""
+    """Whether the bytes before `end` still hash to `expected` (False when the file is gone or unreadable);
+    an error that says nothing about the file (PASSING) is raised, for the check to be made again later."""
     try:
         with os.fdopen(open_regular(path, confinement), "rb") as f:
             return _tail_hash(f, end) == expected
-    except OSError:
+    except OSError as exc:
+        if exc.errno in PASSING:
+            raise
         return False
 
 

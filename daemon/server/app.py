@@ -22,7 +22,7 @@ from simreportd.errors import ConfigError
 
 from .asgi import build_app
 from .connections import FramesProtocol, h11_for
-from .edge import ConnectionLimits
+from .edge import AcceptErrorsOnce, ConnectionLimits, within_file_limit
 from .fanout import MAX_MESSAGE, Fanout
 
 log = logging.getLogger("simreportd.daemon.server.app")
@@ -58,6 +58,9 @@ class Server:
         self.sockets = listen(self.config)
         self._uvicorn = EmbeddedUvicorn(uvicorn_config(self.daemon, self.fanout, self.config))
         logging.getLogger("uvicorn.error").setLevel(logging.ERROR)  # a line per bad request is not for our log
+        accept_errors = AcceptErrorsOnce()
+        logging.getLogger("asyncio").addFilter(accept_errors)
+        self._stack.callback(logging.getLogger("asyncio").removeFilter, accept_errors)
         tasks = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.callback(tasks.cancel_scope.cancel)  # the broadcaster stops after the connections close
         self._stack.push_async_callback(self._close)
@@ -96,7 +99,7 @@ class Server:
 
 
 def uvicorn_config(daemon: Any, fanout: Fanout, config: ServerConfig) -> uvicorn.Config:
-    limits = ConnectionLimits(config.max_connections, config.max_connections_per_client)
+    limits = ConnectionLimits(within_file_limit(config.max_connections), config.max_connections_per_client)
     return uvicorn.Config(build_app(daemon, fanout, config), http=h11_for(limits), ws=FramesProtocol,
                           ws_max_size=MAX_MESSAGE, ws_ping_interval=PING_INTERVAL_S, ws_ping_timeout=PING_TIMEOUT_S,
                           lifespan="off", log_config=None, access_log=False, server_header=False,

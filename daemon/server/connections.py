@@ -37,6 +37,9 @@ FRAMES_EXTENSION = "simreportd.frames"  # scope["extensions"][FRAMES_EXTENSION][
 REFUSED = "refused"  # scope["state"][REFUSED]: the edge.Refusal of a connection beyond the limits, or None
 H11_REASONS = {"Found multiple Host: headers": "more than one Host header"}  # h11's words, where ours are clearer
 OVERDUE = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+FULL_TEXT = b"the server holds its limit of connections ([server] max_connections); try again later\n"
+FULL = (b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Type: text/plain\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(FULL_TEXT), FULL_TEXT))
 
 
 class EdgeH11(H11Protocol):
@@ -52,7 +55,11 @@ class EdgeH11(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         clients = (peer[0] if (peer := getattr(c, "client", None)) else None for c in self.connections)
-        self.app_state[REFUSED] = self.limits.admit(self.client[0] if self.client else None, clients)
+        refusal = self.app_state[REFUSED] = self.limits.admit(self.client[0] if self.client else None, clients)
+        if refusal is not None and refusal.code == "server_full":  # the file limit is near: answer now, not
+            transport.write(FULL)  # when (or if) the request head comes, so the descriptor is free at once
+            transport.close()
+            return
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import resource
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -129,6 +130,42 @@ def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
     return next((value.decode("latin-1") for key, value in headers if key == name), None)
 
 
+FILES_KEPT = 128  # descriptors the daemon keeps for itself below the file limit: the store, WALs, the fold child
+
+
+def within_file_limit(total: int) -> int:
+    """`total` connections, or fewer if the process's file limit (RLIMIT_NOFILE) would not leave FILES_KEPT
+    descriptors beside them: past the limit, accept() fails and nothing, not even ingest, can open a file."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or total <= soft - FILES_KEPT:
+        return total
+    allowed = max(1, soft - FILES_KEPT)
+    log.warning("[server] max_connections = %d lowered to %d: the file limit is %d (raise it with LimitNOFILE= "
+                "in the unit, or ulimit -n)", total, allowed, soft)
+    return allowed
+
+
+class AcceptErrorsOnce(logging.Filter):
+    """asyncio logs every accept() that fails for want of descriptors (thousands a minute under a flood):
+    one line per period, with the count, instead."""
+
+    def __init__(self, period_s: float = REFUSAL_LOG_PERIOD_S) -> None:
+        super().__init__()
+        self.period_s, self.dropped, self.logged_at = period_s, 0, -period_s
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("socket.accept() out of system resource"):
+            return True
+        now = time.monotonic()
+        if now - self.logged_at < self.period_s:
+            self.dropped += 1
+            return False
+        record.msg, record.args = ("accept() failed: out of file descriptors (%d more such since the last line); "
+                                   "lower [server] max_connections or raise the file limit"), (self.dropped,)
+        record.exc_info, self.dropped, self.logged_at = None, 0, now
+        return True
+
+
 class ConnectionLimits:
     """`[server] max_connections` and `max_connections_per_client`, checked as each connection opens.
 
@@ -146,8 +183,8 @@ class ConnectionLimits:
         """None, or the refusal of a connection from `client` while `open_clients` (itself included) are open."""
         others = list(open_clients)
         if len(others) > self.total:
-            refusal = Refusal(503, "too_many_connections", f"the server holds its limit of {self.total} connections "
-                                                           "([server] max_connections); try again later")
+            refusal = Refusal(503, "server_full", f"the server holds its limit of {self.total} connections "
+                                                  "([server] max_connections); try again later")
         elif client is not None and others.count(client) > self.per_client:
             refusal = Refusal(503, "too_many_connections", f"{client} holds its limit of {self.per_client} connections "
                                                            "([server] max_connections_per_client); try again later")
