@@ -29,6 +29,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 PORT = 8797
+TOKEN = os.environ.get("ABUSE_TOKEN", "")  # set: the daemon requires it; only the measured request has it
 AFTER = os.environ.get("ABUSE_AFTER", "0")  # the position subscribers start after (0: the whole log; or "head")
 
 
@@ -46,7 +47,8 @@ def simreportd(*args: str, cwd: Path) -> None:
 def _after() -> int:
     if AFTER != "head":
         return int(AFTER)
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/healthz", timeout=10) as answer:
+    with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{PORT}/healthz",
+                                headers={"Authorization": f"Bearer {TOKEN}"}), timeout=10) as answer:
         return int(json.loads(answer.read())["position"])
 
 
@@ -90,7 +92,9 @@ def slowest_answer(seconds: float) -> float:
     while time.monotonic() < until:
         started = time.monotonic()
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/api/reports", timeout=10) as answer:
+            request = urllib.request.Request(f"http://127.0.0.1:{PORT}/api/reports",
+                                             headers={"Authorization": f"Bearer {TOKEN}"} if TOKEN else {})
+            with urllib.request.urlopen(request, timeout=10) as answer:
                 answer.read()
             worst = max(worst, time.monotonic() - started)
         except OSError:
@@ -124,7 +128,7 @@ def main() -> None:
         simreportd("simulate", str(work / "sims" / "sim_flood"), "--agents", "16", "--rounds", "6", cwd=work)
         (work / "config.toml").write_text(f'[store]\npath = "state/events.sqlite3"\n[watch]\nroots = ["sims"]\n'
                                           f'rescan_seconds = 1\n[reports]\noutput_dir = "reports"\n'
-                                          f'[server]\nport = {PORT}\n')
+                                          f'[server]\nport = {PORT}\ntoken = "{TOKEN}"\n')
         simreportd("-c", "config.toml", "report", "sims/sim_flood", "--wait", cwd=work)
         log = (work / "daemon.log").open("w")
         daemon = subprocess.Popen(["prlimit", "--nofile=1024", sys.executable, "-m", "simreportd", "-c", "config.toml",
@@ -140,7 +144,9 @@ def main() -> None:
             lines = len((work / "daemon.log").read_text().splitlines()) - lines_before
             time.sleep(5)
             after = rss_mb(daemon.pid)
-            ingested = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{PORT}/api/simulations", timeout=10).read())
+            ingested = json.loads(urllib.request.urlopen(urllib.request.Request(
+                f"http://127.0.0.1:{PORT}/api/simulations", headers={"Authorization": f"Bearer {TOKEN}"}),
+                timeout=10).read())
             print(json.dumps({**figures, "RSS before MB": round(before, 1), "RSS after MB": round(after, 1),
                               "log lines during the flood": lines, "flood minutes": round(minutes, 2),
                               "ingested during the flood": any(s["simulation_id"] == "sim_during"

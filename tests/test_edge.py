@@ -158,3 +158,16 @@ def test_a_busy_port_exits_2_with_one_line_naming_the_key(tmp_path: Path) -> Non
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "[server] port" in lines[0] and str(port) in lines[0] and "already in use" in lines[0]
+
+
+async def test_a_full_server_makes_room_by_closing_the_oldest_idle_socket(tmp_path: Path, small_sim: Path) -> None:
+    """Sockets that never send a request (slowloris) fill the server; a client that asks is still answered:
+    the oldest idle socket is closed (408) to make room, and only when none is idle is a newcomer refused."""
+    async with Running(server_config(tmp_path, max_connections=3), [small_sim]) as r:
+        host, port = r.base.split(":")
+        idle = [await asyncio.open_connection(host, int(port)) for _ in range(3)]
+        status, _, _ = await raw(r.base, request("GET", "/healthz", r.base))
+        evicted = await asyncio.wait_for(idle[0][0].read(), TIMEOUT)
+        for _, writer in idle:
+            writer.close()
+    assert status == 200 and evicted.startswith(b"HTTP/1.1 408")

@@ -51,16 +51,31 @@ class EdgeH11(H11Protocol):
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(config, server_state, dict(app_state), _loop)  # a copy: this connection's own state
         self.deadline: asyncio.TimerHandle | None = None
+        self.opened_at = self.loop.time()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         clients = (peer[0] if (peer := getattr(c, "client", None)) else None for c in self.connections)
         refusal = self.app_state[REFUSED] = self.limits.admit(self.client[0] if self.client else None, clients)
+        if refusal is not None and refusal.code == "server_full" and self._evict_idle():
+            refusal = self.app_state[REFUSED] = None  # an idle connection made room: this one is served
         if refusal is not None and refusal.code == "server_full":  # the file limit is near: answer now, not
             transport.write(FULL)  # when (or if) the request head comes, so the descriptor is free at once
             transport.close()
             return
         self._arm()
+
+    def _evict_idle(self) -> bool:
+        """Close the oldest connection that has not sent a request head (a slowloris socket holds a
+        descriptor and asks nothing), so that a full server still answers whoever asks; whether one was."""
+        ours = [c for c in self.connections if isinstance(c, EdgeH11)]
+        idle = [c for c in ours if c is not self and c.cycle is None and not c.transport.is_closing()]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda c: c.opened_at)
+        oldest.transport.write(OVERDUE)
+        oldest.transport.close()
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -114,6 +129,13 @@ class FramesProtocol(WebSocketsSansIOProtocol):
     async def run_asgi(self) -> None:
         self.scope["extensions"][FRAMES_EXTENSION] = {"sink": self}
         await super().run_asgi()
+
+    async def send(self, message: Any) -> None:
+        """uvicorn's, and a refused handshake (a denial response: 401, 403, 503) counted as an answered one:
+        uvicorn logs an error per refusal otherwise ("returned without completing handshake")."""
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            self.handshake_complete = True
 
     @property
     def extensions(self) -> list[Extension]:
