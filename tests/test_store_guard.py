@@ -87,8 +87,8 @@ async def until(condition: Callable[[], bool], what: str) -> None:
 
 async def test_a_report_stuck_on_a_full_disk_completes_by_itself_once_there_is_room(
         tmp_path: Path, small_sim: Path) -> None:
-    config = make_config(tmp_path, reports={"auto": False})
-    async with Daemon(config, folders=[small_sim]) as daemon, running(daemon):
+    config = make_config(tmp_path, reports={"auto": False})  # the daemon's scheduler follows the log, as `run`'s
+    async with Daemon(config, folders=[small_sim]) as daemon, running(daemon, follow=True):
         await daemon.watcher.check(small_sim)
         writer = daemon.store._writer  # the file may not grow past what it has: SQLITE_FULL
         report_id = await daemon.reports.request(small_sim.name)
