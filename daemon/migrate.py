@@ -13,7 +13,7 @@ import os
 from simreportd.errors import CopyDiffers, StoreNotEmpty
 from simreportd.events.log import EventLog
 from simreportd.events.postgres import PostgresEventStore
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 
 from .config import Config
 
@@ -22,7 +22,7 @@ PAGE = 5000
 
 async def migrate(config: Config, url: str) -> tuple[int, str]:
     """Copy the store of `config` into the PostgreSQL database at `url`; return (events, digest)."""
-    async with EventStore(config.store.path, config.store.synchronous) as source, \
+    async with SQLiteEventStore(config.store.path, config.store.synchronous) as source, \
             PostgresEventStore(url, os.environ.get(config.store.password_env) or None) as target:
         position = await target.last_position()
         if position:

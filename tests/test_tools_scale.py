@@ -248,10 +248,10 @@ async def test_arguments_a_tool_does_not_take_are_named_not_fatal(tmp_path: Path
 
 async def test_a_batch_fold_builds_the_same_simulation_model_as_one_event_at_a_time(dense: tuple) -> None:
     """The runner folds batches with the counters summed; the rows must be those of event-by-event folding."""
-    from simreportd.events.store import EventStore
+    from simreportd.events.store import SQLiteEventStore
 
     model = SimulationModel()
-    async with EventStore(dense[0]) as store:
+    async with SQLiteEventStore(dense[0]) as store:
         events = [r for r in await store.read_all(0, 10_000_000) if r.type in model.types]
     one, batched = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
     for conn in (one, batched):
