@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from simreportd.daemon.ingest.folder import MARKERS, is_simulation_folder
 from simreportd.errors import UsageError
 from simreportd.projections import report_queries
-from simreportd.projections.runner import reading
+from simreportd.projections.sqlite import reading
 
 from .replay import fork_report
 from .writers import check_writer, choose_writer

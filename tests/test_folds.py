@@ -45,6 +45,7 @@ from simreportd.projections.catalogue import projections
 from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
 from simreportd.projections.report import ReportView, progress_for
 from simreportd.projections.simulation import SimulationModel
+from simreportd.projections.sqlite import reading
 from simreportd.projections.trace import TraceView
 
 SIM = {"simulation_id": "s", "generation": 1}
@@ -253,7 +254,7 @@ async def test_a_batch_folds_to_the_rows_each_event_folded_alone_gives(small_sim
 
 
 def indexes(path: Path) -> set[str]:
-    with runner.reading(path) as conn:
+    with reading(path) as conn:
         return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
 
 
@@ -277,7 +278,7 @@ async def test_indexes_only_queries_use_are_built_once_a_fold_from_empty_has_cau
         async with runner.ProjectionRunner(store, tmp_path / "whole.sqlite3", projections()) as whole:
             await whole.catch_up()
             assert resumed == await whole.digest()
-    with runner.reading(views) as conn:  # the tools' query plans use them again
+    with reading(views) as conn:  # the tools' query plans use them again
         plan = " ".join(r[3] for r in conn.execute(
             "EXPLAIN QUERY PLAN SELECT id FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?",
             ("sim_small", 1, 3)))
@@ -307,7 +308,7 @@ async def test_a_read_model_whose_schema_only_changed_its_indexes_gets_todays_wi
             assert await reopened.digest() == digest
             schema_sql = {name: runner._normal(index_statement(p.schema, name))
                           for p in projections() for name in index_names(p.schema)}
-    with runner.reading(views) as conn:
+    with reading(views) as conn:
         made = {name: runner._normal(sql) for name, sql in conn.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
         assert made == schema_sql

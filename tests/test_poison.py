@@ -17,7 +17,8 @@ from simreportd.events.models import AgentActed, SimulationDiscovered
 from simreportd.events.store import SQLiteEventStore
 from simreportd.projections import runner as runner_module
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import ProjectionRunner, reading
+from simreportd.projections.runner import ProjectionRunner
+from simreportd.projections.sqlite import reading
 from simreportd.simulator.simulate import simulate
 
 from .conftest import make_config

@@ -20,7 +20,8 @@ from simreportd.daemon.ingest.state import IngestState
 from simreportd.events.models import AgentActed, SimulationDiscovered
 from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.catalogue import projections
-from simreportd.projections.runner import ProjectionRunner, reading
+from simreportd.projections.runner import ProjectionRunner
+from simreportd.projections.sqlite import reading
 
 from .conftest import PYTHON, TIMEOUT, write_config
 from .processes import NotifySocket, cli, serving, wait_until

@@ -26,6 +26,7 @@ from simreportd.agent.tools import MAX_RESULT, SimulationTools, bounded_json
 from simreportd.daemon.interviews.interviewer import Interviewer, questions
 from simreportd.events.codec import Recorded
 from simreportd.projections import runner
+from simreportd.projections import sqlite as toolkit
 from simreportd.projections.runner import views_path_for
 from simreportd.projections.simulation import SimulationModel
 from simreportd.simulator.simulate import simulate
@@ -71,14 +72,14 @@ def test_the_report_on_a_dense_run_completes_with_small_tool_results(dense: tupl
 def traced(dense: tuple, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every SQL statement the read-model connections run, parameters filled in."""
     statements: list[str] = []
-    connect = runner.connect_views
+    connect = toolkit.connect_views
 
     def tracing(path: Path, readonly: bool = True) -> sqlite3.Connection:
         conn = connect(path, readonly)
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(runner, "connect_views", tracing)
+    monkeypatch.setattr(toolkit, "connect_views", tracing)
     return statements
 
 

@@ -24,7 +24,7 @@ from simreportd.events.log import EventLog
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
-from simreportd.projections.runner import in_thread, reading
+from simreportd.projections.sqlite import in_thread, reading
 
 from .environment import FolderEnvironment
 

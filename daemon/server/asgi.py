@@ -32,7 +32,7 @@ from simreportd.daemon.chat import chat_request
 from simreportd.daemon.config import ServerConfig
 from simreportd.errors import LimitReached
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import reading
+from simreportd.projections.sqlite import reading
 
 from . import http_api, mirofish
 from .commands import client_address

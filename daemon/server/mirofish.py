@@ -26,7 +26,7 @@ from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.export import full_markdown, load_report, meta, progress, section_markdown
 from simreportd.projections.report import mirofish_status
-from simreportd.projections.runner import reading
+from simreportd.projections.sqlite import reading
 
 
 @dataclass(frozen=True)
