@@ -17,6 +17,7 @@ from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.state import IngestState
 from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
 from simreportd.events.codec import Recorded, encode
+from simreportd.events.memory import MemoryEventStore
 from simreportd.events.models import (
     AgentActed,
     DomainEvent,
@@ -38,7 +39,6 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
 )
-from simreportd.events.store import SQLiteEventStore
 from simreportd.projections import report_queries, runner, simulation_queries
 from simreportd.projections.base import Projection, index_names, index_statement
 from simreportd.projections.catalogue import projections
@@ -235,7 +235,7 @@ def with_undos(events: list[Recorded]) -> list[Recorded]:
 @pytest.mark.parametrize("size", [1, 7, 500, 100_000])
 async def test_a_batch_folds_to_the_rows_each_event_folded_alone_gives(small_sim: Path, tmp_path: Path,
                                                                        size: int) -> None:
-    async with SQLiteEventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
         events = with_undos(await store.read_all(0, 100_000))
     model = SimulationModel()
@@ -264,7 +264,7 @@ async def test_indexes_only_queries_use_are_built_once_a_fold_from_empty_has_cau
     deferred = set(SimulationModel.deferred_indexes)
     monkeypatch.setattr(runner, "PAGE", 50)
     monkeypatch.setattr(runner, "GROUP_PAGES", 1)
-    async with SQLiteEventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
         views = tmp_path / "views.sqlite3"
         async with runner.ProjectionRunner(store, views, projections()) as first:
@@ -292,7 +292,7 @@ async def test_a_read_model_whose_schema_only_changed_its_indexes_gets_todays_wi
     to today's indexes at open, its rows kept: folding a big log again would take minutes."""
     [earlier] = runner.INDEX_ONLY_UPGRADES
     views = tmp_path / "views.sqlite3"
-    async with SQLiteEventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
         async with runner.ProjectionRunner(store, views, projections()) as first:
             await first.catch_up()
