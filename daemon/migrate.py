@@ -11,7 +11,7 @@ import hashlib
 import os
 
 from simreportd.errors import CopyDiffers, StoreNotEmpty
-from simreportd.events.log import EventLog
+from simreportd.events.contract import EventStore
 from simreportd.events.postgres import PostgresEventStore
 from simreportd.events.store import SQLiteEventStore
 
@@ -37,7 +37,7 @@ async def migrate(config: Config, url: str) -> tuple[int, str]:
     return position, ours
 
 
-async def digest(store: EventLog) -> str:
+async def digest(store: EventStore) -> str:
     """A SHA-256 of every event as stored, in position order."""
     h, position = hashlib.sha256(), 0
     while batch := await store.read_all(position, PAGE):

@@ -22,7 +22,7 @@ import anyio
 
 from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
-from simreportd.events.log import EventLog
+from simreportd.events.contract import EventStore
 
 from .base import Projection, Write, batch_writes, index_names, index_statement
 from .derived import FileIdentity, damaged, identity, set_aside
@@ -69,7 +69,7 @@ class ProjectionRunner:
 
     NAME = "views"
 
-    def __init__(self, store: EventLog, path: Path, projections: Sequence[Projection]) -> None:
+    def __init__(self, store: EventStore, path: Path, projections: Sequence[Projection]) -> None:
         self.store, self.path, self.projections = store, path, list(projections)
         self._conn: sqlite3.Connection | None = None
         self._lock = anyio.Lock()
