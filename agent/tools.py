@@ -23,7 +23,7 @@ import anyio
 from simreportd.errors import ToolError
 from simreportd.projections import simulation_queries
 from simreportd.projections.chart import activity_rows, per_round_rows, turning_points
-from simreportd.projections.runner import in_thread, reading
+from simreportd.projections.sqlite import in_thread, reading
 
 from .calculate import calculate
 from .camps import camps_from_statements

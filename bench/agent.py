@@ -25,7 +25,7 @@ from simreportd.events.models import (
     TokenUsage,
     ToolCallRequest,
 )
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 from simreportd.events.streams import report_stream
 
 OUTLINE = ('{"title": "Bench", "summary": "s", "sections": [{"title": "A"}, {"title": "B"}, {"title": "C"},'
@@ -66,7 +66,7 @@ class NoEnvironment:
 async def main(reports: int) -> None:
     config = Config()
     with tempfile.TemporaryDirectory() as tmp:
-        async with EventStore(Path(tmp) / "events.sqlite3") as store:
+        async with SQLiteEventStore(Path(tmp) / "events.sqlite3") as store:
             model = ScriptedModel()
             appends = 0
             real_append = store.append

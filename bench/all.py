@@ -48,7 +48,7 @@ from simreportd.daemon.interpreter import tune_gc  # noqa: E402
 from simreportd.daemon.service import Daemon  # noqa: E402
 from simreportd.events.ids import new_event_ids  # noqa: E402
 from simreportd.events.log import CaughtUp  # noqa: E402
-from simreportd.events.store import INSERT, EventStore  # noqa: E402
+from simreportd.events.store import INSERT, SQLiteEventStore  # noqa: E402
 from simreportd.events.store import SCHEMA as events_schema  # noqa: E402
 from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.projections.runner import PAGE, ProjectionRunner, views_path_for  # noqa: E402
@@ -91,7 +91,7 @@ def bare_insert(folder: Path, db: Path, constrained: bool = False) -> float:
 async def reading_alone(store_path: Path) -> float:
     """Events a second read from the log a page at a time and their data decoded, as the fold reads them
     before it writes anything: the fastest a catch-up could go."""
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         started, position, events = time.perf_counter(), 0, 0
         while batch := await store.read_all(position, PAGE):
             for recorded in batch:
@@ -102,7 +102,7 @@ async def reading_alone(store_path: Path) -> float:
 
 async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[float, float, int]:
     """Seconds to ingest the folder, seconds to fold the simulation model, and the events appended."""
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         started = time.perf_counter()
         await SimulationIngestor(store, folder).check()
         ingest = time.perf_counter() - started
@@ -119,7 +119,7 @@ async def folding_while_ingesting(folder: Path, store_path: Path, fold: str) -> 
     or inline in the ingesting one): the most events they were behind, and the seconds they took to catch up
     once ingest ended."""
     lag = 0
-    async with EventStore(store_path) as store, \
+    async with SQLiteEventStore(store_path) as store, \
             ProjectionRunner(store, views_path_for(store_path), projections()) as views:
         async with anyio.create_task_group() as tasks:
             spec = ChildSpec(store=StoreConfig(path=store_path), views=views.path, log=LogConfig())

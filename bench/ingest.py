@@ -19,7 +19,7 @@ from pathlib import Path
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.interpreter import tune_gc
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel
 from simreportd.simulator.scenario import make_story
@@ -75,7 +75,7 @@ async def main(actions: int) -> None:
         lines = write_big_folder(folder, actions)
         size = sum(p.stat().st_size for p in folder.rglob("actions.jsonl"))
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        async with EventStore(Path(tmp) / "events.sqlite3") as store:
+        async with SQLiteEventStore(Path(tmp) / "events.sqlite3") as store:
             started = time.perf_counter()
             await SimulationIngestor(store, folder).check()
             elapsed = time.perf_counter() - started

@@ -31,7 +31,7 @@ from simreportd.daemon.config import AgentConfig, Config  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.replay import replay_report  # noqa: E402
 from simreportd.events.models import AgentActed, ReportRequested  # noqa: E402
-from simreportd.events.store import EventStore  # noqa: E402
+from simreportd.events.store import SQLiteEventStore  # noqa: E402
 from simreportd.events.streams import report_stream  # noqa: E402
 from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.projections.runner import ProjectionRunner, views_path_for  # noqa: E402
@@ -60,7 +60,7 @@ async def replay_bench(tmp: Path) -> None:
     folder = tmp / "sims" / "sim_r"
     simulate(folder, agents=20, rounds=8, seed=7)
     config = Config().model_copy(update={"agent": AgentConfig(max_tool_calls=47, max_iterations=50)})
-    async with EventStore(tmp / "events.sqlite3") as store:
+    async with SQLiteEventStore(tmp / "events.sqlite3") as store:
         await SimulationIngestor(store, folder).check()
         async with ProjectionRunner(store, views_path_for(store.path), projections()) as views:
             await views.catch_up()
@@ -82,7 +82,7 @@ async def replay_bench(tmp: Path) -> None:
 async def rebuild_bench(tmp: Path, actions: int) -> None:
     folder = tmp / "sim_big"
     write_big_folder(folder, actions)
-    async with EventStore(tmp / "big.sqlite3") as store:
+    async with SQLiteEventStore(tmp / "big.sqlite3") as store:
         await SimulationIngestor(store, folder).check()
         events = await store.last_position()
         async with ProjectionRunner(store, views_path_for(store.path), projections()) as views:

@@ -28,7 +28,7 @@ from eventsourcing.sqlite import (
 )
 
 from simreportd.events.models import AgentActed, Source
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 
 BATCH, BATCHES, CONCURRENT, ROUNDS, SINGLES = 1000, 20, 64, 40, 2000
 
@@ -47,7 +47,7 @@ def best(fn, repeat: int = 3) -> float:
 
 async def ours_batched(path: Path, synchronous: str) -> float:
     batches = [[event(b * BATCH + i) for i in range(BATCH)] for b in range(BATCHES)]
-    async with EventStore(path, synchronous) as store:  # type: ignore[arg-type]
+    async with SQLiteEventStore(path, synchronous) as store:  # type: ignore[arg-type]
         started = time.perf_counter()
         for batch in batches:
             await store.append("simulation-bench", batch)
@@ -57,7 +57,7 @@ async def ours_batched(path: Path, synchronous: str) -> float:
 async def ours_concurrent(path: Path, synchronous: str) -> tuple[float, list[float]]:
     latencies: list[float] = []
     events = [event(i) for i in range(CONCURRENT * ROUNDS)]
-    async with EventStore(path, synchronous) as store:  # type: ignore[arg-type]
+    async with SQLiteEventStore(path, synchronous) as store:  # type: ignore[arg-type]
         async def one(i: int) -> None:
             t = time.perf_counter()
             await store.append(f"report-{i % CONCURRENT}", [events[i]])
@@ -86,7 +86,7 @@ async def harness_alone() -> float:
 
 
 async def ours_read(path: Path) -> float:
-    async with EventStore(path) as store:
+    async with SQLiteEventStore(path) as store:
         started, position, n = time.perf_counter(), 0, 0
         while batch := await store.read_all(position, 1000):
             for recorded in batch:

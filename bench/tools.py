@@ -23,7 +23,7 @@ from simreportd.agent.offline import OfflineProvider
 from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.interviews.interviewer import Interviewer
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.simulator.simulate import simulate
@@ -43,7 +43,7 @@ async def prepare(data: Path, size: str) -> tuple[Path, Path]:
     if not done.exists():
         store_path.parent.mkdir(parents=True, exist_ok=True)
         print(f"[{size}] ingesting into {store_path}", flush=True)
-        async with EventStore(store_path) as store:
+        async with SQLiteEventStore(store_path) as store:
             started = time.perf_counter()
             await SimulationIngestor(store, folder).check()
             print(f"[{size}] ingested in {time.perf_counter() - started:.0f} s", flush=True)
@@ -53,7 +53,7 @@ async def prepare(data: Path, size: str) -> tuple[Path, Path]:
 
 async def catch_up(store_path: Path) -> None:
     """Fold the read models (a schema change rebuilds them from the log: timed, it can take a while)."""
-    async with EventStore(store_path) as store, \
+    async with SQLiteEventStore(store_path) as store, \
             ProjectionRunner(store, views_path_for(store_path), projections()) as views:
         started = time.perf_counter()
         await views.catch_up()
@@ -76,7 +76,7 @@ async def measure(folder: Path, store_path: Path, calls_each: int, only: list[st
     topics = json.loads((folder / "simulation_config.json").read_text())["event_config"]["hot_topics"]
     key = (folder.name, 1)  # the folder names the simulation
     views = views_path_for(store_path)
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         interviewer = Interviewer(store, views, OfflineProvider(), "", 10.0)
         tools = SimulationTools(views, interviewer)
         queries = [f"What did people say about {t}?" for t in topics] + topics

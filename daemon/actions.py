@@ -1,4 +1,4 @@
-"""What the writing commands do to a running Daemon, wherever they were asked for.
+"""What the writing commands do to a running daemon (a `Host`), wherever they were asked for.
 
 The CLI calls these on a Daemon of its own when no daemon holds the store; the server calls
 the very same functions when a CLI command hands its work over (docs/architecture.md#one-writer-per-store), so
@@ -9,19 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from simreportd.daemon.ingest.folder import MARKERS, is_simulation_folder
 from simreportd.errors import UsageError
 from simreportd.projections import report_queries
-from simreportd.projections.runner import reading
+from simreportd.projections.sqlite import reading
 
 from .config import LLMConfig
+from .host import Host
 from .replay import fork_report
 from .writers import check_writer, choose_writer, missing_configuration
-
-if TYPE_CHECKING:
-    from .service import Daemon
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ class Rebuilt:
         return self.position_before == self.position
 
 
-async def request_report(daemon: Daemon, folder: Path, force: bool = False, provider: str | None = None,
+async def request_report(daemon: Host, folder: Path, force: bool = False, provider: str | None = None,
                          model: str | None = None) -> str:
     """Ingest one simulation folder (inside [watch] roots or not) and return the id of its run's report: the one
     it has (being written or written) unless `force`, else a new one, by the writer asked for (else `[llm]`'s)."""
@@ -61,7 +59,7 @@ async def report_writer(llm: LLMConfig, provider: str | None, model: str | None,
     return writer
 
 
-async def ingest_folder(daemon: Daemon, folder: Path) -> str:
+async def ingest_folder(daemon: Host, folder: Path) -> str:
     """Ingest what one simulation folder holds now, and watch it from then on; return the simulation id."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder; pass the simulation folder (the one holding "
@@ -75,7 +73,7 @@ async def ingest_folder(daemon: Daemon, folder: Path) -> str:
     return folder.name
 
 
-async def resume_report(daemon: Daemon, report_id: str, provider: str | None = None, model: str | None = None,
+async def resume_report(daemon: Host, report_id: str, provider: str | None = None, model: str | None = None,
                         overrides: dict[str, Any] | None = None) -> str:
     """Resume a failed report (see ReportScheduler.resume); return the line saying which writer continues."""
     return await daemon.reports.resume(report_id, provider, model, overrides)
@@ -87,7 +85,7 @@ def resume_overrides(max_tokens: int | None, timeout_s: float | None) -> dict[st
     return {k: v for k, v in given.items() if v is not None}
 
 
-async def fork(daemon: Daemon, report_id: str, at: int, provider: str | None = None,
+async def fork(daemon: Host, report_id: str, at: int, provider: str | None = None,
                model: str | None = None) -> str:
     """A new report sharing `report_id`'s history up to `at`, continued by the writer asked for (else `[llm]`'s)."""
     writer = choose_writer(daemon.config.llm, provider, model)
@@ -95,7 +93,7 @@ async def fork(daemon: Daemon, report_id: str, at: int, provider: str | None = N
     return await fork_report(daemon.store, report_id, at, *writer)
 
 
-async def rebuild(daemon: Daemon) -> Rebuilt:
+async def rebuild(daemon: Host) -> Rebuilt:
     """Drop the read models, fold the whole log again, export every report; digests before and after."""
     await daemon.views.catch_up()  # the digest before is of the whole log as it is now
     before, position_before = await daemon.views.digest_at()

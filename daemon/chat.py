@@ -14,7 +14,8 @@ from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import ChatAnswered, ChatEvent, ChatLLMRequested, ChatToolCalled
 from simreportd.projections import report_queries, simulation_queries
-from simreportd.projections.runner import ProjectionRunner, reading
+from simreportd.projections.runner import ProjectionRunner
+from simreportd.projections.sqlite import reading
 
 from .config import Config
 from .writers import model_for

@@ -27,7 +27,7 @@ from simreportd.events.models import (
     ChatToolObserved,
     DomainEvent,
 )
-from simreportd.events.store import EventStore, NewEvent
+from simreportd.events.store import NewEvent, SQLiteEventStore
 from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -68,7 +68,7 @@ async def replay_chat(store: EventLog, chat_id: str, scratch: Path) -> ReplayRes
         raise NotFound(f"no chat {chat_id!r}; `simreportd events --type ChatStarted` lists the chats")
     opened = original[0].position
     report = [r for r in await store.read_stream(report_stream(started.report_id)) if r.position < opened]
-    async with EventStore(scratch) as copy:
+    async with SQLiteEventStore(scratch) as copy:
         await copy_simulations(store, copy, before=opened)
         await copy.append(report_stream(started.report_id), [NewEvent(r.event, r.event_id) for r in report],
                           expected_version=0)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simreportd.errors import ConfigError
 from simreportd.events.log import EventLog, redacted_url
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 
 ENV_PREFIX = "SIMREPORTD_"
 
@@ -62,7 +62,7 @@ class StoreConfig(Section):
             )
 
             return PostgresEventStore(self.url, os.environ.get(self.password_env) or None)
-        return EventStore(self.path, self.synchronous, create)
+        return SQLiteEventStore(self.path, self.synchronous, create)
 
 
 class WatchConfig(Section):

@@ -17,7 +17,7 @@ from simreportd.projections.chart import activity_chart
 from simreportd.projections.derived import set_aside
 from simreportd.projections.export import load_report, render
 from simreportd.projections.report import mirofish_status
-from simreportd.projections.runner import in_thread, reading
+from simreportd.projections.sqlite import in_thread, reading
 
 log = logging.getLogger("simreportd.daemon.exporter")
 

@@ -32,6 +32,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import BaseModel
 
 from simreportd.errors import SimreportdError, WaitTimeout
+from simreportd.events.contract import EventStore
 from simreportd.events.log import EventLog
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner
@@ -118,7 +119,7 @@ class FoldChild:
             await process.aclose()  # closes stdin (the child's signal to stop), then waits; killed if cancelled
 
 
-async def _tell_commits(store: EventLog, stdin: ByteSendStream) -> None:
+async def _tell_commits(store: EventStore, stdin: ByteSendStream) -> None:
     """Send the log's head to the child after each commit: it wakes at once instead of at its next poll."""
     position = await store.last_position()
     while True:

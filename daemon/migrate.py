@@ -11,9 +11,9 @@ import hashlib
 import os
 
 from simreportd.errors import CopyDiffers, StoreNotEmpty
-from simreportd.events.log import EventLog
+from simreportd.events.contract import EventStore
 from simreportd.events.postgres import PostgresEventStore
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 
 from .config import Config
 
@@ -22,7 +22,7 @@ PAGE = 5000
 
 async def migrate(config: Config, url: str) -> tuple[int, str]:
     """Copy the store of `config` into the PostgreSQL database at `url`; return (events, digest)."""
-    async with EventStore(config.store.path, config.store.synchronous) as source, \
+    async with SQLiteEventStore(config.store.path, config.store.synchronous) as source, \
             PostgresEventStore(url, os.environ.get(config.store.password_env) or None) as target:
         position = await target.last_position()
         if position:
@@ -37,7 +37,7 @@ async def migrate(config: Config, url: str) -> tuple[int, str]:
     return position, ours
 
 
-async def digest(store: EventLog) -> str:
+async def digest(store: EventStore) -> str:
     """A SHA-256 of every event as stored, in position order."""
     h, position = hashlib.sha256(), 0
     while batch := await store.read_all(position, PAGE):

@@ -38,7 +38,7 @@ from simreportd.errors import NotFound, UsageError
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES, ReportForked
-from simreportd.events.store import EventStore, NewEvent
+from simreportd.events.store import NewEvent, SQLiteEventStore
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -102,7 +102,7 @@ async def replay_report(store: EventLog, report_id: str, scratch: Path,
     seed = shared_history(original)
     if (copied := await check_shared(store, seed)) is not None:
         return ReplayResult(report_id, len(original), copied)
-    async with EventStore(scratch) as copy:
+    async with SQLiteEventStore(scratch) as copy:
         await copy_simulations(store, copy, before=original[0].position)
         await _copy(copy, report_stream(report_id), seed)
         async with ProjectionRunner(copy, views_path_for(scratch), projections()) as views:

@@ -47,7 +47,8 @@ from simreportd.events.models import (
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries
-from simreportd.projections.runner import ProjectionRunner, reading
+from simreportd.projections.runner import ProjectionRunner
+from simreportd.projections.sqlite import reading
 
 from .config import Config
 from .leases import Leases, SoleNode

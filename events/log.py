@@ -1,111 +1,55 @@
-"""What every event store shares: group commit by one writer task, subscriptions, waits.
+"""What every event store backend shares: one writer task, subscriptions, waits.
 
-A backend (SQLite in `store.py`, PostgreSQL in `postgres.py`) supplies connections, one
-transaction per group (`_commit_group`) and the reads; this class queues appends, lets
-one writer task commit them a group at a time, and wakes subscribers. The plan of a
-group (which append succeeds, at which positions and versions) is computed here, the
-same for every backend, so both keep exactly the same guarantees.
+`EventLog` implements the `EventStore` contract (contract.py) once: it queues appends, lets one
+writer task commit them a group at a time (group_commit.py plans each group), and wakes
+subscribers. A backend (SQLite in `store.py`, PostgreSQL in `postgres.py`, memory in `memory.py`)
+subclasses it and supplies the abstract hooks: connections, one transaction per group
+(`_commit_group`) and the reads. The contract's values are re-exported here, where callers have
+always imported them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Self
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from simreportd.errors import (
-    AppendFailed,
-    ConcurrencyConflict,
-    DuplicateEventMismatch,
-    SimreportdError,
-    StoreClosed,
-    StoreFull,
-    StoreReplaced,
-    WaitTimeout,
-)
+from simreportd.errors import AppendFailed, SimreportdError, StoreClosed, StoreFull, StoreReplaced, WaitTimeout
 
-from .codec import Encoded, Recorded, encode
-from .ids import new_event_id, new_event_ids
+from .codec import Encoded, Recorded
+from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent, caused
+from .group_commit import Pending, Row, gather_group
 from .models import DomainEvent
+
+__all__ = ["ANY_VERSION", "AppendResult", "CaughtUp", "EventLog", "NewEvent", "caused", "redacted_url"]
 
 log = logging.getLogger("simreportd.events.log")
 
-ANY_VERSION: None = None
-MAX_GROUP_APPENDS = 1024
 MAX_QUEUED_APPENDS = 8192  # appenders beyond this wait (backpressure) instead of growing memory
 CLOSE_TIMEOUT = 10.0  # how long close() lets the writer drain before it gives up on the rest
 POLL_SECONDS = 0.5  # how often a subscriber looks for appends made by other processes
 
 
-@dataclass(frozen=True)
-class NewEvent:
-    """An event ready to append, with the id that makes a retried append idempotent."""
+class EventLog(ABC):
+    """The `EventStore` contract implemented once for every backend: appends go through one writer task
+    that commits them in groups; a backend subclasses it and implements the abstract methods. Use as an
+    async context manager.
 
-    event: DomainEvent | Encoded
-    event_id: str = field(default_factory=new_event_id)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def caused(events: Sequence[DomainEvent | Encoded], correlation_id: str, causation_id: str | None = None) -> list[NewEvent]:
-    """`events` with the ids that let a trace be followed across streams, in their `meta`.
-
-    `correlation_id` names the piece of work they belong to (a report's request, an ingest batch);
-    `causation_id` is the id of the event they answer (the step before, the run that completed).
-    """
-    meta = {"correlation_id": correlation_id, **({"causation_id": causation_id} if causation_id else {})}
-    return [NewEvent(e, event_id, meta) for e, event_id in zip(events, new_event_ids(len(events)), strict=True)]
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    """Where an append landed: one position per event and the stream's version after it."""
-
-    stream: str
-    positions: tuple[int, ...]
-    version: int
-    duplicate: bool = False
-
-
-@dataclass(frozen=True)
-class CaughtUp:
-    """Marker a subscription yields once it has delivered the history up to `position`."""
-
-    position: int
-
-
-@dataclass(slots=True)
-class _Pending:
-    """One caller's append, waiting in the writer's queue for its outcome."""
-
-    stream: str
-    events: list[NewEvent]
-    expected_version: int | None
-    outcome: AppendResult | Exception | None = None
-
-    def settle(self, outcome: AppendResult | Exception) -> None:
-        if self.outcome is None:
-            self.outcome = outcome
-
-
-class EventLog:
-    """The event log as every reader and writer sees it, whatever the backend: appends go through one
-    writer task that commits them in groups; a backend (SQLite, PostgreSQL) subclasses it. Use as an
-    async context manager."""
+    Beyond the contract, the daemon uses `problem` and `replaced` (health), `check_identity` (a store
+    deleted or replaced under it) and `appended_elsewhere` (a commit another process reported)."""
 
     where = "the event store"  # named in messages (a path, a database)
     IDENTITY_EVERY_S = 1.0  # how often an append checks the store is still the one opened (a backend may say 0)
 
     def __init__(self) -> None:
-        self._queue: MemoryObjectSendStream[_Pending] | None = None
+        self._queue: MemoryObjectSendStream[Pending] | None = None
         self._stack = AsyncExitStack()
         self._writer_stopped = anyio.Event()
         self._closed = False
@@ -123,35 +67,39 @@ class EventLog:
 
     # --- what a backend provides -------------------------------------------------------------
 
+    @abstractmethod
     async def _open_connections(self) -> None:
-        raise NotImplementedError
+        """Connect (and create the schema if needed); errors become ours here (StoreUnusable, ...)."""
 
+    @abstractmethod
     async def _close_connections(self) -> None:
-        raise NotImplementedError
+        """Close what `_open_connections` opened, even half of it; called once every user has returned."""
 
-    async def _commit_group(self, group: list[_Pending]) -> None:
-        """One transaction for the group; plan it with `_plan_group`, then `_committed_rows`."""
-        raise NotImplementedError
+    @abstractmethod
+    async def _commit_group(self, group: list[Pending]) -> None:
+        """One transaction for the group: plan it with `group_commit.plan_group`, insert the rows, then call
+        `_committed_rows` and `group_commit.settle`."""
 
+    @abstractmethod
     async def _read_head(self) -> int:
-        raise NotImplementedError
+        """The highest committed position in the database, by anyone (0 when empty)."""
 
     async def _current_identity(self) -> object:
         """What names the store now: a file's (device, inode), a server's system identifier; None if it is gone.
         The base class cannot tell: it keeps what `__aenter__` saw."""
         return self._identity
 
+    @abstractmethod
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,
                        streams: Sequence[str] | None = None, until: int | None = None) -> list[Recorded]:
         """Up to `limit` events after global position `after` (and up to `until`), optionally of some
         types or streams."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,
                           types: Sequence[str] | None = None) -> list[Recorded]:
         """The events of one stream after `after_version`, in order (the first `limit` of them), optionally
         only those of some types."""
-        raise NotImplementedError
 
     async def iter_stream(self, stream: str, after_version: int = 0, batch: int = 1000,
                           types: Sequence[str] | None = None) -> AsyncIterator[Recorded]:
@@ -162,9 +110,10 @@ class EventLog:
                 yield recorded
             after_version = chunk[-1].version
 
+    @abstractmethod
     async def stream_summaries(self) -> list[tuple[str, int, int]]:
-        """(stream, events, last position) for every stream, for `simreportd events` and status."""
-        raise NotImplementedError
+        """(stream, version, last position) for every stream, by stream name: for `simreportd events` and
+        status."""
 
     def _translate(self, exc: Exception) -> Exception:
         """A failed group's error as the callers see it: ours, with the driver's cause kept."""
@@ -185,7 +134,7 @@ class EventLog:
         except BaseException:
             await self._close_connections()
             raise
-        send, receive = anyio.create_memory_object_stream[_Pending](MAX_QUEUED_APPENDS)
+        send, receive = anyio.create_memory_object_stream[Pending](MAX_QUEUED_APPENDS)
         self._queue = send
         tasks = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self.close)  # runs before the task group exits (LIFO)
@@ -254,7 +203,7 @@ class EventLog:
         wrapped = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
         if not wrapped:
             raise ValueError("append needs at least one event")
-        pending = _Pending(stream, wrapped, expected_version)
+        pending = Pending(stream, wrapped, expected_version)
         await self._enqueue(pending)
         while pending.outcome is None:
             await self._settled.wait()
@@ -263,7 +212,7 @@ class EventLog:
         assert pending.outcome is not None
         return pending.outcome
 
-    async def _enqueue(self, pending: _Pending) -> None:
+    async def _enqueue(self, pending: Pending) -> None:
         """Hand `pending` to the writer; wait only when the queue is full (backpressure)."""
         assert self._queue is not None
         try:
@@ -274,7 +223,7 @@ class EventLog:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise StoreClosed() from None
 
-    async def _write_loop(self, queue: MemoryObjectReceiveStream[_Pending]) -> None:
+    async def _write_loop(self, queue: MemoryObjectReceiveStream[Pending]) -> None:
         """Commit what arrives, a group at a time, until the queue is closed and drained.
 
         Shielded from the owner's cancellation: a group in flight always ends in COMMIT or
@@ -284,11 +233,11 @@ class EventLog:
             try:
                 async with queue:
                     async for first in queue:
-                        await self._commit_safely(_gather_group(first, queue))
+                        await self._commit_safely(gather_group(first, queue))
             finally:
                 self._writer_stopped.set()
 
-    async def _commit_safely(self, group: list[_Pending]) -> None:
+    async def _commit_safely(self, group: list[Pending]) -> None:
         """Commit one group; a failed transaction fails every caller in it, not the writer."""
         try:
             await self.check_identity()
@@ -304,7 +253,7 @@ class EventLog:
         settled, self._settled = self._settled, anyio.Event()
         settled.set()
 
-    def _committed_rows(self, rows: list[tuple[Any, ...]]) -> None:
+    def _committed_rows(self, rows: list[Row]) -> None:
         """After a commit: remember the head and wake the subscribers."""
         if rows:
             self._db_head = rows[-1][0]
@@ -394,75 +343,3 @@ def redacted_url(url: str) -> str:
         credentials, _, host = rest.rpartition("@")
         rest = credentials.split(":")[0] + "@" + host
     return scheme + sep + rest
-
-
-def _gather_group(first: _Pending, queue: MemoryObjectReceiveStream[_Pending]) -> list[_Pending]:
-    """`first` and every append already waiting behind it, up to MAX_GROUP_APPENDS."""
-    group = [first]
-    while len(group) < MAX_GROUP_APPENDS:
-        try:
-            group.append(queue.receive_nowait())
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            break
-    return group
-
-
-class _Replan(Exception):
-    """The optimistic plan needs checking against the database."""
-
-
-def _settle(group: list[_Pending], outcomes: list[AppendResult | Exception]) -> None:
-    for pending, outcome in zip(group, outcomes):
-        pending.settle(outcome)
-
-
-def _plan_group(group: list[_Pending], versions: dict[str, int], known: dict[str, tuple[int, int]],
-                head: int) -> tuple[list[tuple[Any, ...]], list[AppendResult | Exception]]:
-    """Decide which appends of a group succeed and at which positions; updates `versions`."""
-    recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
-    rows: list[tuple[Any, ...]] = []
-    outcomes: list[AppendResult | Exception] = []
-    for pending in group:
-        outcome = _plan_one(pending, versions, known, head + len(rows), recorded_at)
-        if isinstance(outcome, tuple):
-            rows.extend(outcome[0])
-            outcomes.append(outcome[1])
-        else:
-            outcomes.append(outcome)
-    return rows, outcomes
-
-
-def _plan_one(
-    pending: _Pending,
-    versions: dict[str, int],
-    known: dict[str, tuple[int, int]],
-    head: int,
-    recorded_at: str,
-) -> tuple[list[tuple[Any, ...]], AppendResult] | AppendResult | Exception:
-    """Rows and result for one append, or the error it gets; updates `versions` and `known`."""
-    ids = [e.event_id for e in pending.events]
-    seen = [known[i] for i in ids if i in known]
-    if seen:
-        if len(seen) != len(ids):
-            return DuplicateEventMismatch(pending.stream, [i for i in ids if i in known])
-        return AppendResult(pending.stream, tuple(p for p, _ in seen), max(v for _, v in seen), duplicate=True)
-    current = versions[pending.stream]
-    if pending.expected_version is not None and pending.expected_version != current:
-        return ConcurrencyConflict(pending.stream, pending.expected_version, current)
-    rows = []
-    meta: tuple[dict[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
-    for offset, new in enumerate(pending.events, start=1):
-        event = new.event
-        position, version = head + offset, current + offset
-        known[new.event_id] = (position, version)
-        if new.meta is not meta[0]:
-            meta = (new.meta, json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
-        rows.append(
-            (position, new.event_id, pending.stream, version, event.type_name, event.SCHEMA_VERSION,
-             recorded_at, encode(event), meta[1])
-        )
-    versions[pending.stream] = current + len(rows)
-    positions = tuple(r[0] for r in rows)
-    return rows, AppendResult(pending.stream, positions, versions[pending.stream])
-
-

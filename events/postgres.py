@@ -25,7 +25,8 @@ import asyncpg
 from simreportd.errors import StoreFull, StoreNotEmpty, StoreUnusable
 
 from .codec import Recorded
-from .log import EventLog, _Pending, _plan_group, _settle, redacted_url
+from .group_commit import ROW_COLUMNS, Pending, plan_group, settle
+from .log import EventLog, redacted_url
 
 log = logging.getLogger("simreportd.events.postgres")
 
@@ -55,8 +56,6 @@ CREATE TRIGGER simreportd_events_no_truncate BEFORE TRUNCATE ON {TABLE}
     FOR EACH STATEMENT EXECUTE FUNCTION simreportd_refuse_change();
 """
 COLUMNS = "position, stream, version, type, schema_version, event_id, recorded_at, data, meta"
-INSERT_COLUMNS = ("position", "event_id", "stream", "version", "type", "schema_version", "recorded_at", "data",
-                  "meta")
 READ_ALL = (f"SELECT {COLUMNS} FROM {TABLE} WHERE position > $1"
             " AND ($2::text[] IS NULL OR type = ANY($2)) AND ($3::text[] IS NULL OR stream = ANY($3))"
             " AND ($5::bigint IS NULL OR position <= $5) ORDER BY position LIMIT $4")
@@ -66,7 +65,7 @@ READ_POOL_SIZE = 4
 
 
 class PostgresEventStore(EventLog):
-    """The event log in a PostgreSQL database; the same contract as the SQLite `EventStore`."""
+    """The event log in a PostgreSQL database; the `EventStore` contract, as `SQLiteEventStore` keeps it."""
 
     def __init__(self, url: str, password: str | None = None) -> None:
         super().__init__()
@@ -124,7 +123,7 @@ class PostgresEventStore(EventLog):
             return error
         return super()._translate(exc)
 
-    async def _commit_group(self, group: list[_Pending]) -> None:
+    async def _commit_group(self, group: list[Pending]) -> None:
         """One transaction for the group, planned under the table lock from what the database holds."""
         conn = self._writer
         assert conn is not None
@@ -138,12 +137,12 @@ class PostgresEventStore(EventLog):
             versions = {**dict.fromkeys(streams, 0), **{r[0]: r[1] for r in rows}}
             known = {r[0]: (r[1], r[2]) for r in await conn.fetch(
                 f"SELECT event_id, position, version FROM {TABLE} WHERE event_id = ANY($1)", ids)}
-            planned, outcomes = _plan_group(group, versions, known, head)
+            planned, outcomes = plan_group(group, versions, known, head)
             if planned:
-                await conn.copy_records_to_table(TABLE, records=planned, columns=INSERT_COLUMNS)
+                await conn.copy_records_to_table(TABLE, records=planned, columns=ROW_COLUMNS)
                 await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(planned[-1][0]))  # sent at COMMIT
         self._committed_rows(planned)
-        _settle(group, outcomes)
+        settle(group, outcomes)
 
     async def import_recorded(self, batch: Sequence[Recorded]) -> None:
         """Copy events as they are (positions, ids, versions, times) onto the end of this log (`migrate`)."""
@@ -155,7 +154,7 @@ class PostgresEventStore(EventLog):
             if batch and batch[0].position != head + 1:
                 raise StoreNotEmpty(f"{self.where} holds events up to position {head}; the copy continues at "
                                       f"{batch[0].position}: migrate into an empty database")
-            await conn.copy_records_to_table(TABLE, columns=INSERT_COLUMNS, records=[
+            await conn.copy_records_to_table(TABLE, columns=ROW_COLUMNS, records=[
                 (r.position, r.event_id, r.stream, r.version, r.type, r.schema_version, r.recorded_at, r.raw_data,
                  r.raw_meta) for r in batch])
 

@@ -1,6 +1,6 @@
 """The append-only SQLite event store (docs/architecture.md#the-event-store), the embedded default.
 
-`EventLog` (log.py) queues appends and lets one writer task commit them a group
+`EventLog` (log.py) keeps the contract (contract.py): it queues appends and lets one writer task commit them a group
 at a time; this module supplies the SQLite half: the schema, one transaction per group,
 and the reads. Positions are assigned inside the write transaction, so they are gapless
 and commit-ordered even with several processes on one file. Readers use their own
@@ -17,7 +17,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import aiosqlite
 import anyio
@@ -25,20 +25,11 @@ import anyio
 from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreReadOnly, StoreUnusable
 
 from .codec import Recorded
-from .log import (
-    ANY_VERSION,
-    POLL_SECONDS,
-    AppendResult,
-    CaughtUp,
-    EventLog,
-    NewEvent,
-    _Pending,
-    _plan_group,
-    _Replan,
-    _settle,
-)
+from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent
+from .group_commit import Outcome, Pending, Replan, Row, plan_group, settle
+from .log import POLL_SECONDS, EventLog
 
-__all__ = ["ANY_VERSION", "POLL_SECONDS", "AppendResult", "CaughtUp", "EventStore", "NewEvent"]
+__all__ = ["ANY_VERSION", "POLL_SECONDS", "AppendResult", "CaughtUp", "NewEvent", "SQLiteEventStore"]
 
 log = logging.getLogger("simreportd.events.store")
 
@@ -84,7 +75,7 @@ CACHE_KIB = 8192
 WAL_CHECKPOINT_PAGES = 10_000
 
 
-class EventStore(EventLog):
+class SQLiteEventStore(EventLog):
     """Append-only event log in one SQLite file; use as an async context manager."""
 
     IDENTITY_EVERY_S = 0.0  # a stat: cheap enough for every group commit
@@ -155,7 +146,7 @@ class EventStore(EventLog):
             return error
         return super()._translate(exc)
 
-    async def _commit_group(self, group: list[_Pending]) -> None:
+    async def _commit_group(self, group: list[Pending]) -> None:
         """One transaction for the whole group, planned optimistically against cached versions.
 
         The fast path trusts the cached head position and stream versions and looks up no
@@ -167,14 +158,14 @@ class EventStore(EventLog):
         assert conn is not None
         await self._fill_versions(conn, {p.stream for p in group})
         versions = dict(self._versions)
-        rows, outcomes = _plan_group(group, versions, {}, self._db_head)
+        rows, outcomes = plan_group(group, versions, {}, self._db_head)
         try:
             if any(isinstance(o, ConcurrencyConflict) for o in outcomes):
-                raise _Replan
+                raise Replan
             await conn.execute("BEGIN IMMEDIATE")
             if rows:
                 await conn.executemany(INSERT, rows)
-        except (sqlite3.IntegrityError, _Replan):
+        except (sqlite3.IntegrityError, Replan):
             if conn.in_transaction:
                 await conn.execute("ROLLBACK")
             await conn.execute("BEGIN IMMEDIATE")
@@ -191,17 +182,17 @@ class EventStore(EventLog):
             raise
         self._versions = versions
         self._committed_rows(rows)
-        _settle(group, outcomes)
+        settle(group, outcomes)
 
-    async def _replan(self, conn: aiosqlite.Connection, group: list[_Pending]) -> tuple[
-            dict[str, int], list[tuple[Any, ...]], list[AppendResult | Exception]]:
+    async def _replan(self, conn: aiosqlite.Connection, group: list[Pending]) -> tuple[
+            dict[str, int], list[Row], list[Outcome]]:
         """Plan the group again, inside the write transaction, from what the database holds."""
         self._versions = {}
         self._db_head = await _scalar(conn, "SELECT coalesce(max(position), 0) FROM events")
         await self._fill_versions(conn, {p.stream for p in group})
         versions = dict(self._versions)
         known = await _known_ids(conn, [e.event_id for p in group for e in p.events])
-        rows, outcomes = _plan_group(group, versions, known, self._db_head)
+        rows, outcomes = plan_group(group, versions, known, self._db_head)
         return versions, rows, outcomes
 
     async def _abandon(self, conn: aiosqlite.Connection) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .runner import rows_as_dicts
+from .sqlite import rows_as_dicts
 
 COMPLETED = ("completed", "completed_degraded")
 SHOWN = "NOT deleted"  # a deleted report (ReportDeleted) is in no answer

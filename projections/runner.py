@@ -3,7 +3,8 @@
 Read models live in their own SQLite file beside the event store, so projecting never
 competes with appends for the event store's write lock, and `rebuild` can drop them
 all without touching the log. A batch of events is folded in one worker-thread call on
-a plain sqlite3 connection: one thread hop per batch instead of one per row.
+a plain sqlite3 connection: one thread hop per batch instead of one per row. The connections,
+threads and transactions it uses are sqlite.py's, shared with every reader of the file.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import itertools
 import logging
 import operator
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,10 +22,11 @@ import anyio
 
 from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
-from simreportd.events.log import EventLog
+from simreportd.events.contract import EventStore
 
 from .base import Projection, Write, batch_writes, index_names, index_statement
 from .derived import FileIdentity, damaged, identity, set_aside
+from .sqlite import WRITER_CACHE_KIB, connect_views, in_thread, probe, transaction
 
 log = logging.getLogger("simreportd.projections.runner")
 
@@ -35,13 +35,9 @@ log = logging.getLogger("simreportd.projections.runner")
 # every 10,000 pages folded 1M actions in 36 s instead of 54 (2,000 a batch, SQLite's defaults).
 PAGE = 5000
 GROUP_PAGES = 4  # pages a transaction folds while the fold is behind (memory stays that of one page)
-WRITER_CACHE_KIB = 32_768
 INDEX_BUILD_CACHE_KIB = 8_192
-WAL_CHECKPOINT_PAGES = 10_000
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
-SQLITE_HEADER = b"SQLite format 3\x00"
 FILE_CHECK_S = 1.0  # how often an idle fold checks its file is still there and still a database
-PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelled caller wants a query stopped
 THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
 # Fingerprints of earlier read-model schemas whose tables are today's and only whose indexes differ: a file
 # built by one gets today's indexes (seconds) instead of a fold of the whole log (minutes for a sweep of runs).
@@ -73,7 +69,7 @@ class ProjectionRunner:
 
     NAME = "views"
 
-    def __init__(self, store: EventLog, path: Path, projections: Sequence[Projection]) -> None:
+    def __init__(self, store: EventStore, path: Path, projections: Sequence[Projection]) -> None:
         self.store, self.path, self.projections = store, path, list(projections)
         self._conn: sqlite3.Connection | None = None
         self._lock = anyio.Lock()
@@ -148,7 +144,7 @@ class ProjectionRunner:
             await self._heal("it was deleted or replaced", set_aside_first=False)
         else:
             try:
-                await self.in_thread(_probe, self.path)
+                await self.in_thread(probe, self.path)
                 return await self._take_reset()
             except sqlite3.DatabaseError as exc:
                 if not damaged(exc):
@@ -499,122 +495,6 @@ def _execute(conn: sqlite3.Connection, writes: Iterable[Write]) -> None:
         conn.executemany(sql, [params for _, params in run])
 
 
-def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
-    """A sqlite3 connection to the read models, usable from worker threads (closed again if it fails)."""
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    else:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-    try:
-        conn.execute("PRAGMA busy_timeout=10000")  # first: setting WAL waits for another process making the file
-        if not readonly:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _probe(path: Path) -> None:
-    """Read the file's header and schema through a new connection: raises if it is no longer a database (the
-    header is read by hand: a connection may take page 1 from the WAL and never look at the file's)."""
-    with path.open("rb") as file:
-        if file.read(16) not in (SQLITE_HEADER, b""):
-            raise sqlite3.DatabaseError("file is not a database")
-    conn = connect_views(path)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    finally:
-        conn.close()
-
-
-class _Interruption:
-    """Set when a worker thread's caller is cancelled: its `reading()` queries then stop at once."""
-
-    def __init__(self) -> None:
-        self.requested = self.finished = False
-
-    def __call__(self) -> bool:  # an SQLite progress handler: a true result aborts the statement
-        return self.requested
-
-
-_INTERRUPTION: ContextVar[_Interruption | None] = ContextVar("simreportd_interruption", default=None)
-
-
-async def in_thread(func: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter | None = None) -> T:
-    """Run `func` in a worker thread and wait for it, even when cancelled (docs/architecture.md#threads).
-
-    A cancelled caller never abandons the thread; instead the queries it runs through
-    `reading()` are interrupted, so a long scan ends at once and shutdown stays bounded.
-    """
-    interruption = _Interruption()
-    token = _INTERRUPTION.set(interruption)  # the worker thread runs in a copy of this context
-    try:
-        async with anyio.create_task_group() as watch:  # exits with the cancellation, if there was one
-            watch.start_soon(_interrupt_when_cancelled, interruption)
-            try:
-                result, error = await anyio.to_thread.run_sync(_outcome, func, *args, limiter=limiter)
-            finally:
-                interruption.finished = True
-                watch.cancel_scope.cancel()
-    finally:
-        _INTERRUPTION.reset(token)
-    if error is not None:
-        if interruption.requested:
-            await anyio.lowlevel.checkpoint()  # the cancellation that interrupted the query, raised here
-        raise error  # outside the task group: the caller gets the error itself, not an ExceptionGroup
-    return result  # type: ignore[return-value]
-
-
-def _outcome(func: Callable[..., T], *args: Any) -> tuple[T | None, BaseException | None]:
-    try:
-        return func(*args), None
-    except Exception as exc:
-        return None, exc
-
-
-async def _interrupt_when_cancelled(interruption: _Interruption) -> None:
-    try:
-        await anyio.sleep_forever()
-    finally:
-        if not interruption.finished:  # cancelled while the thread still runs: the caller is being stopped
-            interruption.requested = True
-
-
-@contextmanager
-def reading(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to the read models for the length of a `with` block (interruptible
-    when opened in `in_thread`)."""
-    conn = connect_views(path)
-    if (interruption := _INTERRUPTION.get()) is not None:
-        conn.set_progress_handler(interruption, PROGRESS_STEPS)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE ... COMMIT on an autocommit connection; ROLLBACK on any error."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
 def checkpoint(conn: sqlite3.Connection) -> int:
     """How far the read models have folded the log: the furthest projection's position."""
     return int(conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0])
-
-
-def rows_as_dicts(cur: sqlite3.Cursor) -> list[dict[str, Any]]:
-    """Fetch a cursor's rows as dicts (column name -> value)."""
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]

@@ -12,8 +12,8 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from .runner import rows_as_dicts
 from .simulation import han_spaced
+from .sqlite import rows_as_dicts
 
 Key = tuple[str, int]  # (simulation_id, generation)
 KEY = "simulation_id = ? AND generation = ?"

@@ -10,18 +10,19 @@ again as it is will fail again; 1: it failed now, and may succeed once the cause
     │   ├── NotFound (not_found, 2)          no such report, simulation or agent
     │   ├── InterviewLocked (locked, 2)      interviews wait for the report to complete
     │   └── ChatLocked (chat_locked, 2)      a chat waits for its report to complete
-    ├── StoreUnusable (store_unusable, 2)    the store file is not a database we can use
-    │   └── StoreReadOnly (store_read_only, 2)  the store or its folder cannot be written
-    ├── StoreReplaced (store_replaced, 1)    the store was deleted or replaced while in use
-    ├── StoreLocked (store_locked, 2)        another daemon holds the store
-    ├── StoreFull (store_full, 1)            the disk is full; nothing was written
-    ├── StoreClosed (store_closed, 1)        used after close()
-    ├── AppendFailed (append_failed, 1)      the database refused a group commit (cause attached)
-    ├── StoreNotEmpty (store_not_empty, 2)   migrate or import into a store that already holds events
-    ├── CopyDiffers (copy_differs, 1)        a migrated copy does not hash like its source
-    ├── ConcurrencyConflict (conflict, 1)    an append expected another stream version
-    ├── DuplicateEventMismatch (duplicate_events, 1)
-    ├── UnknownEventType (unknown_event_type, 1)  written by a newer simreportd
+    ├── StoreError (failed, 1)               the event store's errors
+    │   ├── StoreUnusable (store_unusable, 2)    the store file is not a database we can use
+    │   │   └── StoreReadOnly (store_read_only, 2)  the store or its folder cannot be written
+    │   ├── StoreReplaced (store_replaced, 1)    the store was deleted or replaced while in use
+    │   ├── StoreLocked (store_locked, 2)        another daemon holds the store
+    │   ├── StoreFull (store_full, 1)            the disk is full; nothing was written
+    │   ├── StoreClosed (store_closed, 1)        used after close()
+    │   ├── AppendFailed (append_failed, 1)      the database refused a group commit (cause attached)
+    │   ├── StoreNotEmpty (store_not_empty, 2)   migrate or import into a store that already holds events
+    │   ├── CopyDiffers (copy_differs, 1)        a migrated copy does not hash like its source
+    │   ├── ConcurrencyConflict (conflict, 1)    an append expected another stream version
+    │   ├── DuplicateEventMismatch (duplicate_events, 1)
+    │   └── UnknownEventType (unknown_event_type, 1)  written by a newer simreportd
     ├── WaitTimeout (timeout, 1)             a wait for a position or condition ran out
     ├── LLMError (llm_failed, 1)             one failed LLM call, with its kind and whether to retry
     ├── ToolError (tool_failed, 1)           a tool call that cannot run as asked
@@ -60,7 +61,11 @@ class UsageError(SimreportdError, ValueError):
     exit_code = 2
 
 
-class StoreUnusable(SimreportdError):
+class StoreError(SimreportdError):
+    """Base class of the event store's errors: its file or database, appends, reads, locks, copies."""
+
+
+class StoreUnusable(StoreError):
     """The event store file cannot be opened as a database (corrupt, not SQLite, unreadable)."""
 
     code = "store_unusable"
@@ -82,7 +87,7 @@ class StoreReadOnly(StoreUnusable):
                          "or point [store] path at a writable place")
 
 
-class StoreReplaced(SimreportdError):
+class StoreReplaced(StoreError):
     """The event store was deleted or replaced by another file (or database) while this process used it.
 
     Appends stop at once: anything written now would go to a file nobody will read again.
@@ -96,29 +101,29 @@ class StoreReplaced(SimreportdError):
                          "where no one will read it. Restore the store, then restart simreportd")
 
 
-class StoreFull(SimreportdError, OSError):
+class StoreFull(StoreError, OSError):
     """The disk holding the event store is full; nothing was written, retry once space is freed."""
 
     code = "store_full"
 
 
-class StoreLocked(SimreportdError):
+class StoreLocked(StoreError):
     """Another simreportd process holds the store's lock (one writer daemon per store)."""
 
     code = "store_locked"
     exit_code = 2
 
 
-class StoreClosed(SimreportdError, RuntimeError):
+class StoreClosed(StoreError, RuntimeError):
     """The event store was used after it was closed."""
 
     code = "store_closed"
 
     def __init__(self) -> None:
-        super().__init__("the event store is closed; open a new EventStore")
+        super().__init__("the event store is closed; open it again")
 
 
-class ConcurrencyConflict(SimreportdError):
+class ConcurrencyConflict(StoreError):
     """An append expected a stream version that is no longer current."""
 
     code = "conflict"
@@ -131,7 +136,7 @@ class ConcurrencyConflict(SimreportdError):
         )
 
 
-class DuplicateEventMismatch(SimreportdError):
+class DuplicateEventMismatch(StoreError):
     """An append reused some, but not all, event ids of an earlier append."""
 
     code = "duplicate_events"
@@ -143,7 +148,7 @@ class DuplicateEventMismatch(SimreportdError):
         )
 
 
-class UnknownEventType(SimreportdError, ValueError):
+class UnknownEventType(StoreError, ValueError):
     """A stored event has a type no model in this version knows."""
 
     code = "unknown_event_type"
@@ -169,20 +174,20 @@ class NotFound(UsageError, LookupError):
     code = "not_found"
 
 
-class AppendFailed(SimreportdError):
+class AppendFailed(StoreError):
     """The database refused a group commit for a reason of its own; the driver's error is the cause."""
 
     code = "append_failed"
 
 
-class StoreNotEmpty(SimreportdError):
+class StoreNotEmpty(StoreError):
     """A migration or import into a store that already holds events (it would mix two histories)."""
 
     code = "store_not_empty"
     exit_code = 2
 
 
-class CopyDiffers(SimreportdError):
+class CopyDiffers(StoreError):
     """A migrated copy of the log does not hash like its source."""
 
     code = "copy_differs"

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
+from simreportd.events.contract import CaughtUp, EventStore, NewEvent
 from simreportd.events.models import PlanningStarted, ReportResumed
-from simreportd.events.store import CaughtUp, EventStore, NewEvent
 
 from .conftest import TIMEOUT
 
@@ -18,7 +18,7 @@ def planning(report_id: str) -> PlanningStarted:
 
 
 class EventStoreContract:
-    """Subclasses provide a `store` fixture yielding an open EventStore."""
+    """Subclasses provide a `store` fixture yielding an open store of their backend, and `execute_directly`."""
 
     @pytest.mark.anyio
     async def test_append_returns_gapless_positions_and_versions(self, store: EventStore) -> None:

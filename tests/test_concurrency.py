@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.projections.runner import connect_views, in_thread, reading
+from simreportd.projections.sqlite import connect_views, in_thread, reading
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG_QUERY = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000000)"

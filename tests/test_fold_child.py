@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from simreportd.daemon.service import Daemon
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.simulator.simulate import simulate
@@ -110,7 +110,7 @@ async def test_a_folder_whose_read_models_another_process_rebuilt_folds_again_fr
     store_path = tmp_path / "events.sqlite3"
     for name, seed in (("sim_d", 3), ("sim_d2", 4)):
         simulate(tmp_path / "sims" / name, agents=12, rounds=6, seed=seed)
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         await SimulationIngestor(store, tmp_path / "sims" / "sim_d").check()
         async with ProjectionRunner(store, views_path_for(store_path), projections()) as folder, \
                 ProjectionRunner(store, views_path_for(store_path), projections()) as rebuilder:

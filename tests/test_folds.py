@@ -17,6 +17,7 @@ from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.state import IngestState
 from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
 from simreportd.events.codec import Recorded, encode
+from simreportd.events.memory import MemoryEventStore
 from simreportd.events.models import (
     AgentActed,
     DomainEvent,
@@ -38,13 +39,13 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
 )
-from simreportd.events.store import EventStore
 from simreportd.projections import report_queries, runner, simulation_queries
 from simreportd.projections.base import Projection, index_names, index_statement
 from simreportd.projections.catalogue import projections
 from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
 from simreportd.projections.report import ReportView, progress_for
 from simreportd.projections.simulation import SimulationModel
+from simreportd.projections.sqlite import reading
 from simreportd.projections.trace import TraceView
 
 SIM = {"simulation_id": "s", "generation": 1}
@@ -234,7 +235,7 @@ def with_undos(events: list[Recorded]) -> list[Recorded]:
 @pytest.mark.parametrize("size", [1, 7, 500, 100_000])
 async def test_a_batch_folds_to_the_rows_each_event_folded_alone_gives(small_sim: Path, tmp_path: Path,
                                                                        size: int) -> None:
-    async with EventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
         events = with_undos(await store.read_all(0, 100_000))
     model = SimulationModel()
@@ -253,7 +254,7 @@ async def test_a_batch_folds_to_the_rows_each_event_folded_alone_gives(small_sim
 
 
 def indexes(path: Path) -> set[str]:
-    with runner.reading(path) as conn:
+    with reading(path) as conn:
         return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
 
 
@@ -263,7 +264,7 @@ async def test_indexes_only_queries_use_are_built_once_a_fold_from_empty_has_cau
     deferred = set(SimulationModel.deferred_indexes)
     monkeypatch.setattr(runner, "PAGE", 50)
     monkeypatch.setattr(runner, "GROUP_PAGES", 1)
-    async with EventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
         views = tmp_path / "views.sqlite3"
         async with runner.ProjectionRunner(store, views, projections()) as first:
@@ -277,7 +278,7 @@ async def test_indexes_only_queries_use_are_built_once_a_fold_from_empty_has_cau
         async with runner.ProjectionRunner(store, tmp_path / "whole.sqlite3", projections()) as whole:
             await whole.catch_up()
             assert resumed == await whole.digest()
-    with runner.reading(views) as conn:  # the tools' query plans use them again
+    with reading(views) as conn:  # the tools' query plans use them again
         plan = " ".join(r[3] for r in conn.execute(
             "EXPLAIN QUERY PLAN SELECT id FROM sim_posts WHERE simulation_id = ? AND generation = ? AND agent_id = ?",
             ("sim_small", 1, 3)))
@@ -291,7 +292,7 @@ async def test_a_read_model_whose_schema_only_changed_its_indexes_gets_todays_wi
     to today's indexes at open, its rows kept: folding a big log again would take minutes."""
     [earlier] = runner.INDEX_ONLY_UPGRADES
     views = tmp_path / "views.sqlite3"
-    async with EventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
         async with runner.ProjectionRunner(store, views, projections()) as first:
             await first.catch_up()
@@ -307,7 +308,7 @@ async def test_a_read_model_whose_schema_only_changed_its_indexes_gets_todays_wi
             assert await reopened.digest() == digest
             schema_sql = {name: runner._normal(index_statement(p.schema, name))
                           for p in projections() for name in index_names(p.schema)}
-    with runner.reading(views) as conn:
+    with reading(views) as conn:
         made = {name: runner._normal(sql) for name, sql in conn.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
         assert made == schema_sql

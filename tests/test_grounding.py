@@ -11,7 +11,7 @@ from simreportd.agent.grounding import check, mark
 from simreportd.daemon.cli.commands import generate
 from simreportd.daemon.service import Daemon
 from simreportd.events.streams import report_stream
-from simreportd.projections.runner import connect_views
+from simreportd.projections.sqlite import connect_views
 
 from .conftest import make_config
 from .fake_llm import FakeLLM

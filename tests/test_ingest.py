@@ -12,8 +12,8 @@ import pytest
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.reports import runs_so_far
+from simreportd.events.memory import MemoryEventStore
 from simreportd.events.models import RunSoFar
-from simreportd.events.store import EventStore
 from simreportd.simulator.simulate import simulate
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +26,7 @@ def line(obj: object) -> bytes:
     return (json.dumps(obj, ensure_ascii=False) + "\n").encode()
 
 
-async def ingest(store: EventStore, folder: Path) -> list:
+async def ingest(store: MemoryEventStore, folder: Path) -> list:
     await SimulationIngestor(store, folder).check()
     return await store.read_stream(f"simulation-{folder.name}")
 
@@ -38,12 +38,12 @@ def append(path: Path, data: bytes) -> None:
 
 
 @pytest.fixture
-async def store(store_path: Path):
-    async with EventStore(store_path) as store:
+async def store():
+    async with MemoryEventStore() as store:
         yield store
 
 
-async def test_every_action_line_becomes_one_event(store: EventStore, tmp_path: Path) -> None:
+async def test_every_action_line_becomes_one_event(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_x"
     simulate(folder, agents=10, rounds=4, seed=1)
     events = await ingest(store, folder)
@@ -54,14 +54,14 @@ async def test_every_action_line_becomes_one_event(store: EventStore, tmp_path: 
     assert events[0].type == "SimulationDiscovered" and events[0].data["requirement"]
 
 
-async def test_a_second_check_appends_nothing(store: EventStore, tmp_path: Path) -> None:
+async def test_a_second_check_appends_nothing(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_x"
     simulate(folder, agents=8, rounds=3, seed=1)
     first = await ingest(store, folder)
     assert await ingest(store, folder) == first
 
 
-async def test_half_line_waits_for_its_end(store: EventStore, tmp_path: Path) -> None:
+async def test_half_line_waits_for_its_end(store: MemoryEventStore, tmp_path: Path) -> None:
     folder, path = tmp_path / "sim_h", tmp_path / "sim_h" / "twitter" / "actions.jsonl"
     data = line(ACTION)
     append(path, data[:20])
@@ -80,7 +80,7 @@ async def test_half_line_waits_for_its_end(store: EventStore, tmp_path: Path) ->
     (line({"event_type": "round_end"}), "missing key 'round'"),
 ])
 async def test_each_bad_line_is_one_rejection_and_the_next_good_line_is_read(
-        store: EventStore, tmp_path: Path, bad: bytes, reason: str) -> None:
+        store: MemoryEventStore, tmp_path: Path, bad: bytes, reason: str) -> None:
     folder, path = tmp_path / "sim_b", tmp_path / "sim_b" / "twitter" / "actions.jsonl"
     append(path, line(ACTION) + bad + line({**ACTION, "agent_id": 2}))
     events = await ingest(store, folder)
@@ -90,7 +90,7 @@ async def test_each_bad_line_is_one_rejection_and_the_next_good_line_is_read(
     assert [e.data["agent_id"] for e in events if e.type == "AgentActed"] == [1, 2]
 
 
-async def test_a_ten_megabyte_line_is_rejected_without_stopping_ingest(store: EventStore, tmp_path: Path) -> None:
+async def test_a_ten_megabyte_line_is_rejected_without_stopping_ingest(store: MemoryEventStore, tmp_path: Path) -> None:
     folder, path = tmp_path / "sim_big", tmp_path / "sim_big" / "twitter" / "actions.jsonl"
     append(path, line(ACTION) + b'{"content": "' + b"x" * 10_000_000 + b'"}\n' + line({**ACTION, "agent_id": 3}))
     events = await ingest(store, folder)
@@ -99,7 +99,7 @@ async def test_a_ten_megabyte_line_is_rejected_without_stopping_ingest(store: Ev
     assert [e.data["agent_id"] for e in events if e.type == "AgentActed"] == [1, 3]
 
 
-async def test_empty_file_and_deleted_folder_are_harmless(store: EventStore, tmp_path: Path) -> None:
+async def test_empty_file_and_deleted_folder_are_harmless(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_e"
     (folder / "twitter").mkdir(parents=True)
     (folder / "twitter" / "actions.jsonl").touch()
@@ -112,7 +112,7 @@ async def test_empty_file_and_deleted_folder_are_harmless(store: EventStore, tmp
     assert len(await store.read_stream("simulation-sim_e")) == 1
 
 
-async def test_force_restart_starts_a_second_generation_and_keeps_the_first(store: EventStore, tmp_path: Path) -> None:
+async def test_force_restart_starts_a_second_generation_and_keeps_the_first(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_r"
     simulate(folder, agents=8, rounds=3, seed=1)
     first = await ingest(store, folder)
@@ -127,7 +127,7 @@ async def test_force_restart_starts_a_second_generation_and_keeps_the_first(stor
 
 
 async def test_runs_so_far_says_which_generation_completed_and_how_far_a_running_one_got(
-        store: EventStore, tmp_path: Path) -> None:
+        store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_r"
     simulate(folder, agents=8, rounds=3, seed=1)
     await ingest(store, folder)
@@ -146,7 +146,7 @@ async def test_runs_so_far_says_which_generation_completed_and_how_far_a_running
     assert runs[2].actions > 0 and ended  # type: ignore[union-attr]
 
 
-async def test_a_platform_stopped_early_has_not_run_all_rounds(store: EventStore, tmp_path: Path) -> None:
+async def test_a_platform_stopped_early_has_not_run_all_rounds(store: MemoryEventStore, tmp_path: Path) -> None:
     folder, path = tmp_path / "sim_s", tmp_path / "sim_s" / "twitter" / "actions.jsonl"
     append(path, line({"event_type": "simulation_start", "platform": "twitter", "total_rounds": 99,
                        "agents_count": 2})
@@ -160,7 +160,7 @@ async def test_a_platform_stopped_early_has_not_run_all_rounds(store: EventStore
     assert completed["platforms"] == ["twitter"] and completed["all_rounds_ran"] is False
 
 
-async def test_stale_alive_environment_is_reported_stale(store: EventStore, tmp_path: Path) -> None:
+async def test_stale_alive_environment_is_reported_stale(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_env"
     simulate(folder, agents=6, rounds=2, seed=1)
     (folder / "env_status.json").write_text(json.dumps({"status": "alive", "twitter_available": True}))
@@ -184,7 +184,7 @@ async def test_oasis_database_is_written_readable_and_complete(tmp_path: Path) -
     assert actions["create_post"] == posts and actions["sign_up"] == 6
 
 
-async def test_an_oasis_database_alone_is_ingested_with_its_joins(store: EventStore, tmp_path: Path) -> None:
+async def test_an_oasis_database_alone_is_ingested_with_its_joins(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_db"
     story = simulate(folder, agents=8, rounds=3, seed=1, oasis_db=True)
     for platform in ("twitter", "reddit"):
@@ -209,7 +209,7 @@ async def test_the_ingest_state_folds_recorded_actions_as_their_models_would(tmp
     from simreportd.daemon.ingest.state import IngestState
     from simreportd.events.streams import simulation_stream
 
-    async with EventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
         records = await store.read_stream(simulation_stream(small_sim.name))
     by_model, by_record = IngestState(small_sim.name), IngestState(small_sim.name)
@@ -235,7 +235,7 @@ async def test_a_restart_folds_only_what_came_after_the_ingest_snapshot(tmp_path
     lines = actions.read_text(encoding="utf-8").splitlines(keepends=True)
     actions.write_text("".join(lines[:len(lines) // 2]), encoding="utf-8")
     snapshots = IngestSnapshots(tmp_path / "snapshots.sqlite3")
-    async with EventStore(tmp_path / "events.sqlite3") as store:
+    async with MemoryEventStore() as store:
         await SimulationIngestor(store, folder, snapshots=snapshots).check()
         taken = snapshots.load("sim_snap")
         actions.write_text("".join(lines), encoding="utf-8")  # the rest arrives while the daemon is down

@@ -24,10 +24,10 @@ pytestmark = pytest.mark.slow
 APPENDER = textwrap.dedent("""
     import asyncio, sys
     from simreportd.events.models import PlanningStarted
-    from simreportd.events.store import EventStore
+    from simreportd.events.store import SQLiteEventStore
 
     async def main(path):
-        async with EventStore(path) as store:
+        async with SQLiteEventStore(path) as store:
             version = len(await store.read_stream("report-k"))
             batch = version // 5
             while True:

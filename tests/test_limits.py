@@ -19,10 +19,10 @@ INGEST = """
 import sys, anyio
 from pathlib import Path
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 
 async def main():
-    async with EventStore(sys.argv[1]) as store:
+    async with SQLiteEventStore(sys.argv[1]) as store:
         await SimulationIngestor(store, Path(sys.argv[2])).check()
 
 anyio.run(main)

@@ -1,5 +1,5 @@
 """The codebase passes its linters: ruff over everything, mypy over the real package structure
-(strict on events/, projections/ and agent/; see pyproject.toml and .ci/typecheck)."""
+(strict on events/, projections/, agent/ and daemon/; see pyproject.toml and .ci/typecheck)."""
 
 from __future__ import annotations
 

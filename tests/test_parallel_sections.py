@@ -19,7 +19,7 @@ from simreportd.daemon.service import Daemon
 from simreportd.events.codec import Recorded
 from simreportd.events.streams import report_stream
 from simreportd.projections.export import load_report
-from simreportd.projections.runner import connect_views
+from simreportd.projections.sqlite import connect_views
 
 from .conftest import PYTHON, TIMEOUT, write_config
 from .fake_llm import FakeLLM

@@ -13,11 +13,12 @@ from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.service import Daemon, projections
 from simreportd.errors import StoreUnusable
+from simreportd.events.memory import MemoryEventStore
 from simreportd.events.models import AgentActed, SimulationDiscovered
-from simreportd.events.store import EventStore
 from simreportd.projections import runner as runner_module
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import ProjectionRunner, reading
+from simreportd.projections.runner import ProjectionRunner
+from simreportd.projections.sqlite import reading
 from simreportd.simulator.simulate import simulate
 
 from .conftest import make_config
@@ -26,8 +27,8 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def store(store_path: Path):
-    async with EventStore(store_path) as store:
+async def store():
+    async with MemoryEventStore() as store:
         yield store
 
 
@@ -36,7 +37,7 @@ def acted(agent_id: int, round_no: int = 1) -> AgentActed:
                       action_type="CREATE_POST", action_args={"content": "hi", "post_id": agent_id})
 
 
-async def test_an_event_a_fold_cannot_store_is_skipped_marked_and_never_refolded(store: EventStore,
+async def test_an_event_a_fold_cannot_store_is_skipped_marked_and_never_refolded(store: MemoryEventStore,
                                                                                    tmp_path: Path) -> None:
     # Written by an older daemon, before validation at the door: the log keeps it for ever.
     await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"),
@@ -54,7 +55,7 @@ async def test_an_event_a_fold_cannot_store_is_skipped_marked_and_never_refolded
 
 
 async def test_pages_folded_in_one_transaction_skip_only_the_poison_and_match_page_by_page(
-        store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        store: MemoryEventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"),
                                         *(acted(n) for n in (1, 2, 3)), acted(2**63), *(acted(n) for n in (6, 7))])
     monkeypatch.setattr(runner_module, "PAGE", 2)  # the poison in the third page of a group of four
@@ -72,7 +73,7 @@ async def test_pages_folded_in_one_transaction_skip_only_the_poison_and_match_pa
     assert digests[0] == digests[1]
 
 
-async def test_rebuild_reaches_the_same_rows_and_the_same_markers(store: EventStore, tmp_path: Path) -> None:
+async def test_rebuild_reaches_the_same_rows_and_the_same_markers(store: MemoryEventStore, tmp_path: Path) -> None:
     await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"),
                                         acted(2**64), acted(5)])
     async with ProjectionRunner(store, tmp_path / "views.sqlite3", projections()) as runner:
@@ -92,7 +93,7 @@ class Exploding(SimulationIngestor):
 
 
 async def test_a_folder_that_fails_is_recorded_backed_off_and_does_not_stop_the_others(
-        store: EventStore, tmp_path: Path) -> None:
+        store: MemoryEventStore, tmp_path: Path) -> None:
     root = tmp_path / "sims"
     simulate(root / "a_bad", agents=4, rounds=2, seed=1)
     simulate(root / "b_good", agents=4, rounds=2, seed=2)
@@ -107,7 +108,7 @@ async def test_a_folder_that_fails_is_recorded_backed_off_and_does_not_stop_the_
     assert "SimulationCompleted" in good
 
 
-async def test_a_cancelled_watcher_stops_at_once_not_at_its_next_rescan(store: EventStore, tmp_path: Path) -> None:
+async def test_a_cancelled_watcher_stops_at_once_not_at_its_next_rescan(store: MemoryEventStore, tmp_path: Path) -> None:
     """watchfiles waits for changes in a worker thread; cancelling the watch used to wait for that thread's
     timeout (`rescan_seconds`): every `simreportd report` and every stop took that long."""
     root = tmp_path / "sims"
@@ -143,7 +144,7 @@ def rewrite(path: Path, how: str, data: bytes) -> None:
 
 @pytest.mark.parametrize("how", ["truncate", "recreate", "overwrite"])
 async def test_a_rewritten_file_with_the_same_first_line_starts_a_generation_and_loses_nothing(
-        store: EventStore, tmp_path: Path, how: str) -> None:
+        store: MemoryEventStore, tmp_path: Path, how: str) -> None:
     folder, other = tmp_path / "sim_r", tmp_path / "other"
     simulate(folder, agents=6, rounds=3, seed=1)
     simulate(other, agents=6, rounds=3, seed=2)
@@ -168,7 +169,7 @@ async def test_a_rewritten_file_with_the_same_first_line_starts_a_generation_and
     assert actions(1) == action_lines(old) and actions(2) == action_lines(new)
 
 
-async def test_appending_to_the_same_file_is_not_mistaken_for_a_rewrite(store: EventStore, tmp_path: Path) -> None:
+async def test_appending_to_the_same_file_is_not_mistaken_for_a_rewrite(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_g"
     simulate(folder, agents=6, rounds=3, seed=1)
     path = folder / "twitter" / "actions.jsonl"
@@ -183,7 +184,7 @@ async def test_appending_to_the_same_file_is_not_mistaken_for_a_rewrite(store: E
 
 
 async def test_a_rescan_and_a_watch_that_meet_a_new_folder_together_ingest_it_once_without_a_failure(
-        store: EventStore, tmp_path: Path) -> None:
+        store: MemoryEventStore, tmp_path: Path) -> None:
     """At startup the first rescan and the first watch both check every folder: they used to make an ingestor
     each, and the slower one's append conflicted (an IngestFailed in the log, a traceback, a 1 s backoff)."""
     root = tmp_path / "sims"

@@ -25,7 +25,7 @@ from simreportd.daemon.ingest import foreign
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.inputs import ANYWHERE
 from simreportd.daemon.ingest.watcher import Watcher
-from simreportd.events.store import EventStore
+from simreportd.events.memory import MemoryEventStore
 from simreportd.projections import simulation_queries
 from simreportd.projections.catalogue import projections
 from simreportd.projections.simulation import SimulationModel
@@ -39,12 +39,12 @@ PLATFORMS = ("twitter", "reddit")
 
 
 @pytest.fixture
-async def store(store_path: Path):
-    async with EventStore(store_path) as store:
+async def store():
+    async with MemoryEventStore() as store:
         yield store
 
 
-async def ingest(store: EventStore, folder: Path) -> list[Any]:
+async def ingest(store: MemoryEventStore, folder: Path) -> list[Any]:
     await SimulationIngestor(store, folder).check()
     return await store.read_stream(f"simulation-{folder.name}")
 
@@ -58,7 +58,7 @@ def by_type(actions: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_every_action_is_counted_once_in_the_runners_round(store: EventStore, tmp_path: Path,
+async def test_every_action_is_counted_once_in_the_runners_round(store: MemoryEventStore, tmp_path: Path,
                                                                   seed: int) -> None:
     """Seed posts are logged in round 0 without ids, then again by the first round that steps the environment
     (run_parallel_simulation.py:1169 starts `last_rowid` at 0, :1177-1211 log round 0, :1257 reads `trace`);
@@ -79,7 +79,7 @@ async def test_every_action_is_counted_once_in_the_runners_round(store: EventSto
 
 
 @pytest.mark.parametrize("seed", [1, 2, 4])
-async def test_targets_the_runner_drops_come_from_the_database(store: EventStore, tmp_path: Path, seed: int) -> None:
+async def test_targets_the_runner_drops_come_from_the_database(store: MemoryEventStore, tmp_path: Path, seed: int) -> None:
     """The runner keeps only some `info` keys (run_parallel_simulation.py:708-727): a repost loses
     `reposted_id` (platform.py:496), a mute its `mutee_id` (platform.py:996), and a comment never had its post
     in `info` (platform.py:1104). The database beside the file holds them all."""
@@ -102,7 +102,7 @@ async def test_targets_the_runner_drops_come_from_the_database(store: EventStore
 
 
 async def test_without_the_databases_nothing_is_counted_twice_and_targets_stay_as_the_lines_say(
-        store: EventStore, tmp_path: Path) -> None:
+        store: MemoryEventStore, tmp_path: Path) -> None:
     """A folder with actions.jsonl only: the same count and rounds; a comment keeps no post (the line has none)."""
     folder = tmp_path / "sim_nodb"
     truth = write_mirofish(folder, seed=5, databases=False)
@@ -116,7 +116,7 @@ async def test_without_the_databases_nothing_is_counted_twice_and_targets_stay_a
     assert not [e for e in events if e.type == "AgentInterviewed"]
 
 
-async def test_interviews_after_the_run_are_interviews_never_actions(store: EventStore, tmp_path: Path) -> None:
+async def test_interviews_after_the_run_are_interviews_never_actions(store: MemoryEventStore, tmp_path: Path) -> None:
     """Interviews are `trace` rows (platform.py:1380-1388) written after the last round; the runner's loop has
     ended, so they never reach actions.jsonl. They are interviews, with prompt and answer, in no round."""
     folder = tmp_path / "sim_iv"
@@ -133,7 +133,7 @@ async def test_interviews_after_the_run_are_interviews_never_actions(store: Even
     assert len(again) == len(events)  # nothing recorded twice
 
 
-async def test_interviews_after_the_run_are_shown_with_the_run(store: EventStore, tmp_path: Path) -> None:
+async def test_interviews_after_the_run_are_shown_with_the_run(store: MemoryEventStore, tmp_path: Path) -> None:
     """The simulation model keeps them beside the run (its row counts them), in the order they were asked."""
     folder = tmp_path / "sim_iv"
     truth = write_mirofish(folder, seed=6)
@@ -151,7 +151,7 @@ async def test_interviews_after_the_run_are_shown_with_the_run(store: EventStore
 
 
 async def test_a_database_alone_counts_seeds_once_and_keeps_interviews_out_of_the_rounds(
-        store: EventStore, tmp_path: Path) -> None:
+        store: MemoryEventStore, tmp_path: Path) -> None:
     """No actions.jsonl (a single-platform runner): the database is the only source. Seeds are one post each,
     interviews are not actions, and the dropped targets are joined. (Rounds are only a guess there: an idle
     round leaves no trace, env.py:196-198 advances the clock only when the environment steps.)"""
@@ -176,7 +176,7 @@ def comparable(events: list[Any]) -> list[tuple[Any, ...]]:
             for a in (e.data for e in events if e.type == "AgentActed")], key=lambda a: a[0])
 
 
-async def test_a_run_ingested_as_it_is_written_is_the_run_ingested_at_the_end(store: EventStore,
+async def test_a_run_ingested_as_it_is_written_is_the_run_ingested_at_the_end(store: MemoryEventStore,
                                                                               tmp_path: Path) -> None:
     """Checked after every round (and by a fresh ingestor half way, as after a restart), the log holds the
     same actions as one check of the finished folder: seeds waiting for their copies are never lost."""
@@ -193,7 +193,7 @@ async def test_a_run_ingested_as_it_is_written_is_the_run_ingested_at_the_end(st
     run.finish()
     await ingestor.check()
     write_mirofish(done, seed=3)
-    async with EventStore(tmp_path / "other.sqlite3") as other:
+    async with MemoryEventStore() as other:
         at_end = await ingest(other, done)
     assert comparable(await store.read_stream("simulation-sim_r")) == comparable(at_end)
 
@@ -239,7 +239,7 @@ async def test_report_tools_answer_the_same_however_the_run_was_read(tmp_path: P
     assert answers[0][0] and answers[0] == answers[1] == answers[2]
 
 
-async def test_a_first_line_with_a_byte_order_mark_is_read(store: EventStore, tmp_path: Path) -> None:
+async def test_a_first_line_with_a_byte_order_mark_is_read(store: MemoryEventStore, tmp_path: Path) -> None:
     folder = tmp_path / "sim_bom"
     write_mirofish(folder, seed=1, databases=False)
     path = folder / "twitter" / "actions.jsonl"
@@ -293,7 +293,7 @@ async def test_a_cancelled_caller_interrupts_the_query_at_once(tmp_path: Path) -
     assert scope.cancelled_caught and time.monotonic() - started < 5
 
 
-async def test_bad_databases_are_recorded_once_and_their_neighbour_is_ingested(store: EventStore,
+async def test_bad_databases_are_recorded_once_and_their_neighbour_is_ingested(store: MemoryEventStore,
                                                                                tmp_path: Path) -> None:
     """A recursive-view `trace`, a `.db` that is not SQLite, a database locked by its writer: each is recorded
     with its reason, once; the folder beside them is ingested in the same rescan."""

@@ -54,7 +54,7 @@ async def test_replay_in_another_process_reproduces_every_step_without_the_serve
 
 async def test_a_changed_tool_output_diverges_at_its_observation(tmp_path: Path,
                                                                   scripted_report: tuple[Path, str]) -> None:
-    from simreportd.events.store import EventStore
+    from simreportd.events.store import SQLiteEventStore
 
     store_path, report_id = scripted_report
 
@@ -64,7 +64,7 @@ async def test_a_changed_tool_output_diverges_at_its_observation(tmp_path: Path,
         conn.commit()
         conn.close()
 
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         result = await replay_report(store, report_id, tmp_path / "scratch.sqlite3", tamper)
         original = await store.read_stream(report_stream(report_id))
     first_analytics = next(r for r in original if r.type == "ToolObserved" and r.data["tool"] == "simulation_analytics")
@@ -75,7 +75,7 @@ async def test_a_changed_tool_output_diverges_at_its_observation(tmp_path: Path,
 
 async def test_a_tampered_request_no_longer_matches_its_fingerprint(tmp_path: Path,
                                                                       scripted_report: tuple[Path, str]) -> None:
-    from simreportd.events.store import EventStore
+    from simreportd.events.store import SQLiteEventStore
 
     store_path, report_id = scripted_report
     conn = sqlite3.connect(store_path)
@@ -85,7 +85,7 @@ async def test_a_tampered_request_no_longer_matches_its_fingerprint(tmp_path: Pa
                  " WHERE position = ?", (position,))
     conn.commit()
     conn.close()
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         result = await replay_report(store, report_id, tmp_path / "scratch.sqlite3")
     assert result.divergence is not None and result.divergence.position == position
     assert result.divergence.expected["fingerprint"] == result.divergence.actual["fingerprint"]

@@ -16,7 +16,7 @@ from simreportd.daemon.service import Daemon
 from simreportd.events.streams import report_stream
 from simreportd.projections.chart import activity_rows, activity_svg
 from simreportd.projections.export import load_report, render
-from simreportd.projections.runner import connect_views
+from simreportd.projections.sqlite import connect_views
 
 from .conftest import make_config
 from .fake_llm import FakeLLM

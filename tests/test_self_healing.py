@@ -18,9 +18,10 @@ from simreportd.daemon.exporter import write_if_changed
 from simreportd.daemon.healing_snapshots import HealingSnapshots
 from simreportd.daemon.ingest.state import IngestState
 from simreportd.events.models import AgentActed, SimulationDiscovered
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.catalogue import projections
-from simreportd.projections.runner import ProjectionRunner, reading
+from simreportd.projections.runner import ProjectionRunner
+from simreportd.projections.sqlite import reading
 
 from .conftest import PYTHON, TIMEOUT, write_config
 from .processes import NotifySocket, cli, serving, wait_until
@@ -31,7 +32,7 @@ GARBAGE = b"this is not an SQLite file, a bad day wrote it " * 100
 
 @pytest.fixture
 async def store(store_path: Path):
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         await store.append("simulation-p", [SimulationDiscovered(simulation_id="p", generation=1, folder="/p"), *(
             AgentActed(simulation_id="p", generation=1, platform="twitter", round=1, agent_id=n,
                        action_type="CREATE_POST", action_args={"content": "hi", "post_id": n}) for n in range(50))])
@@ -43,7 +44,7 @@ def set_aside_copies(path: Path) -> list[Path]:
 
 
 async def test_a_read_model_that_is_not_a_database_is_moved_aside_and_rebuilt_to_the_same_digest(
-        store: EventStore, tmp_path: Path) -> None:
+        store: SQLiteEventStore, tmp_path: Path) -> None:
     views = tmp_path / "views.sqlite3"
     async with ProjectionRunner(store, views, projections()) as runner:
         await runner.catch_up()
@@ -58,7 +59,7 @@ async def test_a_read_model_that_is_not_a_database_is_moved_aside_and_rebuilt_to
 
 
 async def test_a_read_model_deleted_while_folding_is_noticed_rebuilt_and_readable_again(
-        store: EventStore, tmp_path: Path) -> None:
+        store: SQLiteEventStore, tmp_path: Path) -> None:
     views = tmp_path / "views.sqlite3"
     async with ProjectionRunner(store, views, projections()) as runner:
         await runner.catch_up()
@@ -77,7 +78,7 @@ async def test_a_read_model_deleted_while_folding_is_noticed_rebuilt_and_readabl
 
 
 async def test_a_read_model_overwritten_in_place_while_idle_is_found_by_the_timer(
-        store: EventStore, tmp_path: Path) -> None:
+        store: SQLiteEventStore, tmp_path: Path) -> None:
     views = tmp_path / "views.sqlite3"
     async with ProjectionRunner(store, views, projections()) as runner, anyio.create_task_group() as tasks:
         tasks.start_soon(runner.run)

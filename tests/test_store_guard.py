@@ -16,7 +16,7 @@ from simreportd.daemon.cli.commands import running
 from simreportd.daemon.service import Daemon
 from simreportd.errors import StoreReplaced
 from simreportd.events.models import PlanningStarted
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 from simreportd.events.streams import report_stream
 
 from .conftest import PYTHON, TIMEOUT, make_config, write_config
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_an_append_to_a_deleted_store_fails_with_store_replaced_and_writes_nothing(store_path: Path) -> None:
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         await store.append("report-a", [PlanningStarted(report_id="a")])
         store_path.unlink()
         for _ in range(2):  # and every append after it
@@ -38,9 +38,9 @@ async def test_an_append_to_a_deleted_store_fails_with_store_replaced_and_writes
 
 async def test_a_store_replaced_by_another_file_stops_appends(store_path: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.sqlite3"
-    async with EventStore(other) as second:
+    async with SQLiteEventStore(other) as second:
         await second.append("report-b", [PlanningStarted(report_id="b")])
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         await store.append("report-a", [PlanningStarted(report_id="a")])
         os.replace(other, store_path)
         with pytest.raises(StoreReplaced, match="was replaced"):

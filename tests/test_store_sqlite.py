@@ -14,34 +14,34 @@ import pytest
 from simreportd.errors import StoreClosed, StoreFull, StoreUnusable
 from simreportd.events.ids import new_event_id, new_event_ids
 from simreportd.events.models import PlanningStarted
-from simreportd.events.store import EventStore
+from simreportd.events.store import SQLiteEventStore
 
 from .store_contract import EventStoreContract
 
 
 class SQLiteContract(EventStoreContract):
-    async def execute_directly(self, store: EventStore, sql: str) -> None:
+    async def execute_directly(self, store: SQLiteEventStore, sql: str) -> None:
         with sqlite3.connect(store.path) as conn:
             conn.execute(sql.format(table="events"))
 
 
 class TestSQLiteStoreNormal(SQLiteContract):
     @pytest.fixture
-    async def store(self, store_path: Path) -> AsyncIterator[EventStore]:
-        async with EventStore(store_path) as store:
+    async def store(self, store_path: Path) -> AsyncIterator[SQLiteEventStore]:
+        async with SQLiteEventStore(store_path) as store:
             yield store
 
 
 class TestSQLiteStoreFull(SQLiteContract):
     @pytest.fixture
-    async def store(self, store_path: Path) -> AsyncIterator[EventStore]:
-        async with EventStore(store_path, synchronous="FULL") as store:
+    async def store(self, store_path: Path) -> AsyncIterator[SQLiteEventStore]:
+        async with SQLiteEventStore(store_path, synchronous="FULL") as store:
             yield store
 
 
 @pytest.mark.anyio
 async def test_closing_twice_is_safe_and_append_after_close_raises(store_path: Path) -> None:
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         await store.close()
         await store.close()
         with pytest.raises(StoreClosed):
@@ -50,12 +50,12 @@ async def test_closing_twice_is_safe_and_append_after_close_raises(store_path: P
 
 @pytest.mark.anyio
 async def test_appends_accepted_before_close_are_committed(store_path: Path) -> None:
-    async with EventStore(store_path) as store, anyio.create_task_group() as tasks:
+    async with SQLiteEventStore(store_path) as store, anyio.create_task_group() as tasks:
         for n in range(50):
             tasks.start_soon(store.append, f"report-{n}", [PlanningStarted(report_id=str(n))])
         await anyio.wait_all_tasks_blocked()
         await store.close()
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         assert await store.last_position() == 50
 
 
@@ -63,7 +63,7 @@ async def test_appends_accepted_before_close_are_committed(store_path: Path) -> 
 async def test_appenders_beyond_the_queue_bound_wait_for_room_and_every_append_lands(
         store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("simreportd.events.log.MAX_QUEUED_APPENDS", 4)
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         results = await asyncio.gather(*(store.append(f"report-{n}", [PlanningStarted(report_id=str(n))])
                                          for n in range(200)))
         assert sorted(p for r in results for p in r.positions) == list(range(1, 201))
@@ -74,22 +74,22 @@ async def test_appenders_beyond_the_queue_bound_wait_for_room_and_every_append_l
 async def test_a_file_that_is_not_a_database_is_refused_with_a_clear_error(store_path: Path) -> None:
     store_path.write_bytes(b"this is not an SQLite file" * 200)
     with pytest.raises(StoreUnusable, match="move it away"):
-        async with EventStore(store_path):
+        async with SQLiteEventStore(store_path):
             pass
 
 
 @pytest.mark.anyio
 async def test_reopened_store_continues_positions(store_path: Path) -> None:
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         await store.append("report-a", [PlanningStarted(report_id="a")] * 2)
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         result = await store.append("report-a", [PlanningStarted(report_id="a")], expected_version=2)
     assert result.positions == (3,)
 
 
 @pytest.mark.anyio
 async def test_a_full_disk_fails_the_append_with_store_full_and_the_store_recovers(store_path: Path) -> None:
-    async with EventStore(store_path) as store:
+    async with SQLiteEventStore(store_path) as store:
         await store.append("report-a", [PlanningStarted(report_id="a")])
         await store._writer.execute("PRAGMA max_page_count = 1")  # the file cannot grow: SQLITE_FULL
         with pytest.raises(StoreFull):

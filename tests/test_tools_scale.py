@@ -26,6 +26,7 @@ from simreportd.agent.tools import MAX_RESULT, SimulationTools, bounded_json
 from simreportd.daemon.interviews.interviewer import Interviewer, questions
 from simreportd.events.codec import Recorded
 from simreportd.projections import runner
+from simreportd.projections import sqlite as toolkit
 from simreportd.projections.runner import views_path_for
 from simreportd.projections.simulation import SimulationModel
 from simreportd.simulator.simulate import simulate
@@ -71,14 +72,14 @@ def test_the_report_on_a_dense_run_completes_with_small_tool_results(dense: tupl
 def traced(dense: tuple, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every SQL statement the read-model connections run, parameters filled in."""
     statements: list[str] = []
-    connect = runner.connect_views
+    connect = toolkit.connect_views
 
     def tracing(path: Path, readonly: bool = True) -> sqlite3.Connection:
         conn = connect(path, readonly)
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(runner, "connect_views", tracing)
+    monkeypatch.setattr(toolkit, "connect_views", tracing)
     return statements
 
 
@@ -248,10 +249,10 @@ async def test_arguments_a_tool_does_not_take_are_named_not_fatal(tmp_path: Path
 
 async def test_a_batch_fold_builds_the_same_simulation_model_as_one_event_at_a_time(dense: tuple) -> None:
     """The runner folds batches with the counters summed; the rows must be those of event-by-event folding."""
-    from simreportd.events.store import EventStore
+    from simreportd.events.store import SQLiteEventStore
 
     model = SimulationModel()
-    async with EventStore(dense[0]) as store:
+    async with SQLiteEventStore(dense[0]) as store:
         events = [r for r in await store.read_all(0, 10_000_000) if r.type in model.types]
     one, batched = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
     for conn in (one, batched):

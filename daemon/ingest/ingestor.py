@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 
 from simreportd.errors import ConcurrencyConflict
+from simreportd.events.contract import EventStore, caused
 from simreportd.events.ids import new_event_id
-from simreportd.events.log import EventLog, caused
 from simreportd.events.models import (
     DomainEvent,
     EnvironmentStatusChanged,
@@ -58,7 +58,7 @@ log = logging.getLogger("simreportd.daemon.ingest.ingestor")
 class SimulationIngestor:
     """Keeps one folder's stream up to date with its files."""
 
-    def __init__(self, store: EventLog, folder: Path, max_line_bytes: int = 1_048_576,
+    def __init__(self, store: EventStore, folder: Path, max_line_bytes: int = 1_048_576,
                  follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None) -> None:
         self.store, self.folder, self.max_line_bytes = store, folder, max_line_bytes
         self.confinement = Confinement(folder, follow_external_symlinks)

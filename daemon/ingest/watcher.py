@@ -19,7 +19,7 @@ import anyio
 import watchfiles
 
 from simreportd.daemon.leases import Leases, SoleNode
-from simreportd.events.log import EventLog
+from simreportd.events.contract import EventStore
 from simreportd.events.models import IngestFailed
 
 from .folder import is_simulation_folder
@@ -35,7 +35,7 @@ log = logging.getLogger("simreportd.daemon.ingest.watcher")
 class Watcher:
     """Watches `roots` (folders of simulation folders) and `folders` (simulation folders themselves)."""
 
-    def __init__(self, store: EventLog, roots: Sequence[Path], folders: Sequence[Path] = (),
+    def __init__(self, store: EventStore, roots: Sequence[Path], folders: Sequence[Path] = (),
                  rescan_seconds: float = 5.0, max_line_bytes: int = 1_048_576, leases: Leases | None = None,
                  follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None) -> None:
         self.store, self.roots, self.folders, self.snapshots = store, list(roots), list(folders), snapshots

@@ -8,7 +8,7 @@ import anyio
 
 from simreportd.daemon.ingest.folder import read_env_status
 from simreportd.projections import simulation_queries
-from simreportd.projections.runner import in_thread, reading
+from simreportd.projections.sqlite import in_thread, reading
 
 
 class FolderEnvironment:

@@ -21,11 +21,11 @@ from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
-from simreportd.events.log import EventLog
+from simreportd.events.contract import EventStore
 from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
-from simreportd.projections.runner import in_thread, reading
+from simreportd.projections.sqlite import in_thread, reading
 
 from .environment import FolderEnvironment
 from .persona import persona_answer
@@ -60,7 +60,7 @@ GENERATED = ("these answers are written by a model in each agent's persona, not 
 
 
 class Interviewer:
-    def __init__(self, store: EventLog, views_path: Path, provider: LLMProvider, model: str,
+    def __init__(self, store: EventStore, views_path: Path, provider: LLMProvider, model: str,
                  timeout_s: float, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.store, self.views_path, self.provider, self.timeout_s = store, views_path, provider, timeout_s
         self.model, self.limiter = model, limiter

@@ -12,12 +12,12 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from typing import Any
 
 import anyio
 import uvicorn
 
 from simreportd.daemon.config import ServerConfig
+from simreportd.daemon.host import Host
 from simreportd.errors import ConfigError
 
 from .asgi import build_app
@@ -44,7 +44,7 @@ class EmbeddedUvicorn(uvicorn.Server):
 class Server:
     """Serves `/ws`, the JSON API, the MiroFish endpoints and the dashboard for a running Daemon."""
 
-    def __init__(self, daemon: Any, config: ServerConfig) -> None:
+    def __init__(self, daemon: Host, config: ServerConfig) -> None:
         config.refuse_if_exposed()
         self.daemon, self.config = daemon, config
         self.fanout = Fanout(daemon)
@@ -98,7 +98,7 @@ class Server:
                 await self._stopped.wait()
 
 
-def uvicorn_config(daemon: Any, fanout: Fanout, config: ServerConfig) -> uvicorn.Config:
+def uvicorn_config(daemon: Host, fanout: Fanout, config: ServerConfig) -> uvicorn.Config:
     limits = ConnectionLimits(within_file_limit(config.max_connections), config.max_connections_per_client)
     return uvicorn.Config(build_app(daemon, fanout, config), http=h11_for(limits), ws=FramesProtocol,
                           ws_max_size=MAX_MESSAGE, ws_ping_interval=PING_INTERVAL_S, ws_ping_timeout=PING_TIMEOUT_S,

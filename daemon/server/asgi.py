@@ -30,9 +30,10 @@ from starlette.websockets import WebSocket
 
 from simreportd.daemon.chat import chat_request
 from simreportd.daemon.config import ServerConfig
+from simreportd.daemon.host import Host
 from simreportd.errors import LimitReached
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import reading
+from simreportd.projections.sqlite import reading
 
 from . import http_api, mirofish
 from .commands import client_address
@@ -45,7 +46,7 @@ HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 CODES = {404: "not_found", 405: "method_not_allowed", 408: "request_timeout", 413: "too_large"}
 
 
-def build_app(daemon: Any, fanout: Fanout, config: ServerConfig) -> Starlette:
+def build_app(daemon: Host, fanout: Fanout, config: ServerConfig) -> Starlette:
     """The app uvicorn serves for this daemon."""
     table = routes(daemon, fanout)
     cors = Middleware(CORSMiddleware, allow_origins=config.allowed_origins, allow_methods=["GET", "POST", "DELETE"],
@@ -55,7 +56,7 @@ def build_app(daemon: Any, fanout: Fanout, config: ServerConfig) -> Starlette:
                      exception_handlers={HTTPException: http_error})  # type: ignore[dict-item]
 
 
-def routes(daemon: Any, fanout: Fanout) -> list[BaseRoute]:
+def routes(daemon: Host, fanout: Fanout) -> list[BaseRoute]:
     """Every path the server answers, with its methods: the one routing table."""
     handlers = Handlers(daemon, fanout)
     return [
@@ -76,7 +77,7 @@ def route(path: str, endpoint: Any, *methods: str) -> Route:
     return made
 
 
-def read_route(path: str, fn: Any, daemon: Any) -> Route:
+def read_route(path: str, fn: Any, daemon: Host) -> Route:
     """A GET served by an `http_api` read function, in a worker thread on the read models."""
     async def endpoint(request: Request) -> Response:
         query = dict(request.query_params)
@@ -85,7 +86,7 @@ def read_route(path: str, fn: Any, daemon: Any) -> Route:
     return route(path, endpoint, "GET")
 
 
-def mirofish_routes(daemon: Any) -> list[Route]:
+def mirofish_routes(daemon: Host) -> list[Route]:
     """MiroFish's report API (mirofish.py): one Route per path, with every method its handlers take."""
     by_path: dict[str, dict[str, Any]] = {}
     for method, path, reader in mirofish.READERS:
@@ -108,14 +109,14 @@ def mirofish_routes(daemon: Any) -> list[Route]:
     return [route(path, endpoint(handlers), *handlers) for path, handlers in by_path.items()]
 
 
-async def _read(daemon: Any, reader: mirofish.Reader, ask: mirofish.Ask) -> mirofish.Reply:
+async def _read(daemon: Host, reader: mirofish.Reader, ask: mirofish.Ask) -> mirofish.Reply:
     def read(path: Path) -> mirofish.Reply:
         if not path.exists():
             return mirofish.failed(503, "the read models are being built; try again in a moment")
         with reading(path) as conn:
             return reader(conn, ask)
 
-    return await daemon.views.in_thread(read, daemon.views.path)  # type: ignore[no-any-return]
+    return await daemon.views.in_thread(read, daemon.views.path)
 
 
 async def _json(request: Request) -> Any:
@@ -239,7 +240,7 @@ class GuardMiddleware:
 class Handlers:
     """The routes that are not reads of `http_api`: the dashboard, health, metrics, MiroFish's chat."""
 
-    def __init__(self, daemon: Any, fanout: Fanout) -> None:
+    def __init__(self, daemon: Host, fanout: Fanout) -> None:
         self.daemon, self.fanout = daemon, fanout
 
     async def dashboard(self, request: Request) -> Response:

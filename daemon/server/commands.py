@@ -15,6 +15,7 @@ from starlette.requests import HTTPConnection
 
 from simreportd.daemon import actions
 from simreportd.daemon.chat import answer_frame, chat_target, step_frame
+from simreportd.daemon.host import Host
 from simreportd.errors import SimreportdError
 from simreportd.events.models import ChatEvent
 
@@ -28,7 +29,7 @@ def client_address(connection: HTTPConnection) -> str:
     return connection.client.host if connection.client else "unknown"
 
 
-async def perform(daemon: Any, command: GenerateReport | Interview | Chat | HandedOver | ProtocolError,
+async def perform(daemon: Host, command: GenerateReport | Interview | Chat | HandedOver | ProtocolError,
                   reply: Reply, client: str) -> None:
     """Do one command and `reply` with its frames; our errors become `error` frames. Chats and interviews
     pass the daemon's gates for `client` (a refusal is an error frame `limit_reached`)."""
@@ -51,7 +52,7 @@ async def perform(daemon: Any, command: GenerateReport | Interview | Chat | Hand
         reply(ProtocolError(exc.code, str(exc)).frame())
 
 
-async def _handed_over(daemon: Any, command: HandedOver) -> dict[str, Any]:
+async def _handed_over(daemon: Host, command: HandedOver) -> dict[str, Any]:
     """A CLI command's work, done here because this daemon holds the store."""
     if command.op == "ingest":
         return {"simulation_id": await actions.ingest_folder(daemon, Path(command.folder or ""))}
@@ -71,16 +72,12 @@ async def _handed_over(daemon: Any, command: HandedOver) -> dict[str, Any]:
             "position_before": rebuilt.position_before}
 
 
-async def _interview(daemon: Any, command: Interview) -> dict[str, Any]:
-    interviews = getattr(daemon, "interviews", None)
-    if interviews is None:
-        return ProtocolError("unsupported", "interviews are not available in this daemon").frame()
-    answer = await interviews.ask(command.report_id or command.simulation_id, command.agent_id,
-                                  command.question, command.platform)
+async def _interview(daemon: Host, command: Interview) -> dict[str, Any]:
+    answer = await daemon.interviews.ask(command.target, command.agent_id, command.question, command.platform)
     return {"type": "interview_answer", **answer}
 
 
-async def _chat(daemon: Any, command: Chat, reply: Reply) -> None:
+async def _chat(daemon: Host, command: Chat, reply: Reply) -> None:
     """Open a chat (no question) or answer a question in it, its steps streamed as `chat_answer` frames."""
     chats = daemon.chats
     chat_id, report_id = await chat_target(chats, command.report_id, command.chat_id, "websocket")

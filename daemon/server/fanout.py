@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 from starlette.websockets import WebSocket
 
+from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed
 from simreportd.events.codec import Recorded
 from simreportd.events.store import CaughtUp
@@ -180,7 +181,7 @@ async def close(session: Session, code: int, reason: str) -> None:
 class Fanout:
     """Every websocket session of the server, and the broadcaster that feeds them from the log."""
 
-    def __init__(self, daemon: Any) -> None:
+    def __init__(self, daemon: Host) -> None:
         self.daemon = daemon
         self.sessions: set[Session] = set()
         self.reports: dict[str, ReportInfo] = {}

@@ -17,7 +17,7 @@ from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.chart import activity_chart, activity_rows
 from simreportd.projections.export import full_markdown, load_report
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import reading
+from simreportd.projections.sqlite import reading
 
 Reply = tuple[int, str, bytes]
 JSON, TEXT, SVG, HTML, MARKDOWN = ("application/json", "text/plain; version=0.0.4", "image/svg+xml",

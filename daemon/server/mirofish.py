@@ -18,15 +18,16 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from simreportd.daemon.host import Host
 from simreportd.errors import SimreportdError
 from simreportd.events.models import ReportDeleted
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.export import full_markdown, load_report, meta, progress, section_markdown
 from simreportd.projections.report import mirofish_status
-from simreportd.projections.runner import reading
+from simreportd.projections.sqlite import reading
 
 
 @dataclass(frozen=True)
@@ -46,21 +47,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class Daemon(Protocol):
-    """What the actors need of the daemon."""
-
-    @property
-    def store(self) -> Any: ...
-    @property
-    def views(self) -> Any: ...
-    @property
-    def reports(self) -> Any: ...
-    @property
-    def runner(self) -> Any: ...
-
-
 Reader = Callable[[sqlite3.Connection, Ask], Reply]
-Actor = Callable[[Daemon, Ask], Awaitable[Reply]]
+Actor = Callable[[Host, Ask], Awaitable[Reply]]
 
 
 def ok(data: Any, **extra: Any) -> Reply:
@@ -224,15 +212,15 @@ def generate_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
 # --- actors ----------------------------------------------------------------------------------
 
 
-async def _resolve(daemon: Daemon, given: object) -> str | None:
+async def _resolve(daemon: Host, given: object) -> str | None:
     def find(path: Any) -> str | None:
         with reading(path) as conn:
             return _simulation(conn, given)
 
-    return await daemon.views.in_thread(find, daemon.views.path)  # type: ignore[no-any-return]
+    return await daemon.views.in_thread(find, daemon.views.path)
 
 
-async def generate(daemon: Daemon, ask: Ask) -> Reply:
+async def generate(daemon: Host, ask: Ask) -> Reply:
     """The run's report: the one it has (running or completed) unless `force_regenerate`; else a new one."""
     body = ask.body if isinstance(ask.body, dict) else {}
     given = body.get("simulation_id")
@@ -254,7 +242,7 @@ async def generate(daemon: Daemon, ask: Ask) -> Reply:
                "already_generated": state == "completed"})
 
 
-async def delete(daemon: Daemon, ask: Ask) -> Reply:
+async def delete(daemon: Host, ask: Ask) -> Reply:
     """Hide the report everywhere (a ReportDeleted event); nothing is erased from the log."""
     report_id = ask.params["report_id"]
 
@@ -275,7 +263,7 @@ async def delete(daemon: Daemon, ask: Ask) -> Reply:
     return Reply(200, {"success": True, "message": f"report {report_id} deleted"})
 
 
-async def search_tool(daemon: Daemon, ask: Ask) -> Reply:
+async def search_tool(daemon: Host, ask: Ask) -> Reply:
     """MiroFish's `tools/search`: our `quick_search` on the simulation the request names."""
     body = ask.body if isinstance(ask.body, dict) else {}
     query, limit = body.get("query"), body.get("limit", 10)
@@ -284,12 +272,12 @@ async def search_tool(daemon: Daemon, ask: Ask) -> Reply:
     return await _tool(daemon, body, "quick_search", {"query": query, "limit": limit if isinstance(limit, int) else 10})
 
 
-async def statistics_tool(daemon: Daemon, ask: Ask) -> Reply:
+async def statistics_tool(daemon: Host, ask: Ask) -> Reply:
     """MiroFish's `tools/statistics`: our `simulation_analytics` on the simulation the request names."""
     return await _tool(daemon, ask.body if isinstance(ask.body, dict) else {}, "simulation_analytics", {})
 
 
-async def _tool(daemon: Daemon, body: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Reply:
+async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Reply:
     given = body.get("simulation_id") or body.get("graph_id")
     simulation_id = await _resolve(daemon, given)
     if simulation_id is None:
@@ -301,6 +289,8 @@ async def _tool(daemon: Daemon, body: dict[str, Any], tool: str, arguments: dict
             return None if latest is None else latest[0]
 
     generation = await daemon.views.in_thread(newest, daemon.views.path)
+    if generation is None:
+        return failed(404, f"no run of {simulation_id} is folded yet")
     try:
         result = await daemon.runner.tools.run(tool, arguments, simulation_id, generation)
     except SimreportdError as exc:

@@ -49,6 +49,11 @@ class Interview:
     question: str
     platform: str | None
 
+    @property
+    def target(self) -> str:
+        """The report, else the simulation, asked about (parsing refuses an interview that names neither)."""
+        return self.report_id or self.simulation_id or ""
+
 
 @dataclass(frozen=True)
 class Chat:

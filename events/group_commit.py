@@ -1,0 +1,123 @@
+"""Group commit, shared by every backend (docs/architecture.md#group-commit).
+
+`EventLog` (log.py) queues each caller's append as a `Pending`; its writer task takes a group of them
+at once (`gather_group`), and the backend commits the group in one transaction. Which appends of a
+group succeed, and at which positions and versions, is decided here by `plan_group`, the same for
+every backend, so each keeps exactly the same guarantees; the backend writes the planned rows and
+hands the outcomes back to their callers with `settle`.
+
+A planned row is the tuple `ROW_COLUMNS` names, the order every backend inserts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
+
+from .codec import encode
+from .contract import AppendResult, NewEvent
+
+MAX_GROUP_APPENDS = 1024
+ROW_COLUMNS = ("position", "event_id", "stream", "version", "type", "schema_version", "recorded_at", "data", "meta")
+
+Row = tuple[Any, ...]
+Outcome = AppendResult | Exception
+
+
+@dataclass(slots=True)
+class Pending:
+    """One caller's append, waiting in the writer's queue for its outcome."""
+
+    stream: str
+    events: list[NewEvent]
+    expected_version: int | None
+    outcome: Outcome | None = None
+
+    def settle(self, outcome: Outcome) -> None:
+        """Record the outcome once: a later one (a failure after success was known) is ignored."""
+        if self.outcome is None:
+            self.outcome = outcome
+
+
+class Replan(Exception):
+    """An optimistic plan (made from cached versions) needs checking against the database."""
+
+
+def gather_group(first: Pending, queue: MemoryObjectReceiveStream[Pending]) -> list[Pending]:
+    """`first` and every append already waiting behind it, up to MAX_GROUP_APPENDS."""
+    group = [first]
+    while len(group) < MAX_GROUP_APPENDS:
+        try:
+            group.append(queue.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+    return group
+
+
+def settle(group: list[Pending], outcomes: list[Outcome]) -> None:
+    """Give each append of a committed group its outcome (what `plan_group` returned)."""
+    for pending, outcome in zip(group, outcomes, strict=True):
+        pending.settle(outcome)
+
+
+def plan_group(group: list[Pending], versions: dict[str, int], known: dict[str, tuple[int, int]],
+               head: int) -> tuple[list[Row], list[Outcome]]:
+    """Decide which appends of a group succeed and at which positions: the rows to insert and one outcome
+    per append.
+
+    `versions` holds every stream of the group at its current version and is updated; `known` maps event
+    ids already stored to their (position, version) (a backend may pass {} and replan on a UNIQUE
+    violation); `head` is the highest position committed. A conflicting append fails alone.
+    """
+    recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
+    rows: list[Row] = []
+    outcomes: list[Outcome] = []
+    for pending in group:
+        outcome = _plan_one(pending, versions, known, head + len(rows), recorded_at)
+        if isinstance(outcome, tuple):
+            rows.extend(outcome[0])
+            outcomes.append(outcome[1])
+        else:
+            outcomes.append(outcome)
+    return rows, outcomes
+
+
+def _plan_one(
+    pending: Pending,
+    versions: dict[str, int],
+    known: dict[str, tuple[int, int]],
+    head: int,
+    recorded_at: str,
+) -> tuple[list[Row], AppendResult] | Outcome:
+    """Rows and result for one append, or the error it gets; updates `versions` and `known`."""
+    ids = [e.event_id for e in pending.events]
+    seen = [known[i] for i in ids if i in known]
+    if seen:
+        if len(seen) != len(ids):
+            return DuplicateEventMismatch(pending.stream, [i for i in ids if i in known])
+        return AppendResult(pending.stream, tuple(p for p, _ in seen), max(v for _, v in seen), duplicate=True)
+    current = versions[pending.stream]
+    if pending.expected_version is not None and pending.expected_version != current:
+        return ConcurrencyConflict(pending.stream, pending.expected_version, current)
+    rows = []
+    meta: tuple[dict[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
+    for offset, new in enumerate(pending.events, start=1):
+        event = new.event
+        position, version = head + offset, current + offset
+        known[new.event_id] = (position, version)
+        if new.meta is not meta[0]:
+            meta = (new.meta, json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
+        rows.append(
+            (position, new.event_id, pending.stream, version, event.type_name, event.SCHEMA_VERSION,
+             recorded_at, encode(event), meta[1])
+        )
+    versions[pending.stream] = current + len(rows)
+    positions = tuple(r[0] for r in rows)
+    return rows, AppendResult(pending.stream, positions, versions[pending.stream])
