@@ -8,6 +8,7 @@ runner retries, so every attempt is an event. Errors are translated here, once, 
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import re
 import time
@@ -126,13 +127,14 @@ class OpenAIProvider:
     name = "openai"
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float, max_concurrency: int,
-                 requests_per_minute: int = 0, stream: bool = False) -> None:
+                 requests_per_minute: int = 0, stream: bool = False, max_reply_bytes: int = 1 << 20) -> None:
         import openai  # here, not at the top: it takes a second to import, and only the API writer needs it
 
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
                                          timeout=timeout_s, max_retries=0)
         self.timeout_s, self.base_url = timeout_s, str(self.client.base_url).rstrip("/")
         self.stream = stream  # stream replies: `timeout_s` is then the silence allowed between two chunks
+        self.max_reply_bytes = max_reply_bytes  # a longer reply is refused, never recorded: the log keeps it all
         self.slots = ServerSlots(max_concurrency)  # shared by every report and chat of this daemon
         self.rate = RateLimiter(requests_per_minute)
 
@@ -170,7 +172,8 @@ class OpenAIProvider:
             await self.rate.acquire()
             try:
                 if self.stream:
-                    return await _streamed(self.client, kwargs, timeout, request.call_id, messages)
+                    return _bounded(await _streamed(self.client, kwargs, timeout, request.call_id, messages,
+                                                    self.max_reply_bytes), self.max_reply_bytes)
                 with anyio.fail_after(timeout):  # a deadline for the whole call, not per socket read
                     response = await self.client.chat.completions.create(**kwargs)
             except TimeoutError as exc:
@@ -184,7 +187,17 @@ class OpenAIProvider:
                                f"{innermost_reason(exc)}") from exc
             except (openai.APIError, ValueError) as exc:
                 raise LLMError("invalid_response", str(exc)[:300]) from exc
-        return _completion(response, request.call_id, messages)
+        return _bounded(_completion(response, request.call_id, messages), self.max_reply_bytes)
+
+
+def _bounded(completion: Completion, limit: int) -> Completion:
+    """The completion, or LLMError `reply_too_large` if its text and tool calls pass `limit` bytes: a reply
+    is recorded whole in the log and every read model, so one runaway reply must not become gigabytes."""
+    size = len(completion.content.encode()) + sum(len(json.dumps(c.arguments)) for c in completion.tool_calls)
+    if size > limit:
+        raise LLMError("reply_too_large", f"the reply has {size:,} bytes, more than [llm] max_reply_bytes = "
+                       f"{limit:,}; lower [llm] max_tokens or raise the limit", retryable=False)
+    return completion
 
 
 def innermost_reason(exc: BaseException) -> str:
@@ -197,7 +210,7 @@ def innermost_reason(exc: BaseException) -> str:
 
 
 async def _streamed(client: Any, kwargs: dict[str, Any], silence: float, call_id: str,
-                    messages: list[dict[str, Any]]) -> Completion:
+                    messages: list[dict[str, Any]], limit: int) -> Completion:
     """One streamed completion, failed only when the server is silent `silence` seconds between chunks.
 
     A CPU server writing 5 tokens a second is slow, not broken: a deadline on the whole call failed it
@@ -216,6 +229,9 @@ async def _streamed(client: Any, kwargs: dict[str, Any], silence: float, call_id
                 except StopAsyncIteration:
                     break
             parts.add(chunk)
+            if parts.size > limit:  # stop reading at once: closing the stream cancels the request
+                raise LLMError("reply_too_large", f"the streamed reply passed [llm] max_reply_bytes = {limit:,} "
+                               "bytes; lower [llm] max_tokens or raise the limit", retryable=False)
     finally:
         with anyio.CancelScope(shield=True):
             await stream.close()
@@ -230,6 +246,7 @@ class _Parts:
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     finish: str | None = None
     usage: Any = None
+    size: int = 0  # characters received so far
 
     def add(self, chunk: Any) -> None:
         self.usage = getattr(chunk, "usage", None) or self.usage
@@ -240,12 +257,14 @@ class _Parts:
                 continue
             if isinstance(text := getattr(delta, "content", None), str):
                 self.content.append(text)
+                self.size += len(text)
             for tc in getattr(delta, "tool_calls", None) or []:
                 call = self.calls.setdefault(getattr(tc, "index", 0) or 0, {"id": None, "name": "", "arguments": ""})
                 call["id"] = getattr(tc, "id", None) or call["id"]
                 function = getattr(tc, "function", None)
                 call["name"] += getattr(function, "name", None) or ""
                 call["arguments"] += getattr(function, "arguments", None) or ""
+                self.size += len(getattr(function, "arguments", None) or "")
 
     def completion(self, call_id: str, messages: list[dict[str, Any]]) -> Completion:
         """The reply as one non-streamed response would have carried it."""

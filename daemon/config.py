@@ -80,6 +80,7 @@ class LLMConfig(Section):
     tool_protocol: Literal["auto", "native", "text"] = "auto"
     timeout_s: float = Field(default=60.0, gt=0)
     stream: bool = False
+    max_reply_bytes: int = Field(default=1_048_576, ge=1024)
     max_retries: int = Field(default=4, ge=0)
     retry_backoff_s: float = Field(default=1.0, ge=0)
     max_concurrency: int = Field(default=4, ge=1)

@@ -123,7 +123,8 @@ class Writers:
             return Unavailable(name, missing)
         if name == "openai":
             return OpenAIProvider(self.llm.base_url, os.environ.get(self.llm.api_key_env, ""), self.llm.timeout_s,
-                                  self.llm.max_concurrency, self.llm.requests_per_minute, stream=self.llm.stream)
+                                  self.llm.max_concurrency, self.llm.requests_per_minute, stream=self.llm.stream,
+                                  max_reply_bytes=self.llm.max_reply_bytes)
         return OfflineProvider()
 
     async def close(self) -> None:
