@@ -142,7 +142,7 @@ def main() -> None:
             figures = asyncio.run(flood(count, idle_count, daemon.pid, work))
             minutes = (time.monotonic() - started) / 60
             lines = len((work / "daemon.log").read_text().splitlines()) - lines_before
-            time.sleep(5)
+            time.sleep(12)  # the daemon gives memory back within its next check (every 5 s) after a crowd left
             after = rss_mb(daemon.pid)
             ingested = json.loads(urllib.request.urlopen(urllib.request.Request(
                 f"http://127.0.0.1:{PORT}/api/simulations", headers={"Authorization": f"Bearer {TOKEN}"}),

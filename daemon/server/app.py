@@ -9,9 +9,10 @@ The port is bound here, not by uvicorn, so that a port in use is a `ConfigError`
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import anyio
 import uvicorn
@@ -66,6 +67,7 @@ class Server:
         self._stack.push_async_callback(self._close)
         tasks.start_soon(self._serve, name="uvicorn")
         tasks.start_soon(self.fanout.broadcast, start, name="broadcaster")
+        tasks.start_soon(self._give_back_memory, name="memory")
         log.info("serving on http://%s:%d/", self.config.host, self.port)
         return self
 
@@ -85,6 +87,19 @@ class Server:
         finally:
             self._stopped.set()
 
+    async def _give_back_memory(self) -> None:
+        """After a crowd of connections has gone (down to a tenth of its peak), ask the C allocator to return
+        its free memory to the system: without it a flood's peak stays the daemon's size for good."""
+        trim = _malloc_trim()
+        peak = 0
+        while trim is not None:
+            await anyio.sleep(TRIM_EVERY_S)
+            open_now = len(self._uvicorn.server_state.connections) if self._uvicorn else 0
+            peak = max(peak, open_now)
+            if peak >= TRIM_AFTER_PEAK and open_now * 10 <= peak:
+                trim(0)
+                peak = open_now
+
     async def _close(self) -> None:
         """Websockets closed with 1001, then uvicorn stopped (it stops listening and finishes what is in flight)."""
         assert self._uvicorn is not None
@@ -96,6 +111,17 @@ class Server:
             if late.cancelled_caught:
                 self._uvicorn.force_exit = True
                 await self._stopped.wait()
+
+
+TRIM_EVERY_S, TRIM_AFTER_PEAK = 5.0, 100
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None where there is none (another C library)."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def uvicorn_config(daemon: Host, fanout: Fanout, config: ServerConfig) -> uvicorn.Config:
