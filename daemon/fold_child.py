@@ -140,7 +140,10 @@ async def _tell_commits(store: EventStore, stdin: ByteSendStream) -> None:
 def main() -> int:
     """Fold until stdin ends or SIGTERM comes; Ctrl-C in a terminal is for the parent, which stops us."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    spec = ChildSpec.model_validate_json(sys.stdin.buffer.readline())
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return 0  # the parent stopped before it sent the spec: nothing to fold, nothing to say
+    spec = ChildSpec.model_validate_json(line)
     setup_logging(spec.log.level, spec.log.format, spec.journal)
     tune_gc()
     try:

@@ -162,3 +162,14 @@ async def test_a_rebuild_while_the_log_grows_says_its_digests_are_not_comparable
         grown = await actions.rebuild(daemon)
         assert not grown.comparable and grown.position == grown.position_before + 1
         tasks.cancel_scope.cancel()
+
+
+def test_a_fold_child_whose_daemon_stops_before_sending_its_spec_exits_0_without_a_traceback() -> None:
+    """SIGTERM can reach the daemon between starting the child and writing its spec: the child sees stdin
+    end before any line, which is a stop, not an error (a fresh clone's CI once caught the traceback)."""
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-m", "simreportd.daemon.fold_child"], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=TIMEOUT)
+    assert (child.returncode, child.stderr) == (0, b"")
