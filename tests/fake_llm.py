@@ -30,7 +30,7 @@ Script = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]
 
 class FakeLLM:
     def __init__(self, port: int = 0, script: Script | None = None, latency_s: float = 0.0,
-                 slots: int = 0) -> None:
+                 slots: int = 0, held: bool = False) -> None:
         self.faults: list[tuple[Any, ...]] = []
         self.requests: list[dict[str, Any]] = []
         self.script, self.latency_s = script, latency_s
@@ -43,6 +43,10 @@ class FakeLLM:
         self.in_flight = self.peak_in_flight = 0  # requests being answered at once: what concurrency limits bound
         self.cancelled = 0  # streams the client closed before their end (a request given up, cancelled)
         self.cancel_seen = threading.Event()  # set when a client closes a stream before its end
+        # `held`: every answer waits until the test sets `released` (a model busy for as long as a test needs)
+        self.released = threading.Event()
+        if not held:
+            self.released.set()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -115,6 +119,7 @@ class FakeLLM:
             fault = self.faults.pop(0) if self.faults else None
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        self.released.wait(60)
         if self.slots is not None:
             with self.slots:
                 time.sleep(self.latency_s)

@@ -176,10 +176,11 @@ async def test_the_tools_routes_run_our_tools_on_the_simulation_named(written, s
 
 
 async def test_chats_beyond_the_limit_are_refused_429_at_once(tmp_path: Path, small_sim: Path) -> None:
-    """Two chats at once in all: of six sent together to a slow model, two are answered and four refused."""
+    """Two chats at once in all: of six sent together to a model busy until the refusals are in, two are
+    answered and four refused (the model is held, not slow, so a loaded machine cannot change the count)."""
     async with Running(server_config(tmp_path), [small_sim]) as running:  # the report, written offline
         await running.daemon.reports.wait(await running.daemon.reports.request(small_sim.name))
-    with FakeLLM(latency_s=1.5) as llm:
+    with FakeLLM(held=True) as llm:
         config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "slow",
                                             "timeout_s": 30.0, "max_retries": 0},
                              reports={"auto": False}, server={"port": 0},
@@ -194,6 +195,10 @@ async def test_chats_beyond_the_limit_are_refused_429_at_once(tmp_path: Path, sm
             async with anyio.create_task_group() as tasks:
                 for n in range(6):
                     tasks.start_soon(ask, n)
+                with anyio.fail_after(TIMEOUT):
+                    while len(answers) < 4:
+                        await anyio.sleep(0.02)
+                llm.released.set()
     refused = [a for a in answers if a[0] == 429]
     assert len(refused) == 4 and len(answers) == 6, [a[0] for a in answers]
     assert all(a[1]["code"] == "limit_reached" and int(a[2]["Retry-After"]) > 0 for a in refused)
