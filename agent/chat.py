@@ -41,8 +41,9 @@ from simreportd.events.models import (
 )
 
 from . import budget, chat_prompts, claims, grounding, prompts
-from .core import CallLLM, Emit, RunTool, Stop, fingerprint
+from .effects import CallLLM, Emit, RunTool, Stop
 from .interpret import clean_body, is_raw_tool_call, read_reply, strip_echoes
+from .llm_calls import fingerprint
 from .state import Conversation, ReportState
 from .toolspec import counts_as_evidence
 

@@ -36,7 +36,7 @@ from simreportd.events.models import (
 )
 from simreportd.events.streams import chat_stream, report_stream
 
-from . import budget, chat, core
+from . import budget, chat, core, effects
 from .runner import Writers
 from .state import ReportState
 from .tools import SimulationTools
@@ -124,7 +124,7 @@ class ChatRunner:
         state = chat.fold([r.event for r in history], chat_id)
         assert state.started is not None
         report = await self._report(state.started.report_id)
-        while not isinstance(effect := chat.decide(state, report), core.Stop):
+        while not isinstance(effect := chat.decide(state, report), effects.Stop):
             try:
                 events = await self._perform(state, effect)
             except Exception as exc:  # unexpected: logged once, and the question is given up, saying why
@@ -157,15 +157,15 @@ class ChatRunner:
     async def _perform(self, s: chat.ChatState, effect: chat.ChatEffect) -> list[ChatEvent]:
         assert s.started is not None
         turn = s.current.number if s.current else 0
-        if isinstance(effect, core.Emit):
+        if isinstance(effect, effects.Emit):
             return [e for e in effect.events if isinstance(e, ChatEvent)]
-        if isinstance(effect, core.CallLLM):
+        if isinstance(effect, effects.CallLLM):
             return [await self._call_llm(s, effect, turn)]
-        if isinstance(effect, core.RunTool):
+        if isinstance(effect, effects.RunTool):
             return [await self._run_tool(s, effect, turn)]
         raise TypeError(f"unknown effect {effect!r}")
 
-    async def _call_llm(self, s: chat.ChatState, effect: core.CallLLM, turn: int) -> ChatEvent:
+    async def _call_llm(self, s: chat.ChatState, effect: effects.CallLLM, turn: int) -> ChatEvent:
         assert s.started is not None
         if effect.delay_s > 0:
             await self.sleep(effect.delay_s)
@@ -182,7 +182,7 @@ class ChatRunner:
             report_id=request.report_id, call_id=request.call_id, attempt=effect.attempt, content=completion.content,
             tool_calls=completion.tool_calls, usage=completion.usage, finish_reason=completion.finish_reason))
 
-    async def _run_tool(self, s: chat.ChatState, effect: core.RunTool, turn: int) -> ChatEvent:
+    async def _run_tool(self, s: chat.ChatState, effect: effects.RunTool, turn: int) -> ChatEvent:
         assert s.started is not None
         call, started = effect.call, time.perf_counter()
         try:

@@ -15,7 +15,8 @@ from simreportd.events.models import EVENT_TYPES, OutlinePlanned
 ROOT = Path(__file__).resolve().parents[1]
 IO_MODULES = {"anyio", "aiosqlite", "openai", "websockets", "watchfiles", "sqlite3", "socket", "asyncio", "os",
               "httpx", "subprocess", "time", "random", "uuid"}
-PURE = ["agent/core.py", "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py",
+PURE = ["agent/core.py", "agent/effects.py", "agent/llm_calls.py", "agent/sections.py", "agent/verdicts.py",
+        "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py",
         "agent/toolspec.py", "agent/offline.py", "agent/chat.py", "agent/chat_prompts.py", "agent/offline_chat.py",
         "events/models.py", "events/codec.py", "simreportd/errors.py",
         "projections/base.py", "projections/simulation.py", "projections/report.py", "projections/trace.py",
