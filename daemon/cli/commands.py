@@ -39,9 +39,10 @@ from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections.bookkeeping import checkpoint
 from simreportd.projections.derived import damaged
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import checkpoint, views_path_for
+from simreportd.projections.runner import views_path_for
 from simreportd.projections.sqlite import reading
 from simreportd.simulator.mirofish import TRUTH_FILE as MIROFISH_TRUTH
 from simreportd.simulator.mirofish import write_mirofish
