@@ -18,7 +18,7 @@ IO_MODULES = {"anyio", "aiosqlite", "openai", "websockets", "watchfiles", "sqlit
 PURE = ["agent/core.py", "agent/effects.py", "agent/llm_calls.py", "agent/sections.py", "agent/verdicts.py",
         "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py", "agent/toolspec.py",
         "agent/offline.py", "agent/offline_facts.py", "agent/offline_writers.py", "agent/offline_chat.py",
-        "agent/chat.py", "agent/chat_prompts.py",
+        "agent/chat.py", "agent/chat_state.py", "agent/chat_prompts.py",
         "events/models.py", "events/base.py", "events/report_events.py", "events/chat_events.py", "events/codec.py",
         "simreportd/errors.py",
         "projections/base.py", "projections/simulation.py", "projections/report.py", "projections/trace.py",
