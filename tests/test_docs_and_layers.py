@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from simreportd import errors
 from simreportd.events.codec import decode, upcast
 from simreportd.events.models import EVENT_TYPES, OutlinePlanned
 
@@ -133,6 +134,16 @@ def test_no_module_over_450_lines_in_the_core_layers() -> None:
     long = {str(p.relative_to(ROOT)): n for layer in CORE_LAYERS for p in sorted((ROOT / layer).rglob("*.py"))
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert long == {}
+
+
+def test_every_error_belongs_to_a_family() -> None:
+    """A caller catches a layer's errors by their parent (`except StoreError`): only the families hang off the
+    base, and every error class of the tree is in one."""
+    families = {cls.__name__ for cls in errors.SimreportdError.__subclasses__()}
+    assert families == {"ConfigError", "UsageError", "StoreError", "WaitTimeout", "AgentError", "ReportError",
+                        "ServiceError"}
+    assert issubclass(errors.LLMError, errors.AgentError) and issubclass(errors.HandoverFailed, errors.ServiceError)
+    assert issubclass(errors.ReportElsewhere, errors.ReportError) and errors.exit_code_for("report_elsewhere") == 1
 
 
 def test_every_event_type_is_documented() -> None:
