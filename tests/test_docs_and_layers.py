@@ -136,6 +136,14 @@ def test_no_module_over_450_lines_in_the_core_layers() -> None:
     assert long == {}
 
 
+def test_every_cli_command_runs_through_one_executor() -> None:
+    """Whether a daemon runs is asked in one place (`daemon/cli/choose.py`): a command that asked it itself would
+    have two paths, and they would drift apart."""
+    askers = sorted(p.name for p in (ROOT / "daemon" / "cli").glob("*.py") if "running_daemon(" in p.read_text())
+    assert askers == ["choose.py", "handover.py"]  # handover.py defines it
+    assert "Daemon(" not in (ROOT / "daemon" / "cli" / "chat.py").read_text()
+
+
 def test_every_error_belongs_to_a_family() -> None:
     """A caller catches a layer's errors by their parent (`except StoreError`): only the families hang off the
     base, and every error class of the tree is in one."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simreportd.agent import effects
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import load_config
 from simreportd.daemon.replay import replay_report
 from simreportd.daemon.service import Daemon
