@@ -24,7 +24,7 @@ from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError
 from simreportd.events.log import EventLog
-from simreportd.events.models import ChatEvent
+from simreportd.events.models import ChatEvent, SimulationCompleted
 from simreportd.events.streams import report_stream, simulation_stream
 
 from .executor import Frame, OnStep
@@ -157,8 +157,8 @@ async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
 
 async def completed_generation(store: EventLog, simulation_id: str) -> int:
     """The latest generation of a simulation that has completed."""
-    completed = [r.data["generation"] async for r in store.iter_stream(simulation_stream(simulation_id))
-                 if r.type == "SimulationCompleted"]
+    completed = [r.event.generation async for r in store.iter_stream(simulation_stream(simulation_id))
+                 if r.type != "AgentActed" and isinstance(r.event, SimulationCompleted)]  # actions: not decoded
     if completed:
-        return int(completed[-1])
+        return completed[-1]
     raise UsageError(f"simulation {simulation_id} has not completed; is its folder complete?")
