@@ -208,6 +208,7 @@ def assistant_message(response: LLMResponded) -> dict[str, Any]:
 
 
 def fold(events: list[DomainEvent], chat_id: str) -> ChatState:
+    """The state of a chat after these events of its stream."""
     state = ChatState(chat_id)
     for event in events:
         state.apply(event)

@@ -20,6 +20,8 @@ class Emit:
 
 @dataclass(frozen=True)
 class GatherContext:
+    """Gather the simulation's statistics, requirement and samples for the report (`ContextGathered`)."""
+
     simulation_id: str
     generation: int
 
@@ -36,16 +38,22 @@ class CallLLM:
 
 @dataclass(frozen=True)
 class RunTool:
+    """Run the recorded tool call against the read models."""
+
     call: ToolCalled
 
 
 @dataclass(frozen=True)
 class UnlockInterviews:
+    """The report is complete: open the simulation's agents to interviews."""
+
     simulation_id: str
 
 
 @dataclass(frozen=True)
 class Stop:
+    """Nothing more to do for this report, and why."""
+
     reason: str
 
 

@@ -63,10 +63,12 @@ def _compaction(s: ReportState, index: int, messages: list[dict[str, Any]], targ
 
 
 def context_tokens(s: ReportState) -> int:
+    """The model's context size in tokens, as configured (a default when unknown)."""
     return s.rules.context_tokens or budget.DEFAULT_CONTEXT_TOKENS
 
 
 def prompt_target(s: ReportState, context_tokens: int) -> int:
+    """The tokens a prompt may take in a context of `context_tokens`: room left for the reply."""
     return min(budget.prompt_budget(context_tokens, s.max_tokens), s.prompt_cap or context_tokens)
 
 

@@ -73,14 +73,17 @@ class Facts:
 
 
 def cap(platform: str) -> str:
+    """A platform's name as a sentence shows it."""
     return platform.capitalize()
 
 
 def who(agent: dict[str, Any]) -> str:
+    """An agent as the text names it: its name and, opened, its ref."""
     return f"{agent.get('name') or agent['ref']} ({agent['ref']}"
 
 
 def quote(post: dict[str, Any], say: Phrases = ENGLISH) -> str:
+    """A post quoted verbatim with who said it, their stance, the round and the platform."""
     agent = post["agent"]
     return (say("quote_lead", who=who(agent), stance=say.stance(agent["stance"]) or say("no_stance"),
                 round=post["round"], platform=cap(post["platform"]))
@@ -88,6 +91,7 @@ def quote(post: dict[str, Any], say: Phrases = ENGLISH) -> str:
 
 
 def listing(items: list[str], say: Phrases = ENGLISH) -> str:
+    """Items joined as the report's language lists them."""
     return say.listing(items)
 
 
@@ -107,6 +111,7 @@ def covered(rows: list[dict[str, Any]], say: Phrases) -> str:
 
 
 def camp_sizes(background: dict[str, Any], say: Phrases) -> str:
+    """Each camp with its size, largest first."""
     stances = background.get("stances") or {}
     ordered = sorted((s for s in stances if s), key=lambda s: (-stances[s], s))
     return say.listing([say.camp_size(stances[s], s) for s in ordered])

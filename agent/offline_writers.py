@@ -9,6 +9,8 @@ from .offline_phrases import ENGLISH, Phrases
 
 
 def timeline(f: Facts) -> str:
+    """The timeline section: the totals, the turning points, the pivot against the rounds before it, what was said
+    then, and the phases."""
     a, say = f.analytics, f.say
     if not a:
         return say("no_analytics_rounds")
@@ -215,6 +217,7 @@ def agent_profile(f: Facts) -> str:
 
 
 def stance_shifts(f: Facts) -> list[str]:
+    """The agents who changed sides, with what they said after."""
     shifts, say = f.camps.get("stance_shifts") or [], f.say
     if not shifts:
         return [say("no_shift")] if f.camps else []

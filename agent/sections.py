@@ -28,6 +28,7 @@ LAST_WORD_OVERHEAD = 700  # tokens of a forced final request besides the evidenc
 
 
 def write_section(s: ReportState, section: SectionState) -> Effect:
+    """The next step of an open section: its tool call, its LLM request, or what its reply decides."""
     c = s.lane(section.index)
     if section.open_calls:
         return RunTool(section.open_calls[0])

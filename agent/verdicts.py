@@ -32,6 +32,7 @@ def _unusable(body: str) -> tuple[str, str] | None:
 
 
 def final_answer(s: ReportState, section: SectionState, final: str, base: dict[str, Any]) -> list[DomainEvent]:
+    """A section's final answer: completed, or sent back once for what it lacks (tools, grounding, claims)."""
     body, events = _body(s, final, base)
     if (problem := _unusable(body)) is not None:
         return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
