@@ -36,7 +36,7 @@ from simreportd.events.models import (
 )
 from simreportd.events.streams import chat_stream, report_stream
 
-from . import budget, chat, core
+from . import budget, chat, chat_state, core, effects
 from .runner import Writers
 from .state import ReportState
 from .tools import SimulationTools
@@ -116,15 +116,15 @@ class ChatRunner:
             raise ChatFailed(turn.failed.error if turn.failed else "the question was left unanswered")
         return turn.answer
 
-    async def drive(self, chat_id: str, on_event: OnEvent | None = None) -> chat.ChatState:
+    async def drive(self, chat_id: str, on_event: OnEvent | None = None) -> chat_state.ChatState:
         """Run the chat until its open question (if any) is answered or given up; return its state."""
         history = await self.store.read_stream(chat_stream(chat_id))
         if not history:
             raise NotFound(f"no chat {chat_id!r}; open one with `simreportd chat REPORT_ID`")
-        state = chat.fold([r.event for r in history], chat_id)
+        state = chat_state.fold([r.event for r in history], chat_id)
         assert state.started is not None
         report = await self._report(state.started.report_id)
-        while not isinstance(effect := chat.decide(state, report), core.Stop):
+        while not isinstance(effect := chat.decide(state, report), effects.Stop):
             try:
                 events = await self._perform(state, effect)
             except Exception as exc:  # unexpected: logged once, and the question is given up, saying why
@@ -137,7 +137,7 @@ class ChatRunner:
                     await on_event(event)
         return state
 
-    async def _append(self, state: chat.ChatState, events: list[ChatEvent]) -> None:
+    async def _append(self, state: chat_state.ChatState, events: list[ChatEvent]) -> None:
         with anyio.CancelScope(shield=True):  # an answer paid for is recorded, even when stopping
             await self.store.append(chat_stream(state.chat_id), caused(events, correlation_id=state.chat_id),
                                     expected_version=state.version)
@@ -154,18 +154,18 @@ class ChatRunner:
                              "ask again then")
         return report
 
-    async def _perform(self, s: chat.ChatState, effect: chat.ChatEffect) -> list[ChatEvent]:
+    async def _perform(self, s: chat_state.ChatState, effect: chat.ChatEffect) -> list[ChatEvent]:
         assert s.started is not None
         turn = s.current.number if s.current else 0
-        if isinstance(effect, core.Emit):
+        if isinstance(effect, effects.Emit):
             return [e for e in effect.events if isinstance(e, ChatEvent)]
-        if isinstance(effect, core.CallLLM):
+        if isinstance(effect, effects.CallLLM):
             return [await self._call_llm(s, effect, turn)]
-        if isinstance(effect, core.RunTool):
+        if isinstance(effect, effects.RunTool):
             return [await self._run_tool(s, effect, turn)]
         raise TypeError(f"unknown effect {effect!r}")
 
-    async def _call_llm(self, s: chat.ChatState, effect: core.CallLLM, turn: int) -> ChatEvent:
+    async def _call_llm(self, s: chat_state.ChatState, effect: effects.CallLLM, turn: int) -> ChatEvent:
         assert s.started is not None
         if effect.delay_s > 0:
             await self.sleep(effect.delay_s)
@@ -182,7 +182,7 @@ class ChatRunner:
             report_id=request.report_id, call_id=request.call_id, attempt=effect.attempt, content=completion.content,
             tool_calls=completion.tool_calls, usage=completion.usage, finish_reason=completion.finish_reason))
 
-    async def _run_tool(self, s: chat.ChatState, effect: core.RunTool, turn: int) -> ChatEvent:
+    async def _run_tool(self, s: chat_state.ChatState, effect: effects.RunTool, turn: int) -> ChatEvent:
         assert s.started is not None
         call, started = effect.call, time.perf_counter()
         try:
@@ -200,4 +200,4 @@ def _since(started: float) -> float:
 
 def chat_settings(report_rules: ReportRules) -> ReportRules:
     """A chat's rules: the report's budget per question, with the chat's own minimum of tool calls."""
-    return report_rules.model_copy(update={"min_tool_calls": chat.CHAT_MIN_TOOLS})
+    return report_rules.model_copy(update={"min_tool_calls": chat_state.CHAT_MIN_TOOLS})

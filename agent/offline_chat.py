@@ -12,7 +12,8 @@ from typing import Any
 from simreportd.events.models import LLMRequested, ToolCallRequest
 
 from .chat_prompts import BACKGROUND, OFFLINE_LEAD, QUESTION_TAG
-from .offline import RESULT_BLOCK, Facts, _coalitions, _divergence_sentence, _listing, _profile, _quote, _shifts, _who
+from .offline_facts import RESULT_BLOCK, Facts, listing, quote, who
+from .offline_writers import agent_profile, coalitions, divergence_sentence, stance_shifts
 
 QUESTION = re.compile(rf"<{QUESTION_TAG}>\n(.*?)\n</{QUESTION_TAG}>", re.S)
 BACKGROUND_BLOCK = re.compile(rf'<simulation_data kind="{BACKGROUND}">\n(.*?)\n</simulation_data>', re.S)
@@ -97,19 +98,19 @@ def answer(question: str, f: Facts) -> str:
     if "timeline" in asked or general:
         parts.append(_turning_point(f))
     if "platforms" in asked or general:
-        parts.append(_divergence_sentence(f) or _totals(f))
+        parts.append(divergence_sentence(f) or _totals(f))
     if "sides" in asked:
-        parts += _shifts(f)
+        parts += stance_shifts(f)
     if "groups" in asked:
-        parts.append(_coalitions(f))
+        parts.append(coalitions(f))
     if "drivers" in asked:
         parts.append(_active(f))
-    parts.append(_profile(f))
+    parts.append(agent_profile(f))
     if statements := profile.get("latest_statements"):
-        parts.append("Their latest statement:\n\n" + _quote(statements[0]))
+        parts.append("Their latest statement:\n\n" + quote(statements[0]))
     posts = f.posts()[:2]
     if posts:
-        parts.append("What agents said that matches the question:\n\n" + "\n\n".join(_quote(p) for p in posts))
+        parts.append("What agents said that matches the question:\n\n" + "\n\n".join(quote(p) for p in posts))
     elif "quick_search" in f.seen:
         parts.append("The search found no post that matches the question's words.")
     return "\n\n".join(p for p in parts if p)
@@ -138,5 +139,5 @@ def _active(f: Facts) -> str:
     active = f.analytics.get("most_active_agents") or []
     if not active:
         return ""
-    return "The most active agents were " + _listing(
-        [f"{_who(x)}, {x['stance']}: {x['actions']} actions)" for x in active[:3]]) + "."
+    return "The most active agents were " + listing(
+        [f"{who(x)}, {x['stance']}: {x['actions']} actions)" for x in active[:3]]) + "."

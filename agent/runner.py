@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from simreportd.agent import core
+from simreportd.agent import core, effects
 from simreportd.errors import LLMError, StoreFull, ToolError
 from simreportd.events.log import EventLog, NewEvent, caused
 from simreportd.events.models import (
@@ -94,18 +94,18 @@ class ReportRunner:
         first = True
         async with anyio.create_task_group() as group, send, receive:
             while True:
-                effects = core.next_effects(state)
-                if first and not isinstance(effects[0], core.Stop):
+                steps = core.next_effects(state)
+                if first and not isinstance(steps[0], effects.Stop):
                     log_start(state)
                     first = False
-                if (emit := next((e for e in effects if isinstance(e, core.Emit)), None)) is not None:
+                if (emit := next((e for e in steps if isinstance(e, effects.Emit)), None)) is not None:
                     await self._record(state, list(emit.events))
                     continue
-                for effect in effects:
-                    if not isinstance(effect, core.Stop) and core.lane(effect) not in busy:
-                        busy.add(core.lane(effect))
+                for effect in steps:
+                    if not isinstance(effect, effects.Stop) and effects.lane(effect) not in busy:
+                        busy.add(effects.lane(effect))
                         group.start_soon(self._perform_into, send.clone(), state, effect)
-                        if isinstance(effect, core.GatherContext) and "simulation_analytics" in state.tools:
+                        if isinstance(effect, effects.GatherContext) and "simulation_analytics" in state.tools:
                             group.start_soon(self.tools.warm, effect.simulation_id, effect.generation)
                 if not busy:
                     break
@@ -123,7 +123,7 @@ class ReportRunner:
                 return ready.pop(choice)
             ready.append(await receive.receive())
 
-    async def _perform_into(self, send: Any, state: ReportState, effect: core.Effect) -> None:
+    async def _perform_into(self, send: Any, state: ReportState, effect: effects.Effect) -> None:
         """Perform one effect and hand its outcome to the loop; an unexpected error is a resumable failure."""
         async with send:
             try:
@@ -132,7 +132,7 @@ class ReportRunner:
                 log.exception("report %s: unexpected error performing %s", state.report_id, type(effect).__name__)
                 events = [ReportFailed(report_id=state.report_id, stage=type(effect).__name__, resumable=True,
                                        error=f"{type(exc).__name__}: {exc}")]
-            await send.send((core.lane(effect), events))
+            await send.send((effects.lane(effect), events))
 
     async def _record(self, state: ReportState, events: Outcome) -> None:
         """Append an outcome (even when stopping: an LLM answer is paid for) and fold it."""
@@ -161,23 +161,23 @@ class ReportRunner:
             await anyio.sleep(delay)
             delay = min(delay * 2, FULL_RETRY_MAX_S)
 
-    async def _perform(self, s: ReportState, effect: core.Effect) -> list[DomainEvent]:
-        if isinstance(effect, core.Emit):
+    async def _perform(self, s: ReportState, effect: effects.Effect) -> list[DomainEvent]:
+        if isinstance(effect, effects.Emit):
             return list(effect.events)
-        if isinstance(effect, core.GatherContext):
+        if isinstance(effect, effects.GatherContext):
             context = await self.tools.context(effect.simulation_id, effect.generation)
             return [ContextGathered(report_id=s.report_id, context=context)]
-        if isinstance(effect, core.CallLLM):
+        if isinstance(effect, effects.CallLLM):
             return [await self._call_llm(s, effect)]
-        if isinstance(effect, core.RunTool):
+        if isinstance(effect, effects.RunTool):
             return await self._run_tool(s, effect)
-        if isinstance(effect, core.UnlockInterviews):
+        if isinstance(effect, effects.UnlockInterviews):
             live = await self.environment.alive(effect.simulation_id)
             return [InterviewUnlocked(report_id=s.report_id, simulation_id=effect.simulation_id,
                                       live_environment=live)]
         raise TypeError(f"unknown effect {effect!r}")
 
-    async def _call_llm(self, s: ReportState, effect: core.CallLLM) -> DomainEvent:
+    async def _call_llm(self, s: ReportState, effect: effects.CallLLM) -> DomainEvent:
         if effect.delay_s > 0:
             await self.sleep(effect.delay_s)
         request = effect.request
@@ -195,7 +195,7 @@ class ReportRunner:
                             latency_ms=round((time.perf_counter() - started) * 1000, 3),
                             finish_reason=completion.finish_reason)
 
-    async def _run_tool(self, s: ReportState, effect: core.RunTool) -> list[DomainEvent]:
+    async def _run_tool(self, s: ReportState, effect: effects.RunTool) -> list[DomainEvent]:
         call = effect.call
         assert s.request is not None
         started = time.perf_counter()

@@ -22,7 +22,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' scripted server
 
-from simreportd.daemon.cli.commands import generate  # noqa: E402
+from simreportd.daemon.cli.local import generate  # noqa: E402
 from simreportd.daemon.config import Config  # noqa: E402
 from simreportd.daemon.service import Daemon  # noqa: E402
 from simreportd.simulator.simulate import simulate  # noqa: E402

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from simreportd.agent.prompts import ECHOES
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon
 from simreportd.events.streams import report_stream

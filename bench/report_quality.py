@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from simreportd.daemon.cli.commands import completed_generation, running
+from simreportd.daemon.cli.local import completed_generation, running
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon

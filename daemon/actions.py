@@ -38,13 +38,12 @@ class Rebuilt:
 
 
 async def request_report(daemon: Host, folder: Path, force: bool = False, provider: str | None = None,
-                         model: str | None = None) -> str:
-    """Ingest one simulation folder (inside [watch] roots or not) and return the id of its run's report: the one
-    it has (being written or written) unless `force`, else a new one, by the writer asked for (else `[llm]`'s)."""
-    writer = await report_writer(daemon.config.llm, provider, model, folder.name)
-    report_id, _ = await daemon.reports.ensure(await ingest_folder(daemon, folder), force=force, trigger="cli",
-                                               writer=writer)
-    return report_id
+                         model: str | None = None, now: bool = True) -> tuple[str, str]:
+    """Ingest one simulation folder (inside [watch] roots or not) and return its run's report, as
+    `ReportScheduler.ensure` does: the one it has (being written or written) unless `force`, else a new one, by the
+    writer asked for (else `[llm]`'s; checked reachable when the report is to be written `now`)."""
+    writer = await report_writer(daemon.config.llm, provider, model, folder.name, now=now)
+    return await daemon.reports.ensure(await ingest_folder(daemon, folder), force=force, trigger="cli", writer=writer)
 
 
 async def report_writer(llm: LLMConfig, provider: str | None, model: str | None, simulation_id: str,

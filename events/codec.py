@@ -11,6 +11,7 @@ from pydantic_core import from_json, to_json
 from simreportd.errors import UnknownEventType
 
 from .models import EVENT_ADAPTER, EVENT_TYPES, DomainEvent
+from .positions import Position
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -100,7 +101,7 @@ class Recorded:
 
     def __init__(self, position: int, stream: str, version: int, type: str, schema_version: int,  # noqa: A002
                  event_id: str, recorded_at: str, raw_data: str, raw_meta: str = "{}") -> None:
-        self.position, self.stream, self.version, self.type = position, stream, version, type
+        self.position, self.stream, self.version, self.type = Position(position), stream, version, type
         self.schema_version, self.event_id, self.recorded_at = schema_version, event_id, recorded_at
         self.raw_data, self.raw_meta = raw_data, raw_meta
         self._data: dict[str, Any] | None = None

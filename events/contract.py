@@ -16,6 +16,7 @@ from typing import Any, Protocol, Self
 from .codec import Encoded, Recorded
 from .ids import new_event_id, new_event_ids
 from .models import DomainEvent
+from .positions import Position
 
 ANY_VERSION: None = None  # `expected_version` that accepts whatever version the stream is at
 
@@ -44,7 +45,7 @@ class AppendResult:
     """Where an append landed: one position per event and the stream's version after it."""
 
     stream: str
-    positions: tuple[int, ...]
+    positions: tuple[Position, ...]
     version: int
     duplicate: bool = False
 
@@ -53,7 +54,7 @@ class AppendResult:
 class CaughtUp:
     """Marker a subscription yields once it has delivered the history up to `position`."""
 
-    position: int
+    position: Position
 
 
 class EventStore(Protocol):
@@ -100,7 +101,7 @@ class EventStore(Protocol):
         """`(stream, version, last position)` for every stream, by stream name."""
         ...
 
-    async def last_position(self) -> int:
+    async def last_position(self) -> Position:
         """The highest committed position (0 when empty), other processes' appends included."""
         ...
 

@@ -23,6 +23,7 @@ from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
 
 from .codec import encode
 from .contract import AppendResult, NewEvent
+from .positions import Position
 
 MAX_GROUP_APPENDS = 1024
 ROW_COLUMNS = ("position", "event_id", "stream", "version", "type", "schema_version", "recorded_at", "data", "meta")
@@ -102,7 +103,8 @@ def _plan_one(
     if seen:
         if len(seen) != len(ids):
             return DuplicateEventMismatch(pending.stream, [i for i in ids if i in known])
-        return AppendResult(pending.stream, tuple(p for p, _ in seen), max(v for _, v in seen), duplicate=True)
+        return AppendResult(pending.stream, tuple(Position(p) for p, _ in seen), max(v for _, v in seen),
+                            duplicate=True)
     current = versions[pending.stream]
     if pending.expected_version is not None and pending.expected_version != current:
         return ConcurrencyConflict(pending.stream, pending.expected_version, current)
@@ -119,5 +121,5 @@ def _plan_one(
              recorded_at, encode(event), meta[1])
         )
     versions[pending.stream] = current + len(rows)
-    positions = tuple(r[0] for r in rows)
+    positions = tuple(Position(r[0]) for r in rows)
     return rows, AppendResult(pending.stream, positions, versions[pending.stream])

@@ -27,6 +27,7 @@ from .codec import Encoded, Recorded
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent, caused
 from .group_commit import Pending, Row, gather_group
 from .models import DomainEvent
+from .positions import Position
 
 __all__ = ["ANY_VERSION", "AppendResult", "CaughtUp", "EventLog", "NewEvent", "caused", "redacted_url"]
 
@@ -271,11 +272,11 @@ class EventLog(ABC):
 
     # --- reading -----------------------------------------------------------------------------
 
-    async def last_position(self) -> int:
+    async def last_position(self) -> Position:
         """The highest committed position (0 for an empty store), including other processes' appends."""
         self._check_open()
         self._head = max(self._head, await self._read_head())
-        return self._head
+        return Position(self._head)
 
     async def subscribe(
         self,
@@ -319,7 +320,7 @@ class EventLog(ABC):
             position = max(position, head)
             if not caught_up:
                 caught_up = True
-                yield CaughtUp(position)
+                yield CaughtUp(Position(position))
             self._check_open()
             with anyio.move_on_after(POLL_SECONDS):
                 await woken.wait()

@@ -24,9 +24,20 @@ from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.contract import EventStore
 
-from .base import Projection, Write, batch_writes, index_names, index_statement
+from .base import Projection, Write, batch_writes
+from .bookkeeping import (
+    INDEX_ONLY_UPGRADES,
+    META_SCHEMA,
+    NAME,
+    create_deferred_indexes,
+    digest,
+    read_checkpoint,
+    reset,
+    stored_fingerprint,
+    update_indexes,
+)
 from .derived import FileIdentity, damaged, identity, set_aside
-from .sqlite import WRITER_CACHE_KIB, connect_views, in_thread, probe, transaction
+from .sqlite import connect_views, in_thread, probe
 
 log = logging.getLogger("simreportd.projections.runner")
 
@@ -35,24 +46,10 @@ log = logging.getLogger("simreportd.projections.runner")
 # every 10,000 pages folded 1M actions in 36 s instead of 54 (2,000 a batch, SQLite's defaults).
 PAGE = 5000
 GROUP_PAGES = 4  # pages a transaction folds while the fold is behind (memory stays that of one page)
-INDEX_BUILD_CACHE_KIB = 8_192
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # backoff of a fold that cannot write
 FILE_CHECK_S = 1.0  # how often an idle fold checks its file is still there and still a database
 THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
-# Fingerprints of earlier read-model schemas whose tables are today's and only whose indexes differ: a file
-# built by one gets today's indexes (seconds) instead of a fold of the whole log (minutes for a sweep of runs).
-INDEX_ONLY_UPGRADES = frozenset({
-    "baa20c3bcbc4c6fecda5fdff8bee6458239351c0d289640bc71ac126d206d4b4",  # before 2026-11-25's coalitions indexes
-})
 T = TypeVar("T")
-META_SCHEMA = """
-CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, position INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS projection_schema (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS projection_failures (projection TEXT NOT NULL, position INTEGER NOT NULL,
-    type TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (projection, position));
-"""
-
-
 def views_path_for(store_path: Path) -> Path:
     """The read-model database that belongs to an event store file."""
     return store_path.with_name(store_path.stem + "-views.sqlite3")
@@ -66,8 +63,6 @@ class ProjectionRunner:
     caller waits for its thread to return (docs/architecture.md#threads), so the connection is never
     closed under a thread that still uses it.
     """
-
-    NAME = "views"
 
     def __init__(self, store: EventStore, path: Path, projections: Sequence[Projection]) -> None:
         self.store, self.path, self.projections = store, path, list(projections)
@@ -114,10 +109,10 @@ class ProjectionRunner:
         self._conn = conn
         conn.executescript(META_SCHEMA)
         self._identity = identity(self.path)  # a file deleted or replaced from now on is found by `check_file`
-        stored = self._stored_fingerprint()
+        stored = stored_fingerprint(conn)
         if stored in INDEX_ONLY_UPGRADES:
             log.info("read models' indexes changed; making today's (their rows stay)")
-            self._update_indexes()
+            update_indexes(conn, self.projections, self.fingerprint)
         elif stored != self.fingerprint:
             self._made_because = "created" if stored is None else "changed"
             self._reset()
@@ -238,7 +233,8 @@ class ProjectionRunner:
                 if reached < batch[-1].position:  # rebuilt by another process
                     break
                 if len(batch) < PAGE or not (batch := await self.store.read_all(reached, PAGE)):
-                    await self.in_thread(self._create_deferred_indexes)  # caught up: queries come next
+                    # caught up: the queries come next
+                    await self.in_thread(create_deferred_indexes, self._require(), self.projections)
                     break
             await self.in_thread(self._require().execute, "COMMIT")
         except BaseException:
@@ -334,40 +330,7 @@ class ProjectionRunner:
         """`digest`, and the log position the read models had reached: two digests say something only of
         the same position (a simulation being ingested moves it)."""
         async with self._lock:
-            return await self.in_thread(self._digest)
-
-    def _digest(self) -> tuple[dict[str, str], int]:
-        conn = self._require()
-        digests = {}
-        conn.execute("BEGIN")  # one snapshot of the file: a fold child may commit while the tables are read
-        try:
-            position = self._read_checkpoint()
-            for projection in self.projections:
-                h = hashlib.sha256()
-                for table in projection.tables:
-                    columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-                    order = ", ".join(columns)
-                    for row in conn.execute(f"SELECT {order} FROM {table} ORDER BY {order}"):  # noqa: S608 (ours)
-                        h.update(repr(row).encode())
-                digests[projection.name] = h.hexdigest()
-        finally:
-            conn.execute("COMMIT")
-        return digests, position
-
-    def _create_deferred_indexes(self) -> None:
-        """Create the indexes only queries use, if a fold from an empty read model left them out: one sort
-        at the end costs far less than keeping them through millions of random inserts. Its sorter gets a
-        small cache, so the memory it needs stays what the fold needed."""
-        conn = self._require()
-        existing = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        missing = [(p.schema, name) for p in self.projections for name in p.deferred_indexes if name not in existing]
-        if missing:
-            conn.execute(f"PRAGMA cache_size=-{INDEX_BUILD_CACHE_KIB}")
-            try:
-                for schema, name in missing:
-                    conn.execute(index_statement(schema, name))
-            finally:  # a failed build (a full disk) leaves the fold its own cache
-                conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+            return await self.in_thread(digest, self._require(), self.projections)
 
     def _roll_back(self) -> None:
         conn = self._require()
@@ -404,7 +367,7 @@ class ProjectionRunner:
         conn.execute(
             "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
             " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
-            (self.NAME, batch[-1].position),
+            (NAME, batch[-1].position),
         )
         return done
 
@@ -429,54 +392,10 @@ class ProjectionRunner:
         conn.execute("RELEASE fold")
 
     def _reset(self) -> None:
-        conn = self._require()
-        with transaction(conn):
-            for projection in self.projections:
-                for table in projection.tables + projection.extra_tables:
-                    conn.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 (names are ours)
-            conn.execute("DELETE FROM projection_checkpoint")
-            conn.execute("DELETE FROM projection_schema")
-            conn.execute("DELETE FROM projection_failures")
-        for projection in self.projections:
-            conn.executescript(projection.schema)
-            for index in projection.deferred_indexes:  # built once the log is folded: see _create_deferred_indexes
-                conn.execute(f"DROP INDEX IF EXISTS {index}")  # noqa: S608 (names are ours)
-        with transaction(conn):  # OR REPLACE, IF EXISTS: the fold child may make a healed file anew at once
-            conn.execute("INSERT OR REPLACE INTO projection_schema (name, fingerprint) VALUES (?, ?)",
-                         (self.NAME, self.fingerprint))
-
-    def _update_indexes(self) -> None:
-        """Make the indexes today's schemas create, in a read model built by one of INDEX_ONLY_UPGRADES: drop
-        those it no longer creates or creates otherwise, create those missing. The indexes only queries use
-        wait, as after a fold from empty, if the file had not caught up yet (none of them there)."""
-        conn = self._require()
-        wanted = {name: (index_statement(p.schema, name), name in p.deferred_indexes)
-                  for p in self.projections for name in index_names(p.schema)}
-        with transaction(conn):
-            if self._stored_fingerprint() not in INDEX_ONLY_UPGRADES:
-                return  # another process (the fold child) made them first
-            existing = dict(conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"))  # not autoindexes
-            caught_up = any(deferred and name in existing for name, (_, deferred) in wanted.items())
-            for name, sql in existing.items():
-                if name not in wanted or _normal(sql) != _normal(wanted[name][0]):
-                    conn.execute(f'DROP INDEX "{name}"')  # noqa: S608 (a name SQLite gave back)
-            for statement, deferred in wanted.values():
-                if caught_up or not deferred:
-                    conn.execute(statement)  # IF NOT EXISTS: only those dropped or missing
-            conn.execute("UPDATE projection_schema SET fingerprint = ? WHERE name = ?", (self.fingerprint, self.NAME))
-
-    def _stored_fingerprint(self) -> str | None:
-        row = self._require().execute(
-            "SELECT fingerprint FROM projection_schema WHERE name = ?", (self.NAME,)
-        ).fetchone()
-        return row[0] if row else None
+        reset(self._require(), self.projections, self.fingerprint)
 
     def _read_checkpoint(self) -> int:
-        row = self._require().execute(
-            "SELECT position FROM projection_checkpoint WHERE name = ?", (self.NAME,)
-        ).fetchone()
-        return int(row[0]) if row else 0
+        return read_checkpoint(self._require())
 
     def _require(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -484,17 +403,8 @@ class ProjectionRunner:
         return self._conn
 
 
-def _normal(statement: str) -> str:
-    """An index statement as SQLite keeps it (without IF NOT EXISTS), spaces folded: to compare two."""
-    return " ".join(statement.replace("IF NOT EXISTS ", "").rstrip(";").split())
-
-
 def _execute(conn: sqlite3.Connection, writes: Iterable[Write]) -> None:
     """Perform writes in order, runs of the same statement in one `executemany`."""
     for sql, run in itertools.groupby(writes, key=operator.itemgetter(0)):
         conn.executemany(sql, [params for _, params in run])
 
-
-def checkpoint(conn: sqlite3.Connection) -> int:
-    """How far the read models have folded the log: the furthest projection's position."""
-    return int(conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0])

@@ -7,25 +7,13 @@ it is only remembered, and the CLI exits 0 without starting its work.
 
 from __future__ import annotations
 
-import signal
 import sys
-from types import FrameType
 
-_requested: list[int] = []
-
-
-def _remember(signum: int, frame: FrameType | None) -> None:
-    _requested.append(signum)
-
-
-def stop_requested() -> bool:
-    """Whether SIGTERM or SIGINT arrived before the CLI took the signals over."""
-    return bool(_requested)
+from simreportd.stop_request import remember_stops
 
 
 def main() -> int:
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, _remember)
+    remember_stops()
     from simreportd.daemon.cli.main import main as cli_main
 
     return cli_main()

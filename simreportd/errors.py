@@ -24,17 +24,20 @@ again as it is will fail again; 1: it failed now, and may succeed once the cause
     │   ├── DuplicateEventMismatch (duplicate_events, 1)
     │   └── UnknownEventType (unknown_event_type, 1)  written by a newer simreportd
     ├── WaitTimeout (timeout, 1)             a wait for a position or condition ran out
-    ├── LLMError (llm_failed, 1)             one failed LLM call, with its kind and whether to retry
-    ├── ToolError (tool_failed, 1)           a tool call that cannot run as asked
-    ├── UnrecordedCall (unrecorded_call, 1)  a replay asked for an LLM call the original never made
-    ├── WriterUnreachable (writer_unreachable, 1)  the report's LLM server cannot be reached now
-    ├── ReportElsewhere (report_elsewhere, 1)  another daemon on the store writes the report
-    ├── ReportInterrupted (report_interrupted, 1)  the daemon stopped before the report ended
-    ├── SchedulerStopped (scheduler_stopped, 1)  a report was started outside the scheduler's run()
-    ├── RPCFailed (rpc_failed, 1)            the live simulator did not answer an interview usefully
-    ├── ChatFailed (chat_failed, 1)          a chat question could not be answered (the LLM failed)
-    ├── LimitReached (limit_reached, 1)      a client asked for more chats or interviews than allowed
-    └── HandoverFailed (handover_failed, 1 or 2)  the running daemon refused or could not be reached
+    ├── AgentError (failed, 1)               the report agent's calls: the model, its tools, a replay
+    │   ├── LLMError (llm_failed, 1)             one failed LLM call, with its kind and whether to retry
+    │   ├── ToolError (tool_failed, 1)           a tool call that cannot run as asked
+    │   ├── UnrecordedCall (unrecorded_call, 1)  a replay asked for an LLM call the original never made
+    │   └── ChatFailed (chat_failed, 1)          a chat question could not be answered (the LLM failed)
+    ├── ReportError (failed, 1)              a report the daemon cannot write here and now
+    │   ├── WriterUnreachable (writer_unreachable, 1)  the report's LLM server cannot be reached now
+    │   ├── ReportElsewhere (report_elsewhere, 1)  another daemon on the store writes the report
+    │   ├── ReportInterrupted (report_interrupted, 1)  the daemon stopped before the report ended
+    │   └── SchedulerStopped (scheduler_stopped, 1)  a report was started outside the scheduler's run()
+    └── ServiceError (failed, 1)             the running daemon's dealings with others
+        ├── RPCFailed (rpc_failed, 1)            the live simulator did not answer an interview usefully
+        ├── LimitReached (limit_reached, 1)      a client asked for more chats or interviews than allowed
+        └── HandoverFailed (handover_failed, 1 or 2)  the running daemon refused or could not be reached
 """
 
 from __future__ import annotations
@@ -205,7 +208,19 @@ class ChatLocked(UsageError):
     code = "chat_locked"
 
 
-class LLMError(SimreportdError):
+class AgentError(SimreportdError):
+    """Base class of the report agent's errors: a call to the model or a tool failed, or a replay strayed."""
+
+
+class ReportError(SimreportdError):
+    """Base class of the errors that say a report cannot be written here and now (elsewhere, stopped, unreachable)."""
+
+
+class ServiceError(SimreportdError):
+    """Base class of the running daemon's errors with others: the live simulator, its clients, the CLI's handover."""
+
+
+class LLMError(AgentError):
     """A failed LLM call, described well enough for the core to decide what to do next."""
 
     code = "llm_failed"
@@ -217,49 +232,49 @@ class LLMError(SimreportdError):
         self.retry_after_s, self.retryable, self.tools_refused = retry_after_s, retryable, tools_refused
 
 
-class ToolError(SimreportdError):
+class ToolError(AgentError):
     """A tool call that cannot run as asked (bad arguments); the model is told and goes on."""
 
     code = "tool_failed"
 
 
-class UnrecordedCall(SimreportdError):
+class UnrecordedCall(AgentError):
     """The replayed agent asked for an LLM call the original run never made."""
 
     code = "unrecorded_call"
 
 
-class WriterUnreachable(SimreportdError):
+class WriterUnreachable(ReportError):
     """The writer a report needs cannot be reached from here now."""
 
     code = "writer_unreachable"
 
 
-class ReportElsewhere(SimreportdError):
+class ReportElsewhere(ReportError):
     """Another daemon sharing the store writes this report (it holds the report's lease)."""
 
     code = "report_elsewhere"
 
 
-class ReportInterrupted(SimreportdError):
+class ReportInterrupted(ReportError):
     """The daemon stopped before the report ended; `simreportd resume` continues it."""
 
     code = "report_interrupted"
 
 
-class SchedulerStopped(SimreportdError):
+class SchedulerStopped(ReportError):
     """A report was started while the report scheduler was not running (a programming error)."""
 
     code = "scheduler_stopped"
 
 
-class RPCFailed(SimreportdError):
+class RPCFailed(ServiceError):
     """The live environment did not answer usefully (timeout, failed status, unreadable response)."""
 
     code = "rpc_failed"
 
 
-class ChatFailed(SimreportdError):
+class ChatFailed(AgentError):
     """A chat question could not be answered now (the LLM failed after its retries); the chat goes on."""
 
     code = "chat_failed"
@@ -279,7 +294,7 @@ def exit_code_for(code: str) -> int:
     return 2 if code in PROTOCOL_USAGE_CODES else 1
 
 
-class LimitReached(SimreportdError):
+class LimitReached(ServiceError):
     """A client asked for more than a limit allows (chats or interviews at once, or a minute); try again later."""
 
     code = "limit_reached"
@@ -289,7 +304,7 @@ class LimitReached(SimreportdError):
         self.retry_after_s = retry_after_s
 
 
-class HandoverFailed(SimreportdError):
+class HandoverFailed(ServiceError):
     """The running daemon refused the command (its `error` frame's code is kept) or could not be reached."""
 
     def __init__(self, message: str, code: str = "handover_failed") -> None:

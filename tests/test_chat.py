@@ -17,7 +17,7 @@ from websockets.asyncio.client import connect
 
 from simreportd.agent.chat_prompts import OFFLINE_LEAD
 from simreportd.daemon.chat_replay import replay_chat
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import Config
 from simreportd.errors import ChatLocked
 from simreportd.events.streams import chat_stream, report_stream

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.events.streams import chat_stream
 
 from .fake_llm import FakeLLM

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from simreportd.agent import arguments, claims, core
+from simreportd.agent import arguments, claims, core, effects
 from simreportd.events.models import ResponseRejected, SectionCompleted, ToolCalled, ToolObserved
 from simreportd.projections.export import full_markdown, render
 
@@ -91,7 +91,7 @@ def test_a_repeated_call_is_answered_with_a_reminder_that_is_not_evidence() -> N
     assert isinstance(called, ToolCalled) and called.repeat_of is not None
     assert isinstance(observed, ToolObserved) and "not new evidence" in observed.result
     assert s.sections[1].tool_calls == 2 and s.sections[1].evidence_calls == 1
-    assert isinstance(drive(s), core.CallLLM)  # nothing to perform: the reminder is recorded already
+    assert isinstance(drive(s), effects.CallLLM)  # nothing to perform: the reminder is recorded already
 
 
 def test_an_outline_cut_at_the_length_limit_falls_back_to_the_data_outline_at_once() -> None:
@@ -106,11 +106,11 @@ def test_an_outline_cut_at_the_length_limit_falls_back_to_the_data_outline_at_on
     drive(s)
     s.apply(ContextGathered(report_id="r1", context={"requirement": "What happened?", "rounds": 3}))
     effect = drive(s)
-    assert isinstance(effect, core.CallLLM)
+    assert isinstance(effect, effects.CallLLM)
     s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=1, content='{"title": "A lo',
                          finish_reason="length"))
     decided = core.decide(s)
-    assert isinstance(decided, core.Emit)
+    assert isinstance(decided, effects.Emit)
     rejected, planned = decided.events
     assert isinstance(rejected, ResponseRejected) and rejected.reason == "length_cut"
     assert isinstance(planned, OutlinePlanned) and planned.fallback

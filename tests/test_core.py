@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent import core
+from simreportd.agent import core, effects, llm_calls
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.events.models import (
@@ -42,9 +42,9 @@ def started(protocol: str = "native", **overrides: Any) -> ReportState:
     return s
 
 
-def drive(s: ReportState) -> core.Effect:
+def drive(s: ReportState) -> effects.Effect:
     """Apply every Emit the core decides until it asks for the outside world."""
-    while isinstance(effect := core.decide(s), core.Emit):
+    while isinstance(effect := core.decide(s), effects.Emit):
         for event in effect.events:
             s.apply(event)
     return effect
@@ -54,20 +54,20 @@ def reply(s: ReportState, content: str = "", calls: list[tuple[str, dict]] = (),
           finish_reason: str | None = None) -> list[DomainEvent]:
     """Answer the outstanding LLM call and return the events the core decided from the answer."""
     effect = drive(s)
-    assert isinstance(effect, core.CallLLM), effect
+    assert isinstance(effect, effects.CallLLM), effect
     tool_calls = [ToolCallRequest(id=f"c{s.version}-{n}", name=name, arguments=args)
                   for n, (name, args) in enumerate(calls)]
     s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=effect.attempt,
                          content=content, tool_calls=tool_calls, finish_reason=finish_reason))
     decided = core.decide(s)
-    assert isinstance(decided, core.Emit)
+    assert isinstance(decided, effects.Emit)
     for event in decided.events:
         s.apply(event)
     return list(decided.events)
 
 
 def observe_all(s: ReportState) -> None:
-    while isinstance(effect := drive(s), core.RunTool):
+    while isinstance(effect := drive(s), effects.RunTool):
         call = effect.call
         s.apply(ToolObserved(report_id="r1", section_index=call.section_index, call_id=call.call_id,
                              tool=call.tool, result='{"busiest_round": 5, "ok": true}'))
@@ -132,7 +132,7 @@ def test_spent_budget_forces_one_final_answer_without_tools() -> None:
     s = started(max_tool_calls=3)
     use_tools(s, 3)
     effect = drive(s)
-    assert isinstance(effect, core.CallLLM) and effect.request.tools == []
+    assert isinstance(effect, effects.CallLLM) and effect.request.tools == []
     assert "Write the final section text now" in effect.messages[-1]["content"]
     assert reasons(reply(s, calls=[("quick_search", {"query": "more"})])) == ["empty_section"]  # sent back once
     effect = drive(s)
@@ -148,7 +148,7 @@ def test_iteration_limit_forces_a_final_answer_when_every_reply_counts_as_in_mir
     reply(s, "thinking")
     reply(s, "still thinking")
     effect = drive(s)
-    assert isinstance(effect, core.CallLLM) and effect.request.tools == []
+    assert isinstance(effect, effects.CallLLM) and effect.request.tools == []
     events = reply(s, "Final text.")
     assert isinstance(events[-1], SectionCompleted) and events[-1].content == "Final text."
 
@@ -194,15 +194,15 @@ def test_think_blocks_and_string_arguments_are_tolerated() -> None:
 def test_failed_call_is_retried_with_backoff_then_fails_resumably() -> None:
     s = started()
     effect = drive(s)
-    assert isinstance(effect, core.CallLLM)
+    assert isinstance(effect, effects.CallLLM)
     for attempt in (1, 2, 3):
         s.apply(LLMFailed(report_id="r1", call_id=effect.request.call_id, attempt=attempt, kind="http_500",
                           message="boom"))
         effect = drive(s)
         if attempt < 3:
-            assert isinstance(effect, core.CallLLM) and effect.attempt == attempt + 1
+            assert isinstance(effect, effects.CallLLM) and effect.attempt == attempt + 1
             assert effect.delay_s == 0.5 * 2 ** (attempt - 1)
-    assert isinstance(effect, core.Stop) and s.failed is not None and s.failed.resumable
+    assert isinstance(effect, effects.Stop) and s.failed is not None and s.failed.resumable
 
 
 def test_retry_after_overrides_the_backoff() -> None:
@@ -219,7 +219,7 @@ def test_auto_protocol_falls_back_to_text_when_tools_are_refused() -> None:
     s.apply(LLMFailed(report_id="r1", call_id=effect.request.call_id, attempt=1, kind="http_400",
                       message="tools are not supported", retryable=False, tools_refused=True))
     effect = drive(s)
-    assert s.protocol == "text" and isinstance(effect, core.CallLLM)
+    assert s.protocol == "text" and isinstance(effect, effects.CallLLM)
     assert "<tool_call>" in effect.messages[0]["content"]
 
 
@@ -230,7 +230,7 @@ def test_llm_requests_record_only_new_messages_and_a_recomputable_fingerprint() 
     effect = drive(s)
     request = effect.request
     assert [m["role"] for m in request.messages_added] == ["tool"]
-    assert request.fingerprint == core.fingerprint(request.model, request.params, request.protocol,
+    assert request.fingerprint == llm_calls.fingerprint(request.model, request.params, request.protocol,
                                                    request.tools, effect.messages)
 
 
@@ -247,7 +247,7 @@ def test_invalid_outline_is_sent_back_then_replaced_by_a_data_outline() -> None:
     s.apply(ContextGathered(report_id="r1", context={"requirement": "Why?", "platforms": {"twitter": {}}}))
     for _ in range(3):
         effect = drive(s)
-        assert isinstance(effect, core.CallLLM) and effect.request.purpose == "outline"
+        assert isinstance(effect, effects.CallLLM) and effect.request.purpose == "outline"
         s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=1, content="not json"))
     drive(s)
     assert s.outline is not None and s.outline.fallback and len(s.outline.sections) >= 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simreportd.agent import core, prompts
+from simreportd.agent import budget, core, effects, llm_calls, prompts
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.events.models import (
     ContextCompacted,
@@ -102,7 +102,7 @@ def test_auto_sends_tool_choice_and_falls_back_to_text_when_tools_are_ignored() 
     assert drive(s).request.params["tool_choice"] == "auto"
     reply(s, "Everything is fine.")
     effect = drive(s)
-    assert isinstance(effect, core.CallLLM) and s.protocol == "native"
+    assert isinstance(effect, effects.CallLLM) and s.protocol == "native"
     s.apply(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=1, content="Still fine."))
     decided = core.decide(s)
     [switch] = decided.events
@@ -130,16 +130,16 @@ def test_older_observations_are_compacted_to_fit_the_context_keeping_ids_and_fig
     s = started(context_tokens=4096, max_tokens=512)
     for tool in REPORT_TOOLS[:3]:
         reply(s, calls=[(tool, {"query": "x"})])
-        while isinstance(effect := drive(s), core.RunTool):
+        while isinstance(effect := drive(s), effects.RunTool):
             s.apply(ToolObserved(report_id="r1", section_index=1, call_id=effect.call.call_id, tool=effect.call.tool,
                                  result=big_result(12)))
-        if isinstance(effect, core.CallLLM):
+        if isinstance(effect, effects.CallLLM):
             request = effect.request
-            assert request.fingerprint == core.fingerprint(request.model, request.params, request.protocol,
+            assert request.fingerprint == llm_calls.fingerprint(request.model, request.params, request.protocol,
                                                            request.tools, effect.messages)
     compactions = [e for e in s.conversation.messages if "shortened to fit" in str(e.get("content"))]
     assert compactions and "post:twitter:11" in compactions[0]["content"] and "77" in compactions[0]["content"]
-    assert core.budget.estimate(effect.messages, s.chars_per_token) <= 4096 - 512
+    assert budget.estimate(effect.messages, s.chars_per_token) <= 4096 - 512
 
 
 def test_a_context_length_refusal_shrinks_the_request_and_asks_again() -> None:
@@ -153,7 +153,7 @@ def test_a_context_length_refusal_shrinks_the_request_and_asks_again() -> None:
     assert isinstance(compacted, ContextCompacted) and compacted.target_tokens <= 2048
     s.apply(compacted)
     retry = drive(s)
-    assert isinstance(retry, core.CallLLM) and retry.request.call_id != effect.request.call_id
+    assert isinstance(retry, effects.CallLLM) and retry.request.call_id != effect.request.call_id
     assert retry.request.params["max_tokens"] == 100
 
 
@@ -164,7 +164,7 @@ def test_a_request_that_never_fits_fails_resumably_saying_what_to_change() -> No
         s.apply(LLMFailed(report_id="r1", call_id=effect.request.call_id, attempt=1, kind="context_overflow",
                           message="Requested tokens (9000) exceed context window of 8192", retryable=False))
     effect = drive(s)
-    assert isinstance(effect, core.Stop) and s.failed is not None
+    assert isinstance(effect, effects.Stop) and s.failed is not None
     assert "--max-tokens" in s.failed.error and "(after 1 attempt)" in s.failed.error
 
 
@@ -173,7 +173,7 @@ def test_resume_overrides_change_the_following_requests() -> None:
     effect = drive(s)
     s.apply(LLMFailed(report_id="r1", call_id=effect.request.call_id, attempt=1, kind="timeout",
                       message="no complete answer within 60s", retryable=False))
-    assert isinstance(drive(s), core.Stop)
+    assert isinstance(drive(s), effects.Stop)
     s.apply(WriterChanged(report_id="r1", provider="openai", model="bigger", previous_provider="openai",
                           previous_model="m"))
     s.apply(ReportResumed(report_id="r1", overrides={"max_tokens": 50, "timeout_s": 300.0}))
@@ -212,8 +212,8 @@ def test_attempts_are_counted_across_a_resume() -> None:
 
 
 def finish_report(s) -> ReportCompleted:  # type: ignore[no-untyped-def]
-    while isinstance(effect := drive(s), core.CallLLM | core.RunTool):
-        if isinstance(effect, core.RunTool):
+    while isinstance(effect := drive(s), effects.CallLLM | effects.RunTool):
+        if isinstance(effect, effects.RunTool):
             observe_all(s)
         else:
             reply(s, "Final Answer: done.")
@@ -291,7 +291,7 @@ def test_the_forced_final_answer_is_asked_in_a_conversation_of_its_own() -> None
     assert request.fresh and request.tools == [] and [m["role"] for m in effect.messages] == ["system", "user"]
     last = effect.messages[-1]["content"]
     assert prompts.FORCED_FINAL in last and last.count("<tool_result") == 3  # the evidence, no tool-call turns
-    assert request.fingerprint == core.fingerprint(request.model, request.params, request.protocol, [],
+    assert request.fingerprint == llm_calls.fingerprint(request.model, request.params, request.protocol, [],
                                                    effect.messages)
     events = reply(s, "Round 5 split the students.")
     assert isinstance(events[-1], SectionCompleted) and events[-1].forced
@@ -305,7 +305,7 @@ def test_the_forced_final_evidence_fits_the_context() -> None:
                              result=big_result(60)))
     effect = drive(s)
     assert effect.request.fresh and effect.request.params["max_tokens"] >= 64
-    assert core.budget.estimate(effect.messages, s.chars_per_token) <= 2048 - 256
+    assert budget.estimate(effect.messages, s.chars_per_token) <= 2048 - 256
 
 
 @pytest.mark.parametrize("echo", [*prompts.FORCED_FINAL.split(". "), prompts.forced_final("native")])

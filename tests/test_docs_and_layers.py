@@ -9,15 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from simreportd import errors
 from simreportd.events.codec import decode, upcast
 from simreportd.events.models import EVENT_TYPES, OutlinePlanned
 
 ROOT = Path(__file__).resolve().parents[1]
 IO_MODULES = {"anyio", "aiosqlite", "openai", "websockets", "watchfiles", "sqlite3", "socket", "asyncio", "os",
               "httpx", "subprocess", "time", "random", "uuid"}
-PURE = ["agent/core.py", "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py",
-        "agent/toolspec.py", "agent/offline.py", "agent/chat.py", "agent/chat_prompts.py", "agent/offline_chat.py",
-        "events/models.py", "events/codec.py", "simreportd/errors.py",
+PURE = ["agent/core.py", "agent/effects.py", "agent/llm_calls.py", "agent/sections.py", "agent/verdicts.py",
+        "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py", "agent/toolspec.py",
+        "agent/offline.py", "agent/offline_facts.py", "agent/offline_writers.py", "agent/offline_chat.py",
+        "agent/chat.py", "agent/chat_state.py", "agent/chat_prompts.py",
+        "events/models.py", "events/base.py", "events/report_events.py", "events/chat_events.py", "events/codec.py",
+        "simreportd/errors.py",
         "projections/base.py", "projections/simulation.py", "projections/report.py", "projections/trace.py",
         "daemon/ingest/parse.py", "daemon/ingest/state.py", "daemon/server/protocol.py"]
 
@@ -55,19 +59,21 @@ def test_imports_point_one_way(layer: str, forbidden: set[str]) -> None:
 
 
 LAYER_PACKAGES = {"events": "simreportd.events", "projections": "simreportd.projections", "agent": "simreportd.agent",
-                  "daemon": "simreportd.daemon", "simulator": "simreportd.simulator"}
+                  "daemon": "simreportd.daemon", "simulator": "simreportd.simulator", "simreportd": "simreportd"}
 
 
-def module_name(path: Path) -> str:
+def module_name(path: Path, root: Path = ROOT) -> str:
     """The installed name of a module file: `daemon/server/app.py` is `simreportd.daemon.server.app`."""
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = list(path.relative_to(root).with_suffix("").parts)
     parts = parts[:-1] if parts[-1] == "__init__" else parts
     return ".".join([LAYER_PACKAGES[parts[0]], *parts[1:]])
 
 
-def imported_modules(path: Path, known: set[str]) -> set[str]:
-    """The modules of `known` that `path` imports, absolutely or relatively, whether or not under TYPE_CHECKING."""
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+def imported_modules(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
+    """The modules of `known` that `path` imports, absolutely or relatively, at module level, under
+    TYPE_CHECKING or inside a function alike."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -81,10 +87,10 @@ def imported_modules(path: Path, known: set[str]) -> set[str]:
     return found & known
 
 
-def import_circles(layer: str) -> list[list[str]]:
-    """Every module of `layer` that can reach itself again by following imports, with the path back."""
-    files = {module_name(p): p for p in (ROOT / layer).rglob("*.py")}
-    graph = {name: imported_modules(path, set(files)) - {name} for name, path in files.items()}
+def import_circles(layers: list[str], root: Path = ROOT) -> list[list[str]]:
+    """Every module of `layers` that can reach itself again by following imports, with the path back."""
+    files = {module_name(p, root): p for layer in layers for p in (root / layer).rglob("*.py")}
+    graph = {name: imported_modules(path, set(files), root) - {name} for name, path in files.items()}
     circles = []
     for start in sorted(graph):
         paths, seen = [[start]], {start}
@@ -99,15 +105,53 @@ def import_circles(layer: str) -> list[list[str]]:
     return circles
 
 
-@pytest.mark.parametrize("layer", ["events", "projections", "daemon"])
+@pytest.mark.parametrize("layer", ["events", "projections", "agent", "daemon"])
 def test_no_import_circle_within_a_layer(layer: str) -> None:
-    assert import_circles(layer) == []
+    assert import_circles([layer]) == []
 
 
-def test_the_circle_check_finds_a_circle() -> None:
-    """agent/offline.py and agent/offline_chat.py import each other (not yet taken apart): the check sees it."""
-    assert ["simreportd.agent.offline", "simreportd.agent.offline_chat", "simreportd.agent.offline"] in import_circles(
-        "agent")
+def test_no_import_circle_in_simreportd() -> None:
+    """Across the layers too: a module importing one of an outer layer, late or for types, can close a circle."""
+    assert import_circles([*LAYER_PACKAGES]) == []
+
+
+def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:
+    """A circle through a relative import, one under TYPE_CHECKING and one inside a function is found."""
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "a.py").write_text("from .b import x\n")
+    (tmp_path / "agent" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                             "    from simreportd.agent import c\n")
+    (tmp_path / "agent" / "c.py").write_text("def f():\n    from simreportd.agent.a import y\n")
+    assert import_circles(["agent"], tmp_path)[0] == ["simreportd.agent.a", "simreportd.agent.b",
+                                                       "simreportd.agent.c", "simreportd.agent.a"]
+
+
+CORE_LAYERS = ["events", "projections", "agent"]
+MAX_MODULE_LINES = 450  # a module that grows past this does more than one thing: split it along a seam
+
+
+def test_no_module_over_450_lines_in_the_core_layers() -> None:
+    long = {str(p.relative_to(ROOT)): n for layer in CORE_LAYERS for p in sorted((ROOT / layer).rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def test_every_cli_command_runs_through_one_executor() -> None:
+    """Whether a daemon runs is asked in one place (`daemon/cli/choose.py`): a command that asked it itself would
+    have two paths, and they would drift apart."""
+    askers = sorted(p.name for p in (ROOT / "daemon" / "cli").glob("*.py") if "running_daemon(" in p.read_text())
+    assert askers == ["choose.py", "handover.py"]  # handover.py defines it
+    assert "Daemon(" not in (ROOT / "daemon" / "cli" / "chat.py").read_text()
+
+
+def test_every_error_belongs_to_a_family() -> None:
+    """A caller catches a layer's errors by their parent (`except StoreError`): only the families hang off the
+    base, and every error class of the tree is in one."""
+    families = {cls.__name__ for cls in errors.SimreportdError.__subclasses__()}
+    assert families == {"ConfigError", "UsageError", "StoreError", "WaitTimeout", "AgentError", "ReportError",
+                        "ServiceError"}
+    assert issubclass(errors.LLMError, errors.AgentError) and issubclass(errors.HandoverFailed, errors.ServiceError)
+    assert issubclass(errors.ReportElsewhere, errors.ReportError) and errors.exit_code_for("report_elsewhere") == 1
 
 
 def test_every_event_type_is_documented() -> None:

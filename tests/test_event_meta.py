@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.daemon.cli.commands import running
+from simreportd.daemon.cli.local import running
 from simreportd.daemon.service import Daemon
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream

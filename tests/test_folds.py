@@ -39,7 +39,7 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
 )
-from simreportd.projections import report_queries, runner, simulation_queries
+from simreportd.projections import bookkeeping, report_queries, runner, simulation_queries
 from simreportd.projections.base import Projection, index_names, index_statement
 from simreportd.projections.catalogue import projections
 from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
@@ -290,7 +290,7 @@ async def test_a_read_model_whose_schema_only_changed_its_indexes_gets_todays_wi
         small_sim: Path, tmp_path: Path) -> None:
     """A file of 2026-11-25's first schema (an edges index without the followee, no follows' index) is brought
     to today's indexes at open, its rows kept: folding a big log again would take minutes."""
-    [earlier] = runner.INDEX_ONLY_UPGRADES
+    [earlier] = bookkeeping.INDEX_ONLY_UPGRADES
     views = tmp_path / "views.sqlite3"
     async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
@@ -306,10 +306,10 @@ async def test_a_read_model_whose_schema_only_changed_its_indexes_gets_todays_wi
         async with runner.ProjectionRunner(store, views, projections()) as reopened:
             assert reopened.position == folded  # not folded again: a new fold starts from 0
             assert await reopened.digest() == digest
-            schema_sql = {name: runner._normal(index_statement(p.schema, name))
+            schema_sql = {name: bookkeeping.normal(index_statement(p.schema, name))
                           for p in projections() for name in index_names(p.schema)}
     with reading(views) as conn:
-        made = {name: runner._normal(sql) for name, sql in conn.execute(
+        made = {name: bookkeeping.normal(sql) for name, sql in conn.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
         assert made == schema_sql
         assert conn.execute("SELECT fingerprint FROM projection_schema").fetchone()[0] == reopened.fingerprint

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simreportd.agent.grounding import check, mark
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.service import Daemon
 from simreportd.events.streams import report_stream
 from simreportd.projections.sqlite import connect_views

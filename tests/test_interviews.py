@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.daemon.service import Daemon
 from simreportd.errors import InterviewLocked, RPCFailed, UsageError

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent import core
-from simreportd.daemon.cli.commands import generate
+from simreportd.agent import effects
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import load_config
 from simreportd.daemon.replay import replay_report
 from simreportd.daemon.service import Daemon
@@ -146,5 +146,5 @@ def test_lanes_of_effects() -> None:
 
     request = LLMRequested(report_id="r", call_id="llm-1", purpose="section", section_index=3, model="m",
                            params={}, protocol="native", tools=[], messages_added=[], fingerprint="f")
-    assert core.lane(core.CallLLM(request, [], 1, 0.0)) == 3
-    assert core.lane(core.GatherContext("sim", 1)) == 0
+    assert effects.lane(effects.CallLLM(request, [], 1, 0.0)) == 3
+    assert effects.lane(effects.GatherContext("sim", 1)) == 0

@@ -105,11 +105,11 @@ def test_ground_truth_varies_with_the_seed_and_holds_a_chinese_story(tmp_path: P
 
 def test_interaction_chains_read_as_sentences() -> None:
     """`reposted the posts of X 2 times`, `liked their own posts`: not `repost X x2`."""
-    from simreportd.agent.offline import _chain
+    from simreportd.agent import offline_writers
 
     def chain(kind: str, to: int = 4) -> str:
-        return _chain({"from": "agent:3", "from_name": "Jonas Zhou", "to": f"agent:{to}",
-                       "to_name": "Tariq Kowalski" if to == 4 else "Jonas Zhou", "kind": kind, "count": 2})
+        return offline_writers.chain({"from": "agent:3", "from_name": "Jonas Zhou", "to": f"agent:{to}",
+                      "to_name": "Tariq Kowalski" if to == 4 else "Jonas Zhou", "kind": kind, "count": 2})
 
     assert chain("repost") == "Jonas Zhou (agent:3) reposted the posts of Tariq Kowalski (agent:4) 2 times"
     assert chain("follow") == "Jonas Zhou (agent:3) followed Tariq Kowalski (agent:4) 2 times"
@@ -149,7 +149,8 @@ def test_the_scorer_checks_a_span_of_rounds_by_its_sums_and_a_listed_group_by_it
 
 def test_a_scheduled_event_the_run_has_not_reached_is_no_pivot() -> None:
     """A partial report's run may stop before its scheduled event: the writer says so instead of placing it."""
-    from simreportd.agent.offline import Facts, _timeline
+    from simreportd.agent.offline_facts import Facts
+    from simreportd.agent.offline_writers import timeline
 
     rows = [{"round": r, "twitter": 10 + (30 if r == 6 else 0), "reddit": 10, "total": 20 + (30 if r == 6 else 0),
              "divergence": 0.0} for r in range(0, 9)]
@@ -159,7 +160,7 @@ def test_a_scheduled_event_the_run_has_not_reached_is_no_pivot() -> None:
     background = {"scheduled_events": [{"round": 20, "description": "The ministry's memo leaks."}]}
     facts = Facts({"simulation_analytics": [analytics]}, background, "", set())
     assert facts.event is None and facts.pivot == 6
-    text = _timeline(facts)
+    text = timeline(facts)
     assert "set for round 20, had not happened by the last round recorded (8)" in text
     assert "The ministry's memo leaks" not in text
     reached = Facts({"simulation_analytics": [analytics]}, {"scheduled_events": [{"round": 6}]}, "", set())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.replay import fork_report, replay_report
 from simreportd.daemon.service import Daemon
 from simreportd.errors import NotFound, SimreportdError

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from simreportd.agent.state import ReportState
-from simreportd.daemon.cli.commands import generate, running
+from simreportd.daemon.cli.local import generate, running
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon
 from simreportd.events.streams import report_stream

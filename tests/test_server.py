@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from simreportd.daemon.cli.commands import generate
+from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import Config, ServerConfig
 from simreportd.daemon.server import fanout as server_module
 from simreportd.daemon.server.app import Server

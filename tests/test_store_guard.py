@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.daemon.cli.commands import running
+from simreportd.daemon.cli.local import running
 from simreportd.daemon.service import Daemon
 from simreportd.errors import StoreReplaced
 from simreportd.events.models import PlanningStarted

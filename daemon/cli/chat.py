@@ -2,95 +2,29 @@
 
 Interactive when stdin is a terminal, one question per line otherwise. Each answer goes to
 stdout; the steps taken for it (tool calls) and its sources go to stderr. With a daemon running,
-every question travels as the websocket op `chat`; without one, the chat runs here.
+every question travels as the websocket op `chat`; without one, the chat runs here (choose.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator
 
 import anyio
 
-from simreportd.agent.chat_runner import ChatRunner
-from simreportd.daemon.chat import answer_frame, step_frame
 from simreportd.daemon.config import Config
-from simreportd.daemon.lock import Holder
-from simreportd.daemon.service import Daemon
-from simreportd.errors import ChatFailed, HandoverFailed, SimreportdError, UsageError
-from simreportd.events.models import ChatEvent
+from simreportd.errors import ChatFailed, SimreportdError
 
-from .handover import running_daemon, send
+from .choose import executor_for
+from .executor import Asker, Frame
 
-Frame = dict[str, Any]
-OnStep = Callable[[Frame], None]
 EXIT_WORDS = frozenset({"exit", "quit", ":q"})
 
 
-class Asker(Protocol):
-    async def open(self) -> str:
-        """Open (or check) the chat; its id."""
-        ...
-
-    async def ask(self, question: str, on_step: OnStep) -> Frame:
-        """The `chat_answer` frame that is `done`, for one question."""
-        ...
-
-
-class HereAsker:
-    """The chat runs in this process, which holds the store."""
-
-    def __init__(self, chats: ChatRunner, report_id: str, chat_id: str | None) -> None:
-        self.chats, self.report_id, self.chat_id = chats, report_id, chat_id
-
-    async def open(self) -> str:
-        if self.chat_id is None:
-            self.chat_id = await self.chats.open(self.report_id, "cli")
-        elif (await self.chats.about(self.chat_id)).report_id != self.report_id:
-            raise UsageError(f"chat {self.chat_id} is not about report {self.report_id}")
-        return self.chat_id
-
-    async def ask(self, question: str, on_step: OnStep) -> Frame:
-        assert self.chat_id is not None
-        chat_id = self.chat_id
-
-        async def step(event: ChatEvent) -> None:
-            if (frame := step_frame(chat_id, event)) is not None:
-                on_step(frame)
-
-        answered = await self.chats.ask(chat_id, question, on_event=step)
-        return answer_frame(chat_id, self.report_id, answered)
-
-
-class DaemonAsker:
-    """The running daemon holds the store: each question is a websocket op `chat`."""
-
-    def __init__(self, holder: Holder, config: Config, report_id: str, chat_id: str | None) -> None:
-        self.holder, self.config, self.report_id, self.chat_id = holder, config, report_id, chat_id
-
-    async def open(self) -> str:
-        frame = await send(self.holder, self.config, {"op": "chat", "report_id": self.report_id,
-                                                      "chat_id": self.chat_id})
-        self.chat_id = str(frame["chat_id"])
-        return self.chat_id
-
-    async def ask(self, question: str, on_step: OnStep) -> Frame:
-        try:
-            return await send(self.holder, self.config, {"op": "chat", "report_id": self.report_id,
-                                                         "chat_id": self.chat_id, "question": question}, on_step)
-        except HandoverFailed as exc:
-            if exc.code == "chat_failed":
-                raise ChatFailed(str(exc).removeprefix("the running daemon refused: ")) from exc
-            raise
-
-
 async def chat(args: argparse.Namespace, config: Config) -> int:
-    if holder := running_daemon(config):
-        return await converse(DaemonAsker(holder, config, args.report_id, args.chat))
-    async with Daemon(config, command="chat") as daemon:
-        return await converse(HereAsker(daemon.chats, args.report_id, args.chat))
+    async with executor_for(config, "chat") as work:
+        return await converse(work.asker(args.report_id, args.chat))
 
 
 async def converse(asker: Asker) -> int:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import json
 import logging
 import os
@@ -12,43 +10,40 @@ import signal
 import sqlite3
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from simreportd.agent import core
 from simreportd.agent.chat import check_question
 from simreportd.agent.chat_runner import CHAT_ID_PREFIX
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
 from simreportd.daemon.chat_replay import replay_chat
 from simreportd.daemon.config import Config, find_config, load_config
-from simreportd.daemon.exporter import Exporter
 from simreportd.daemon.leases import leases_for
 from simreportd.daemon.lock import read_holder
 from simreportd.daemon.logs import setup_logging
 from simreportd.daemon.replay import ReplayResult, replay_report
-from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon, replaced_or
 from simreportd.daemon.systemd import notify
-from simreportd.errors import ConfigError, NotFound, SimreportdError, UsageError
+from simreportd.errors import ConfigError, NotFound, UsageError
 from simreportd.events.log import EventLog
 from simreportd.events.models import EVENT_TYPES
 from simreportd.events.store import CaughtUp
-from simreportd.events.streams import report_stream, simulation_stream
+from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections.bookkeeping import checkpoint
 from simreportd.projections.derived import damaged
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.runner import checkpoint, views_path_for
+from simreportd.projections.runner import views_path_for
 from simreportd.projections.sqlite import reading
 from simreportd.simulator.mirofish import TRUTH_FILE as MIROFISH_TRUTH
 from simreportd.simulator.mirofish import write_mirofish
 from simreportd.simulator.simulate import simulate as write_simulation
 
-from .handover import running_daemon, send
-from .progress import follow_report, follow_run
+from .choose import executor_for
+from .local import our_error_as_itself
 
 log = logging.getLogger("simreportd.daemon.cli.commands")
 
@@ -88,30 +83,6 @@ def reload(daemon: Daemon, args: argparse.Namespace) -> None:
     notify("READY=1")
 
 
-@contextlib.asynccontextmanager
-async def running(daemon: Daemon, ingest: bool = False, follow: bool = False) -> AsyncIterator[Daemon]:
-    """The daemon's background work (projections, exports) for the length of a command. Unless `follow`, its
-    scheduler runs only the reports the command asks for: the automatic report of a completed run, or another
-    report left unfinished in the store, is `simreportd run`'s work, not a side effect of `resume`.
-    An error of ours raised by the command comes out as itself (its one-line message), not in a group."""
-    with our_error_as_itself():
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(functools.partial(daemon.run, ingest, follow=follow))
-            yield daemon
-            tasks.cancel_scope.cancel()
-
-
-@contextlib.contextmanager
-def our_error_as_itself() -> Iterator[None]:
-    """An error of ours raised in a task group comes out as itself (its one-line message), not in a group."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], SimreportdError):
-            raise group.exceptions[0] from None
-        raise
-
-
 async def demo(args: argparse.Namespace, config: Config) -> int:
     root = Path(args.dir).resolve()
     folder = root / "simulations" / "sim_demo"
@@ -121,103 +92,42 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
         story = write_simulation(folder, agents=40, rounds=16, seed=7)
         say(f"Simulated {len(story.agents)} agents over {story.rounds} rounds into {folder}")
     (root / "config.toml").write_text(DEMO_CONFIG.format(config=root / "config.toml"), encoding="utf-8")
-    if holder := running_daemon(config):
-        await actions.report_writer(config.llm, args.provider, args.model, folder.name)
-        say(f"Handing over to the daemon {holder.describe()}")
-        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), **writer_flags(args)})
-        return await follow_handed_over(config, frame["report_id"], root / "config.toml")
-    async with Daemon(config, command="demo") as daemon:
-        await daemon.watcher.rescan()
-        generation = await completed_generation(daemon.store, folder.name)
-        report_id = auto_report_id(folder.name, generation)
-        earlier = core.fold([r.event for r in await daemon.store.read_stream(report_stream(report_id))], report_id)
-        if earlier.report_completed:
+    async with executor_for(config, "demo") as work:
+        report_id, standing = await work.request_demo_report(folder, args.provider, args.model)
+        if standing == "completed":
             say(f"The demo report was already written here by an earlier `simreportd demo`; nothing was redone.\n"
                 f"To start over: rm -rf {root} && simreportd demo {args.dir}")
-            return finish(config, report_id, earlier, root / "config.toml")
-        writer = await actions.report_writer(config.llm, args.provider, args.model, folder.name)
-        await daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id, writer=writer)
-        state = await generate(daemon, report_id)
+            state = await work.state(report_id)
+        else:
+            state = await work.follow(report_id)
     return finish(config, report_id, state, root / "config.toml")
 
 
 async def report(args: argparse.Namespace, config: Config) -> int:
     folder = Path(args.sim_dir).resolve()
-    holder = running_daemon(config)
-    writer = await actions.report_writer(config.llm, args.provider, args.model, folder.name, now=args.wait or bool(holder))
-    if holder:
-        if not args.now:  # the daemon ingests the folder; the run is followed here, in the shared log
-            ingested = await send(holder, config, {"op": "ingest", "folder": str(folder)})
-            async with config.store.open() as store:
-                await follow_run(store, ingested["simulation_id"], sys.stderr)
-        frame = await send(holder, config, {"op": "request_report", "folder": str(folder), "force": args.force,
-                                            **writer_flags(args)})
-        if not args.wait:
-            print(frame["report_id"])
-            return 0
-        return await follow_handed_over(config, frame["report_id"], strict=args.strict)
-    async with Daemon(config, folders=[folder], command="report") as daemon:
-        async with running(daemon):  # the read models are folded (by a child process) while the folder is read
-            simulation_id = await actions.ingest_folder(daemon, folder)
-            if not args.now:
-                await wait_for_run(daemon, simulation_id)
-        report_id, standing = await daemon.reports.ensure(simulation_id, force=args.force, trigger="cli", writer=writer)
+    async with executor_for(config, "report", folders=[folder]) as work:
+        written_now = args.wait or work.writes_at_once
+        await actions.report_writer(config.llm, args.provider, args.model, folder.name, now=written_now)
+        await work.ingest(folder, until_complete=not args.now)
+        report_id, standing = await work.request_report(folder, args.force, args.provider, args.model, written_now)
         if standing != "new":
             say(f"The run already has report {report_id} ({standing}); `--force` writes a new one")
         if not args.wait:
-            say("report requested; no daemon is running, so it is written when `simreportd run` starts "
-                "(pass --wait to write it here and now)")
+            if not work.writes_at_once:
+                say("report requested; no daemon is running, so it is written when `simreportd run` starts "
+                    "(pass --wait to write it here and now)")
             print(report_id)
             return 0
-        state = await generate(daemon, report_id)
+        state = await work.follow(report_id)
     return finish(config, report_id, state, strict=args.strict)
-
-
-def writer_flags(args: argparse.Namespace) -> dict[str, str]:
-    """--provider/--model as a handed-over command's fields: only those given, so the daemon's [llm] fills the rest."""
-    return {key: getattr(args, key) for key in ("provider", "model") if getattr(args, key)}
-
-
-async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
-    """Keep ingesting the folder, printing its rounds, until the simulation completes."""
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(daemon.watcher.run)
-        await follow_run(daemon.store, simulation_id, sys.stderr)
-        tasks.cancel_scope.cancel()
 
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
     overrides = actions.resume_overrides(args.max_tokens, args.timeout)
-    if holder := running_daemon(config):
-        frame = await send(holder, config, {"op": "resume", "report_id": args.report_id,
-                                            "provider": args.provider, "model": args.model, **overrides})
-        say(frame["note"])
-        return await follow_handed_over(config, args.report_id, strict=args.strict)
-    async with Daemon(config, command="resume") as daemon:
-        say(await actions.resume_report(daemon, args.report_id, args.provider, args.model, overrides))
-        state = await generate(daemon, args.report_id)
+    async with executor_for(config, "resume") as work:
+        say(await work.resume(args.report_id, args.provider, args.model, overrides))
+        state = await work.follow(args.report_id)
     return finish(config, args.report_id, state, strict=args.strict)
-
-
-async def follow_handed_over(config: Config, report_id: str, daemon_config: Path | None = None,
-                             strict: bool = False) -> int:
-    """Print the progress of a report the running daemon writes, from the shared log, until it ends."""
-    say(f"The running daemon writes report {report_id}; following it here (Ctrl-C stops following, not the report)")
-    async with config.store.open() as store:
-        await follow_report(store, report_id, sys.stderr)
-        state = core.fold([r.event for r in await store.read_stream(report_stream(report_id))], report_id)
-    return finish(config, report_id, state, daemon_config, strict)
-
-
-async def generate(daemon: Daemon, report_id: str) -> ReportState:
-    """Run one report here, printing its progress, until it completes or fails."""
-    async with running(daemon), anyio.create_task_group() as tasks:
-        tasks.start_soon(follow_report, daemon.store, report_id, sys.stderr)
-        state = await daemon.reports.wait(report_id)
-        await daemon.views.wait_for(await daemon.store.last_position(), timeout=600)
-        await daemon.exporter.export(report_id)
-        tasks.cancel_scope.cancel()
-    return state
 
 
 DEMO_CONFIG = """# Written by `simreportd demo`: the daemon on the demo's folders. Run it with
@@ -261,15 +171,6 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
     return 1 if strict and problems else 0
 
 
-async def completed_generation(store: EventLog, simulation_id: str) -> int:
-    """The latest generation of a simulation that has completed."""
-    completed = [r.data["generation"] async for r in store.iter_stream(simulation_stream(simulation_id))
-                 if r.type == "SimulationCompleted"]
-    if completed:
-        return int(completed[-1])
-    raise UsageError(f"simulation {simulation_id} has not completed; is its folder complete?")
-
-
 def simulate(args: argparse.Namespace, config: Config) -> int:
     """Synchronous on purpose: `--live` owns the main thread to receive SIGTERM like a real simulator."""
     if getattr(args, "like", "story") == "mirofish":
@@ -290,13 +191,8 @@ def simulate(args: argparse.Namespace, config: Config) -> int:
 
 
 async def rebuild(args: argparse.Namespace, config: Config) -> int:
-    if holder := running_daemon(config):
-        say(f"Rebuilding inside the daemon {holder.describe()}")
-        frame = await send(holder, config, {"op": "rebuild"})
-        rebuilt = actions.Rebuilt(frame["before"], frame["after"], frame["position"], frame["position_before"])
-    else:
-        async with Daemon(config, command="rebuild") as daemon:
-            rebuilt = await actions.rebuild(daemon)
+    async with executor_for(config, "rebuild") as work:
+        rebuilt = await work.rebuild()
     for name in sorted(rebuilt.after):
         verdict = "not compared" if not rebuilt.comparable else \
             "identical" if rebuilt.before.get(name) == rebuilt.after[name] else "CHANGED"
@@ -311,13 +207,8 @@ async def rebuild(args: argparse.Namespace, config: Config) -> int:
 
 
 async def export(args: argparse.Namespace, config: Config) -> int:
-    """With a daemon running, its read models are current: render them here, into DIR as this shell sees it."""
-    if running_daemon(config):
-        exporter = Exporter(views_path_for(config.store.path), config.reports.output_dir)
-        folder = await exporter.export(args.report_id, Path(args.dir))
-    else:
-        async with Daemon(config, command="export") as daemon:
-            folder = await daemon.exporter.export(args.report_id, Path(args.dir))
+    async with executor_for(config, "export") as work:
+        folder = await work.export(args.report_id, Path(args.dir))
     say(f"Exported {args.report_id} to {folder}")
     return 0
 
@@ -365,27 +256,17 @@ def completed_report_ids(config: Config) -> list[str]:
 
 
 async def fork(args: argparse.Namespace, config: Config) -> int:
-    if holder := running_daemon(config):
-        frame = await send(holder, config, {"op": "fork", "report_id": args.report_id, "at": args.at,
-                                            "provider": args.provider, "model": args.model})
-        say(f"Forked {args.report_id} at position {args.at} into {frame['report_id']}")
-        return await follow_handed_over(config, frame["report_id"])
-    async with Daemon(config, command="fork") as daemon:
-        new_id = await actions.fork(daemon, args.report_id, args.at, args.provider, args.model)
+    async with executor_for(config, "fork") as work:
+        new_id = await work.fork(args.report_id, args.at, args.provider, args.model)
         say(f"Forked {args.report_id} at position {args.at} into {new_id}")
-        state = await generate(daemon, new_id)
+        state = await work.follow(new_id)
     return finish(config, new_id, state)
 
 
 async def interview(args: argparse.Namespace, config: Config) -> int:
     check_question(args.question, "interview")  # here, not after a 100 KB frame the daemon's port refuses
-    if holder := running_daemon(config):
-        answer = await send(holder, config, {"op": "interview", "report_id" if args.target.startswith("report_")
-                                             else "simulation_id": args.target, "agent_id": args.agent,
-                                             "question": args.question, "platform": args.platform})
-    else:
-        async with Daemon(config, command="interview") as daemon:
-            answer = await daemon.interviews.ask(args.target, args.agent, args.question, args.platform)
+    async with executor_for(config, "interview") as work:
+        answer = await work.interview(args.target, args.agent, args.question, args.platform)
     say(f"agent {answer['agent_id']} ({answer['mode']}{', ' + answer['note'] if answer['note'] else ''}):")
     print(answer["answer"])
     return 0

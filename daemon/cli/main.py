@@ -23,12 +23,13 @@ from pathlib import Path
 
 import anyio
 
-from simreportd import __version__, entry
+from simreportd import __version__
 from simreportd.daemon.cli import chat, commands
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.interpreter import tune_gc
 from simreportd.daemon.logs import setup_logging
 from simreportd.errors import SimreportdError
+from simreportd.stop_request import stop_requested
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
         if not inspect.iscoroutinefunction(args.handler):
             _restore_default_signals()
-            return 0 if entry.stop_requested() else args.handler(args, config)
+            return 0 if stop_requested() else args.handler(args, config)
         return anyio.run(_until_signalled, args.handler, args, config, backend="asyncio")
     except BrokenPipeError:
         return _reader_gone()
@@ -100,7 +101,7 @@ async def _until_signalled(handler: Callable[..., Awaitable[int]], args: argpars
                 tasks.cancel_scope.cancel()
 
         await tasks.start(_stop_on_signal, tasks.cancel_scope, config.service.stop_timeout_s)
-        if entry.stop_requested():  # asked to stop while we were starting
+        if stop_requested():  # asked to stop while we were starting
             tasks.cancel_scope.cancel()
         else:
             tasks.start_soon(work)
@@ -266,4 +267,4 @@ def strict(p: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(entry.main())
+    sys.exit(main())

@@ -8,11 +8,23 @@ from typing import TextIO
 
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
+from simreportd.events.models import (
+    InterviewUnlocked,
+    LLMFailed,
+    OutlinePlanned,
+    ReportFailed,
+    ReportForked,
+    ReportResumed,
+    RoundEnded,
+    SimulationCompleted,
+    SimulationDiscovered,
+    SimulationGenerationStarted,
+)
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 
-DONE = ("InterviewUnlocked", "ReportFailed")
-CONTINUED = ("ReportResumed", "ReportForked")
+DONE = (InterviewUnlocked, ReportFailed)
+CONTINUED = (ReportResumed, ReportForked)
 
 
 async def follow_report(store: EventLog, report_id: str, out: TextIO) -> None:
@@ -23,13 +35,15 @@ async def follow_report(store: EventLog, report_id: str, out: TextIO) -> None:
         if isinstance(item, CaughtUp):
             live = True
         else:
-            total = len(item.data["sections"]) if item.type == "OutlinePlanned" else total
-            again = item.type == "LLMFailed" and item.data["message"] == failure  # said once, counted after
-            failure = item.data["message"] if item.type == "LLMFailed" else failure
-            line = f"        attempt {item.data['attempt']} failed the same way" if again else describe(item, total)
+            event = item.event
+            total = len(event.sections) if isinstance(event, OutlinePlanned) else total
+            failed = event if isinstance(event, LLMFailed) else None
+            again = failed is not None and failed.message == failure  # said once, counted after
+            failure = failed.message if failed is not None else failure
+            line = f"        attempt {failed.attempt} failed the same way" if failed and again else describe(item, total)
             if line:
                 print(line, file=out, flush=True)
-            ended = item.type in DONE or (ended and item.type not in CONTINUED)
+            ended = isinstance(event, DONE) or (ended and not isinstance(event, CONTINUED))
         if ended and live:
             return
 
@@ -49,14 +63,14 @@ async def follow_run(store: EventLog, simulation_id: str, out: TextIO) -> None:
         if item.type == "AgentActed":  # most of the stream: counted without reading its data
             actions += 1
             continue
-        d = item.data
-        if item.type in ("SimulationDiscovered", "SimulationGenerationStarted"):
-            generation, last_round, actions, completed = d["generation"], 0, 0, False
-        elif item.type == "RoundEnded" and d["round"] > last_round:
-            last_round = d["round"]
+        event = item.event
+        if isinstance(event, SimulationDiscovered | SimulationGenerationStarted):
+            generation, last_round, actions, completed = event.generation, 0, 0, False
+        elif isinstance(event, RoundEnded) and event.round > last_round:
+            last_round = event.round
             if live:
                 print(f"  round {last_round} ingested ({actions} actions so far)", file=out, flush=True)
-        elif item.type == "SimulationCompleted" and d["generation"] == generation:
+        elif isinstance(event, SimulationCompleted) and event.generation == generation:
             completed = True
             if live:
                 print(f"Simulation {simulation_id} completed: {last_round} rounds, {actions} actions.",

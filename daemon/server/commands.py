@@ -57,8 +57,9 @@ async def _handed_over(daemon: Host, command: HandedOver) -> dict[str, Any]:
     if command.op == "ingest":
         return {"simulation_id": await actions.ingest_folder(daemon, Path(command.folder or ""))}
     if command.op == "request_report":
-        return {"report_id": await actions.request_report(daemon, Path(command.folder or ""), bool(command.force),
-                                                          command.provider, command.model)}
+        report_id, standing = await actions.request_report(daemon, Path(command.folder or ""), bool(command.force),
+                                                           command.provider, command.model)
+        return {"report_id": report_id, "standing": standing}
     if command.op == "resume":
         overrides = actions.resume_overrides(command.max_tokens, command.timeout_s)
         note = await actions.resume_report(daemon, command.report_id or "", command.provider, command.model,
