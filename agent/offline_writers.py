@@ -143,10 +143,13 @@ def _platforms(f: Facts) -> str:
         out.append(say("mix", platform=cap(platform), actions=", ".join(
             say("mix_item", action=m["action"], count=m["count"]) for m in mix[platform][:3])))
     posts = f.posts()
+    after = [p for p in posts if f.pivot is not None and p["round"] > f.pivot]
     for platform in f.loud():
-        mine = [p for p in posts if p["platform"] == platform and f.pivot is not None and p["round"] > f.pivot]
+        mine = [p for p in after if p["platform"] == platform]
         if mine:
             out.append(say("still_said", platform=cap(platform), round=f.pivot) + "\n\n" + quote(mine[0], say))
+    if posts and not after:
+        out.append(quote(posts[0], say))  # nothing said after the pivot was found: what the searches did find
     return "\n\n".join(p for p in out if p)
 
 
@@ -241,12 +244,13 @@ def _answers(f: Facts) -> str:
         elif any(w in q for w in ("argument", "concern", "dominate", "spread", "观点", "担忧", "占上风")):
             answer = _answer_arguments(f)
         else:
-            answer = _answer_reaction(f)
+            answer = _answer_reaction(f, question)
         out.append(f"**{question}**\n\n" + "\n\n".join(a for a in answer if a))
     return "\n\n".join(out) or f.say("no_requirement_question")
 
 
-def _answer_reaction(f: Facts) -> list[str]:
+def _answer_reaction(f: Facts, question: str) -> list[str]:
+    """The camps' sizes, who moved, and what the search for `question` found said in the agents' words."""
     say = f.say
     stances = f.background.get("stances") or {}
     largest = max(sorted(s for s in stances if s), key=lambda s: stances[s], default="")
@@ -256,7 +260,18 @@ def _answer_reaction(f: Facts) -> list[str]:
         out.append(say("moved_after", round=f.pivot, shifts=say.listing(
             [say("moved_agent", name=s["name"], agent=s["agent"], stated=say.stance(s["stated_stance"]),
                  now=say.stance(s["now_speaks_for"]), round=s["from_round"]) for s in shifts])))
+    found = _found_for(f, question)
+    if found:
+        out.append(quote(found, say))
     return out
+
+
+def _found_for(f: Facts, question: str) -> dict[str, Any] | None:
+    """The first statement the section's search for `question` returned, one not quoted before if any."""
+    results = [r for r in f.seen.get("quick_search", []) if r.get("query") == question]
+    said = [p for r in results for p in r.get("results", [])
+            if p.get("kind") in ("post", "quote", "comment") and p.get("content")]
+    return min(said, key=lambda p: p["ref"] in f.quoted_before, default=None)
 
 
 def _answer_arguments(f: Facts) -> list[str]:

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -377,3 +378,24 @@ def test_simulate_like_mirofish_writes_the_runners_folder(tmp_path: Path) -> Non
                   and x["action_args"]["content"] in {s["action_args"]["content"] for s in seeds}]
         assert all("post_id" not in s["action_args"] for s in seeds) and len(copies) >= len(seeds)
         assert len([x for x in lines if "action_type" in x]) > len(truth["platforms"][platform]["actions"])
+
+
+async def test_an_offline_report_on_a_chinese_run_answers_each_question_with_a_statement_it_found(
+        tmp_path: Path) -> None:
+    """A MiroFish run where every profile is one camp: the answer to "how do students see it" cannot rest on
+    camps or shifts; it quotes what the search for that question found, so the report meets the citation rule
+    instead of ending degraded with "cites 0 quotes" (as it did)."""
+    from simreportd.daemon.cli.local import generate
+    from simreportd.daemon.service import Daemon
+
+    folder = tmp_path / "sims" / "sim_zh"
+    write_mirofish(folder, seed=7)
+    async with Daemon(make_config(tmp_path, reports={"auto": False}), folders=[folder]) as daemon:
+        await daemon.watcher.check(folder)
+        state = await generate(daemon, await daemon.reports.request("sim_zh"))
+    assert state.verdict is not None and state.verdict.status == "completed", state.verdict
+    answers = state.completed[max(state.completed)].content
+    quoted = re.findall(r'> "(.+?)" \((post:\w+:\d+)\)', answers)
+    lines = [json.loads(line) for p in PLATFORMS for line in (folder / p / "actions.jsonl").read_text().splitlines()]
+    said = {a["action_args"].get(k) for a in lines if a.get("action_args") for k in ("content", "quote_content")}
+    assert quoted and all(text in said for text, _ in quoted), answers
