@@ -10,7 +10,7 @@ from pydantic_core import from_json, to_json
 
 from simreportd.errors import UnknownEventType
 
-from .models import EVENT_ADAPTER, EVENT_TYPES, DomainEvent
+from .models import EVENT_ADAPTER, EVENT_TYPES, AgentActed, DomainEvent, acted_fields
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -34,11 +34,18 @@ def _outline_sections_become_objects(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "sections": sections}
 
 
+# (type, version) -> function reading a stored form that a maker writes itself, never the model, into the
+# model's fields: an action's line as ingest stores it (docs/events.md#agent-actions).
+FORMS: dict[tuple[str, int], Upcaster] = {("AgentActed", AgentActed.LINE_VERSION): acted_fields}
+
+
 def upcast(type_name: str, schema_version: int, data: dict[str, Any]) -> dict[str, Any]:
     """Lift stored `data` of `type_name` from `schema_version` to the model's current version."""
     model = EVENT_TYPES.get(type_name)
     if model is None:
         raise UnknownEventType(type_name, schema_version)
+    if (form := FORMS.get((type_name, schema_version))) is not None:
+        return form(data)
     version = schema_version
     while version < model.SCHEMA_VERSION:
         data = UPCASTERS[(type_name, version)](data)

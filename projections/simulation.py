@@ -26,6 +26,7 @@ from simreportd.events.models import (
     SimulationCompleted,
     SimulationDiscovered,
     SimulationGenerationStarted,
+    acted_action,
 )
 
 from .base import Write, by_type_name
@@ -136,13 +137,15 @@ class SimulationModel:
         for recorded in batch:
             d, pos = recorded.data, recorded.position
             key = (d["simulation_id"], d["generation"])
-            if recorded.type != "AgentActed" or d["action_type"] in UNDO or edges.targets(_created_post(d, pos)):
+            if recorded.type != "AgentActed":
                 writes.extend(edges.counts())  # what comes next reads, or would change, what the edges count
-            if recorded.type == "AgentActed":
-                tally.add(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
-                writes.extend(_acted(d, key, pos, edges))
-            else:
                 writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
+                continue
+            kind, args = acted_action(d)
+            if kind in UNDO or edges.targets(_created_post(d["platform"], kind, args, pos)):
+                writes.extend(edges.counts())
+            tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
+            writes.extend(_acted(d, kind, args, key, pos, edges))
         return [*writes, *edges.counts(), *tally.writes()]
 
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
@@ -169,9 +172,10 @@ class SimulationModel:
 
     def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         tally, edges = Tally(), EdgeTally()  # of one action: folding event by event is the batch fold's reference
-        tally.add(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
+        kind, args = acted_action(d)
+        tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
         yield from tally.writes()
-        yield from _acted(d, key, pos, edges)
+        yield from _acted(d, kind, args, key, pos, edges)
         yield from edges.counts()
 
     def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
@@ -209,10 +213,11 @@ class SimulationModel:
     types = frozenset(HANDLERS)
 
 
-def _acted(d: dict[str, Any], key: tuple[str, int], pos: int, edges: EdgeTally) -> Iterable[Write]:
-    """An action's writes but its counters: the statement it posted, the edge it made (counted in `edges`) or
-    undid."""
-    p, r, agent, kind, args = d["platform"], d["round"], d["agent_id"], d["action_type"], d["action_args"]
+def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, int], pos: int,
+           edges: EdgeTally) -> Iterable[Write]:
+    """An action's writes but its counters (`kind` and `args` as `acted_action` reads them): the statement it
+    posted, the edge it made (counted in `edges`) or undid."""
+    p, r, agent = d["platform"], d["round"], d["agent_id"]
     if kind == "CREATE_POST":
         yield from _post_row(key, p, _ref("post", p, args.get("post_id"), pos), "post", args.get("post_id"),
                              None, agent, r, args.get("content"), None, None, pos)
@@ -230,12 +235,11 @@ def _acted(d: dict[str, Any], key: tuple[str, int], pos: int, edges: EdgeTally) 
         yield from _undo(key, p, agent, UNDO[kind], _undone_target(UNDO[kind], args, p))
 
 
-def _created_post(d: dict[str, Any], pos: int) -> str | None:
+def _created_post(platform: str, kind: str, args: dict[str, Any], pos: int) -> str | None:
     """The ref of the post or quote an action creates, if it creates one."""
-    if d.get("action_type") not in ("CREATE_POST", "QUOTE_POST"):
+    if kind not in ("CREATE_POST", "QUOTE_POST"):
         return None
-    native_id = d["action_args"].get("post_id" if d["action_type"] == "CREATE_POST" else "new_post_id")
-    return _ref("post", d["platform"], native_id, pos)
+    return _ref("post", platform, args.get("post_id" if kind == "CREATE_POST" else "new_post_id"), pos)
 
 
 def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
