@@ -85,8 +85,9 @@ async def test_an_old_store_of_fields_folds_to_the_rows_of_the_lines(tmp_path: P
         recorded = await store.read_all(0, 100_000)
     async with SQLiteEventStore(old) as store:  # the same run as an older ingest stored it: the fields
         for r in recorded:
-            fields = {"action_type": r.data["action_type"].upper(), "action_args": r.data.get("action_args") or {}}
-            event = AgentActed(**{**acted_fields(r.data), **fields}) if r.type == "AgentActed" else r.event
+            event = r.event if r.type != "AgentActed" else AgentActed(**{
+                **acted_fields(r.data), "action_type": r.data["action_type"].upper(),
+                "action_args": r.data.get("action_args") or {}})
             await store.append(r.stream, [event])
         stored = await store.read_all(0, 100_000)
     assert {r.schema_version for r in stored if r.type == "AgentActed"} == {1}
