@@ -126,7 +126,8 @@ class SimulationModel:
     # 41.5-44.0 s with them built at the end, 46.6-48.7 s keeping them). The fold's own lookups use the others.
     # The follows' index, and dst_agent in the edges', find a run's mutual follows and the rounds they formed
     # in by seeks (the coalitions tool at 1M actions: 73 + 123 ms -> 29 + 10 ms).
-    deferred_indexes = ("sim_posts_by_agent", "sim_posts_by_engagement", "sim_links_by_dst", "sim_links_follows")
+    deferred_indexes = ("sim_posts_by_agent", "sim_posts_by_engagement", "sim_posts_by_row", "sim_links_by_dst",
+                        "sim_links_follows")
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         d = recorded.data
