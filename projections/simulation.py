@@ -149,10 +149,10 @@ class SimulationModel:
                 writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
                 continue
             kind, args = acted_action(d)
-            if kind in UNDO or edges.targets(_created_post(d["platform"], kind, args, pos)):
+            if kind in UNDO or (kind in CREATES_POST and edges.targets(_created_post(d["platform"], kind, args, pos))):
                 writes += [*posts.writes(), *edges.counts()]
             tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
-            writes.extend(_acted(d, kind, args, key, pos, edges, posts))
+            _acted(d, kind, args, key, pos, edges, posts, writes)
         return [*writes, *posts.writes(), *edges.counts(), *tally.writes()]
 
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
@@ -185,7 +185,8 @@ class SimulationModel:
         kind, args = acted_action(d)
         tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
         yield from tally.writes()
-        writes = list(_acted(d, kind, args, key, pos, edges, posts))
+        writes: list[Write] = []
+        _acted(d, kind, args, key, pos, edges, posts, writes)
         yield from posts.writes()
         yield from writes
         yield from edges.counts()
@@ -226,9 +227,9 @@ class SimulationModel:
 
 
 def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, int], pos: int,
-           edges: EdgeTally, posts: Posts) -> Iterable[Write]:
-    """An action's writes but its counters (`kind` and `args` as `acted_action` reads them): the statement it
-    posted (into `posts`), the edge it made (counted in `edges`) or undid."""
+           edges: EdgeTally, posts: Posts, writes: list[Write]) -> None:
+    """An action's writes but its counters (`kind` and `args` as `acted_action` reads them), added to `writes`:
+    the statement it posted (into `posts`), the edge it made (counted in `edges`) or undid."""
     p, r, agent = d["platform"], d["round"], d["agent_id"]
     if kind == "CREATE_POST":
         posts.add(key, p, _ref("post", p, args.get("post_id"), pos), "post", args.get("post_id"), None, agent, r,
@@ -241,14 +242,17 @@ def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, i
         posts.add(key, p, _ref("comment", p, args.get("comment_id"), pos), "comment", args.get("comment_id"),
                   args.get("post_id"), agent, r, args.get("content"), None, None, pos)
     if kind in EDGES:
-        yield _edge(key, p, r, agent, kind, args, pos, edges, posts)
+        writes.append(_edge(key, p, r, agent, kind, args, pos, edges, posts))
     elif kind in UNDO:
-        yield from _undo(key, p, agent, UNDO[kind], _undone_target(UNDO[kind], args, p))
+        writes.extend(_undo(key, p, agent, UNDO[kind], _undone_target(UNDO[kind], args, p)))
+
+
+CREATES_POST = frozenset({"CREATE_POST", "QUOTE_POST"})
 
 
 def _created_post(platform: str, kind: str, args: dict[str, Any], pos: int) -> str | None:
     """The ref of the post or quote an action creates, if it creates one."""
-    if kind not in ("CREATE_POST", "QUOTE_POST"):
+    if kind not in CREATES_POST:
         return None
     return _ref("post", platform, args.get("post_id" if kind == "CREATE_POST" else "new_post_id"), pos)
 
