@@ -29,6 +29,10 @@ from simreportd.simulator.simulate import write_setup
 ID_STRIDE = 1_000_000  # more post and comment ids than one pass of the story uses
 POST_IDS = ("post_id", "comment_id", "new_post_id", "quoted_id")
 
+# The floor's rows: as the issue measured it (no `recorded_at`, meta `{}`), and with the two as the store writes
+# them for every ingested event (a timestamp, the batch's correlation id: docs/events.md).
+ROWS = ("bare", "store")
+
 # Each step in a fresh process (no warm caches shared between the two codes), its CPU time on stdout.
 STEP = """
 import asyncio, json, resource, sqlite3, sys
@@ -60,7 +64,7 @@ async def fold(folder, path):
             digest = (await views.digest())["simulation"]
         return spent, await store.last_position(), digest
 
-def floor(folder, path):
+def floor(folder, path, row):
     import orjson
     from simreportd.events.ids import new_event_ids
     from simreportd.events.store import INSERT, SCHEMA
@@ -69,6 +73,8 @@ def floor(folder, path):
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(SCHEMA)
     started, version = cpu(), 0
+    recorded_at, meta = ("", "{}") if row == "bare" else \
+        ("2026-01-01T00:00:00.000000+00:00", json.dumps({"correlation_id": "ingest-" + new_event_ids(1)[0]}))
     for file in sorted(folder.glob("*/actions.jsonl")):
         with file.open("rb") as lines:
             while chunk := lines.readlines(1 << 20):
@@ -76,7 +82,7 @@ def floor(folder, path):
                 for line, event_id in zip(chunk, new_event_ids(len(chunk))):
                     version += 1
                     rows.append((None, event_id, "simulation-floor", version, orjson.loads(line).get("action_type") or "x",
-                                 1, "", line.decode(), "{}"))
+                                 1, recorded_at, line.decode(), meta))
                 conn.execute("BEGIN")
                 conn.executemany(INSERT, rows)
                 conn.execute("COMMIT")
@@ -87,7 +93,8 @@ def floor(folder, path):
 step, folder, path = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 from simreportd.daemon.interpreter import tune_gc
 tune_gc()  # as the daemon does
-result = floor(folder, path) if step == "floor" else asyncio.run({"ingest": ingest, "fold": fold}[step](folder, path))
+result = floor(folder, path, step[6:]) if step.startswith("floor") else \
+    asyncio.run({"ingest": ingest, "fold": fold}[step](folder, path))
 print(json.dumps(list(result)))
 """
 
@@ -156,7 +163,7 @@ def main() -> None:
     codes = {"this": sys.executable, **({"against": args.against} if args.against else {})}
     ingest: dict[str, list[float]] = {code: [] for code in codes}
     fold: dict[str, list[float]] = {code: [] for code in codes}
-    floor: list[float] = []
+    floor: dict[str, list[float]] = {row: [] for row in ROWS}
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "sim_big"
@@ -173,16 +180,19 @@ def main() -> None:
                 spent, events, digest = step(python, "fold", folder, path)
                 fold[code].append(spent / events * 1e6)
                 digests.add(digest)
-            path = Path(tmp) / f"floor{i}" / "events.sqlite3"
-            path.parent.mkdir()
-            spent, _ = step(sys.executable, "floor", folder, path)
-            floor.append(spent / lines * 1e6)
-            sizes["floor"] = store_bytes(path)
-    best = min(floor)
+            for row in ROWS:
+                path = Path(tmp) / f"floor-{row}{i}" / "events.sqlite3"
+                path.parent.mkdir()
+                spent, _ = step(sys.executable, f"floor-{row}", folder, path)
+                floor[row].append(spent / lines * 1e6)
+                sizes[f"floor ({row})"] = store_bytes(path)
+    best = min(floor["bare"])
     print(f"{lines:,} action lines ({raw / lines:.0f} bytes a line), best of {args.repeat} (median), CPU time\n")
     print("| measure | code | us a line or event | against |")
     print("|---|---|---|---|")
-    print(f"| tuned floor: orjson + insert into the events table | | {cell(floor)} | |")
+    print(f"| tuned floor: orjson + insert into the events table | | {cell(floor['bare'])} | |")
+    print(f"| the same with the store's `recorded_at` and an ingest `meta` in each row | | {cell(floor['store'])} |"
+          f" {min(floor['store']) / best:.2f}x the floor |")
     for code in codes:
         print(f"| ingest | {code} | {cell(ingest[code])} | {min(ingest[code]) / best:.2f}x the floor |")
     for code in codes:
