@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from simreportd.daemon.ingest import parse
+from simreportd.daemon.ingest import parse, values
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.parse import Bad
 from simreportd.events.models import AgentActed, acted_fields
@@ -105,3 +107,21 @@ def test_an_integer_beyond_64_bits_is_refused_where_orjson_would_take_it(number:
 def test_a_19_digit_integer_that_fits_is_taken() -> None:
     line = json.dumps({"round": 1, "agent_id": 2**63 - 1, "action_type": "X"}).encode()
     assert parse.parse_line(line, "twitter").fields["agent_id"] == 2**63 - 1  # type: ignore[union-attr]
+
+
+json_like = st.text(st.sampled_from('{}[]":,0123456789.eE+-truefalsn \\ud8c0a'), max_size=40).map(str.encode)
+numbers = st.integers(-(2**70), 2**70).map(lambda n: json.dumps({"n": n}).encode())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(json_like, numbers, st.binary(max_size=60)))
+@example(b'{"n": 18446744073709551616}')
+@example(b'{"n": 9223372036854775808}')
+@example(b'[1e999]')
+def test_orjson_at_the_door_takes_only_what_the_strict_decoder_takes_as_it_reads_it(raw: bytes) -> None:
+    """orjson reads a line whole or hands it to `values.loads`: what it takes, the strict decoder takes too, as
+    the same value (a repeated key aside: both keep the last)."""
+    taken = values.line(raw)
+    if taken is values.REFUSED:
+        return
+    assert json.dumps(values.loads(raw)) == json.dumps(taken)
