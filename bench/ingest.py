@@ -1,32 +1,102 @@
-"""Ingest throughput and memory: a 1,000,000-action simulation into the event store.
+"""Ingest and catch-up CPU against their floors: a big simulation into the event store, then folded.
 
-Run by hand: `python bench/ingest.py [ACTIONS]`. Writes a realistic folder (a small
-simulated story, its rounds repeated until the action count is reached), then times
-`SimulationIngestor.check()` end to end (read, parse, build events, append) and prints
-lines per second and the peak RSS of the process. Then it times the simulation-model
-projection over the same events.
+Run by hand: `python bench/ingest.py [ACTIONS] [--repeat N] [--against PYTHON]` (default 1,000,000 actions).
+Writes a realistic folder (a small simulated story, its rounds repeated until the action count is reached),
+then, in turn and repeated, each in its own process: `SimulationIngestor.check()` end to end (read, check,
+build events, append), the simulation model's catch-up from the log, and the tuned floor of ingest: the same
+lines into the events table with both unique indexes and UUIDv7 ids made as the store makes them, the raw
+line as the data and orjson as the parser. Figures are CPU time of every thread of the process (wall time on
+a shared machine swings 5x), per action or event, best and median; the store's bytes per action beside.
+
+`--against PYTHON`: an interpreter with another version of simreportd installed (say today's main:
+`git worktree add /tmp/old main && python3 -m venv /tmp/old/.venv && /tmp/old/.venv/bin/pip install /tmp/old`),
+run in turn with this one on the same folder: its ingest and its catch-up of its own store.
 """
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import json
-import resource
+import statistics
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.daemon.interpreter import tune_gc
-from simreportd.events.store import SQLiteEventStore
-from simreportd.projections.runner import ProjectionRunner, views_path_for
-from simreportd.projections.simulation import SimulationModel
 from simreportd.simulator.scenario import make_story
 from simreportd.simulator.simulate import write_setup
 
 ID_STRIDE = 1_000_000  # more post and comment ids than one pass of the story uses
 POST_IDS = ("post_id", "comment_id", "new_post_id", "quoted_id")
+
+# The floor's rows: as the issue measured it (no `recorded_at`, meta `{}`), and with the two as the store writes
+# them for every ingested event (a timestamp, the batch's correlation id: docs/events.md).
+ROWS = ("bare", "store")
+
+# Each step in a fresh process (no warm caches shared between the two codes), its CPU time on stdout.
+STEP = """
+import asyncio, json, resource, sqlite3, sys
+from pathlib import Path
+
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+async def ingest(folder, path):
+    from simreportd.daemon.ingest.ingestor import SimulationIngestor
+    from simreportd.events.store import SQLiteEventStore
+    async with SQLiteEventStore(path) as store:
+        started = cpu()
+        await SimulationIngestor(store, folder).check()
+        spent = cpu() - started
+        events = await store.last_position()
+    return spent, events
+
+async def fold(folder, path):
+    from simreportd.events.store import SQLiteEventStore
+    from simreportd.projections.runner import ProjectionRunner, views_path_for
+    from simreportd.projections.simulation import SimulationModel
+    async with SQLiteEventStore(path) as store:
+        async with ProjectionRunner(store, views_path_for(path), [SimulationModel()]) as views:
+            started = cpu()
+            await views.catch_up()
+            spent = cpu() - started
+            digest = (await views.digest())["simulation"]
+        return spent, await store.last_position(), digest
+
+def floor(folder, path, row):
+    import orjson
+    from simreportd.events.ids import new_event_ids
+    from simreportd.events.store import INSERT, SCHEMA
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(SCHEMA)
+    started, version = cpu(), 0
+    recorded_at, meta = ("", "{}") if row == "bare" else \
+        ("2026-01-01T00:00:00.000000+00:00", json.dumps({"correlation_id": "ingest-" + new_event_ids(1)[0]}))
+    for file in sorted(folder.glob("*/actions.jsonl")):
+        with file.open("rb") as lines:
+            while chunk := lines.readlines(1 << 20):
+                rows = []
+                for line, event_id in zip(chunk, new_event_ids(len(chunk))):
+                    version += 1
+                    rows.append((None, event_id, "simulation-floor", version, orjson.loads(line).get("action_type") or "x",
+                                 1, recorded_at, line.decode(), meta))
+                conn.execute("BEGIN")
+                conn.executemany(INSERT, rows)
+                conn.execute("COMMIT")
+    spent = cpu() - started
+    conn.close()
+    return spent, version
+
+step, folder, path = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+from simreportd.daemon.interpreter import tune_gc
+tune_gc()  # as the daemon does
+result = floor(folder, path, step[6:]) if step.startswith("floor") else \
+    asyncio.run({"ingest": ingest, "fold": fold}[step](folder, path))
+print(json.dumps(list(result)))
+"""
 
 
 def shifted(line: dict, shift: int) -> dict:
@@ -69,28 +139,69 @@ def write_big_folder(folder: Path, actions: int) -> int:
     return written
 
 
-async def main(actions: int) -> None:
+def step(python: str, name: str, folder: Path, path: Path) -> list:
+    """Run one step in a fresh process of `python`; what it printed."""
+    done = subprocess.run([python, "-c", STEP, name, str(folder), str(path)], capture_output=True, text=True,
+                          check=True, cwd=path.parent)  # not the checkout: its folders would shadow the install
+    return json.loads(done.stdout)
+
+
+def store_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))  # with its WAL
+
+
+def cell(values: list[float]) -> str:
+    return f"{min(values):.2f} (median {statistics.median(values):.2f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("actions", type=int, nargs="?", default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", help="an interpreter with the simreportd to compare installed")
+    args = parser.parse_args()
+    codes = {"this": sys.executable, **({"against": args.against} if args.against else {})}
+    ingest: dict[str, list[float]] = {code: [] for code in codes}
+    fold: dict[str, list[float]] = {code: [] for code in codes}
+    floor: dict[str, list[float]] = {row: [] for row in ROWS}
+    sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "sim_big"
-        lines = write_big_folder(folder, actions)
-        size = sum(p.stat().st_size for p in folder.rglob("actions.jsonl"))
-        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        async with SQLiteEventStore(Path(tmp) / "events.sqlite3") as store:
-            started = time.perf_counter()
-            await SimulationIngestor(store, folder).check()
-            elapsed = time.perf_counter() - started
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            events = await store.last_position()
-            async with ProjectionRunner(store, views_path_for(store.path), [SimulationModel()]) as views:
-                started = time.perf_counter()
-                await views.catch_up()
-                projected = time.perf_counter() - started
-    print(f"action lines          {lines:,} ({size / 1e6:.0f} MB of actions.jsonl, {events:,} events)")
-    print(f"ingest into the store {lines / elapsed:,.0f} lines/s ({elapsed:.1f} s)")
-    print(f"peak RSS              {rss:.0f} MB (the folder writer alone: {rss_before:.0f} MB)")
-    print(f"simulation model      {events / projected:,.0f} events/s folded ({projected:.1f} s)")
+        lines = write_big_folder(folder, args.actions)
+        raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
+        digests = set()
+        for i in range(args.repeat):  # interleaved: load on the machine falls on every column alike
+            for code, python in codes.items():
+                path = Path(tmp) / f"{code}{i}" / "events.sqlite3"
+                path.parent.mkdir()
+                spent, events = step(python, "ingest", folder, path)
+                ingest[code].append(spent / lines * 1e6)
+                sizes[code] = store_bytes(path)
+                spent, events, digest = step(python, "fold", folder, path)
+                fold[code].append(spent / events * 1e6)
+                digests.add(digest)
+            for row in ROWS:
+                path = Path(tmp) / f"floor-{row}{i}" / "events.sqlite3"
+                path.parent.mkdir()
+                spent, _ = step(sys.executable, f"floor-{row}", folder, path)
+                floor[row].append(spent / lines * 1e6)
+                sizes[f"floor ({row})"] = store_bytes(path)
+    best = min(floor["bare"])
+    print(f"{lines:,} action lines ({raw / lines:.0f} bytes a line), best of {args.repeat} (median), CPU time\n")
+    print("| measure | code | us a line or event | against |")
+    print("|---|---|---|---|")
+    print(f"| tuned floor: orjson + insert into the events table | | {cell(floor['bare'])} | |")
+    print(f"| the same with the store's `recorded_at` and an ingest `meta` in each row | | {cell(floor['store'])} |"
+          f" {min(floor['store']) / best:.2f}x the floor |")
+    for code in codes:
+        print(f"| ingest | {code} | {cell(ingest[code])} | {min(ingest[code]) / best:.2f}x the floor |")
+    for code in codes:
+        against = f"{min(fold['this']) / min(fold['against']):.2f}x against" if code == "this" and args.against else ""
+        print(f"| catch-up of the simulation model | {code} | {cell(fold[code])} | {against} |")
+    for code, size in sizes.items():
+        print(f"| store bytes per action | {code} | {size / lines:.0f} | {size / lines / (raw / lines):.2f}x the line |")
+    print(f"\nsimulation-model digests: {'the same' if len(digests) == 1 else 'DIFFERENT'} for every store")
 
 
 if __name__ == "__main__":
-    tune_gc()  # as the daemon does
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000))
+    main()

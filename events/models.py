@@ -122,6 +122,10 @@ class RoundStarted(SimulationEvent):
 
 
 class AgentActed(SimulationEvent):
+    """An agent's action. Built as a model its data is these fields (schema version 1); ingest stores the
+    simulator's line itself (version `LINE_VERSION`, docs/events.md#agent-actions), which `acted_fields` reads
+    into these fields and `acted_action` into what a fold needs."""
+
     type: Literal["AgentActed"] = "AgentActed"
     platform: Platform
     round: int
@@ -132,6 +136,27 @@ class AgentActed(SimulationEvent):
     timestamp: str | None = None
     success: bool = True
     source: Source | None = None
+
+    LINE_VERSION: ClassVar[int] = 2
+
+
+def acted_action(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """`(action_type, action_args)` of an `AgentActed`'s stored data of either version: the line's, as
+    ingest checked them (a type in capitals, arguments an object)."""
+    return data["action_type"].upper(), data.get("action_args") or {}
+
+
+def acted_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The model's fields from an `AgentActed`'s stored data of either version; a line's `source` without its
+    file (all but the last action of a batch) is left out, as the model's needs the file."""
+    kind, args = acted_action(data)
+    source = data.get("source")
+    timestamp = data.get("timestamp")
+    return {"simulation_id": data["simulation_id"], "generation": data["generation"], "platform": data["platform"],
+            "round": data["round"], "agent_id": data["agent_id"], "agent_name": str(data.get("agent_name") or ""),
+            "action_type": kind, "action_args": args, "timestamp": None if timestamp is None else str(timestamp),
+            "success": data.get("success") is not False,
+            "source": source if source is not None and "file" in source else None}
 
 
 class AgentInterviewed(SimulationEvent):

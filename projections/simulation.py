@@ -26,6 +26,7 @@ from simreportd.events.models import (
     SimulationCompleted,
     SimulationDiscovered,
     SimulationGenerationStarted,
+    acted_action,
 )
 
 from .base import Write, by_type_name
@@ -103,6 +104,10 @@ EDGES = {
 UNDO = {"UNFOLLOW": "follow", "UNLIKE_POST": "like", "UNDO_LIKE_POST": "like", "UNDO_DISLIKE_POST": "dislike",
         "UNMUTE": "mute", "UNDO_REPOST": "repost"}
 
+# The only events but actions whose writes read or write what a run's posts and edges do (every other one
+# writes its own rows: a round's hour, a platform's status, a rejection), so the only ones a run stops at.
+WRITES_POSTS = frozenset({"SimulationDiscovered", "SimulationGenerationStarted"})
+
 KEY = "simulation_id = ? AND generation = ?"
 AUTHOR_OF_POST = (f"(SELECT agent_id FROM sim_posts WHERE {KEY} AND platform = ? AND post_id = ?"
                   " AND kind IN ('post', 'quote') LIMIT 1)")  # comments number their own ids: not a post's author
@@ -121,7 +126,8 @@ class SimulationModel:
     # 41.5-44.0 s with them built at the end, 46.6-48.7 s keeping them). The fold's own lookups use the others.
     # The follows' index, and dst_agent in the edges', find a run's mutual follows and the rounds they formed
     # in by seeks (the coalitions tool at 1M actions: 73 + 123 ms -> 29 + 10 ms).
-    deferred_indexes = ("sim_posts_by_agent", "sim_posts_by_engagement", "sim_links_by_dst", "sim_links_follows")
+    deferred_indexes = ("sim_posts_by_agent", "sim_posts_by_engagement", "sim_posts_by_row", "sim_links_by_dst",
+                        "sim_links_follows")
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         d = recorded.data
@@ -130,20 +136,24 @@ class SimulationModel:
     def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
         """The writes of a whole batch: those of `apply`, event by event, but the counters of every action
         tallied in memory and written last, a row each (they commute with every other write: see ROUND_ACTIONS),
-        and the edges of each run of actions added to their links and targets by one statement each."""
+        the edges of each run of actions added to their links and targets by one statement each, and the run's
+        posts and their search rows written together (`Posts`), each statement once for the run."""
         writes: list[Write] = []
-        tally, edges = Tally(), EdgeTally()
+        tally, edges, posts = Tally(), EdgeTally(), Posts()
         for recorded in batch:
             d, pos = recorded.data, recorded.position
             key = (d["simulation_id"], d["generation"])
-            if recorded.type != "AgentActed" or d["action_type"] in UNDO or edges.targets(_created_post(d, pos)):
-                writes.extend(edges.counts())  # what comes next reads, or would change, what the edges count
-            if recorded.type == "AgentActed":
-                tally.add(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
-                writes.extend(_acted(d, key, pos, edges))
-            else:
+            if recorded.type != "AgentActed":
+                if recorded.type in WRITES_POSTS:  # its posts take the ids after the run's
+                    writes += [*posts.writes(), *edges.counts()]
                 writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
-        return [*writes, *edges.counts(), *tally.writes()]
+                continue
+            kind, args = acted_action(d)
+            if kind in UNDO or (kind in CREATES_POST and edges.targets(_created_post(d["platform"], kind, args, pos))):
+                writes += [*posts.writes(), *edges.counts()]
+            tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
+            _acted(d, kind, args, key, pos, edges, posts, writes)
+        return [*writes, *posts.writes(), *edges.counts(), *tally.writes()]
 
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
@@ -153,9 +163,12 @@ class SimulationModel:
                    (*key, a["agent_id"], a.get("name", ""), a.get("username", ""), a.get("bio", ""),
                     a.get("persona", ""), a.get("stance", ""), a.get("entity_type", ""), a.get("profession", ""),
                     a.get("influence")))
+        posts = Posts()
+        for a in d.get("agents", []):
             text = " ".join(str(a.get(k) or "") for k in ("name", "username", "bio", "persona", "entity_type"))
-            yield from _post_row(key, "", f"agent:{a['agent_id']}", "profile", None, None, a["agent_id"], None,
-                                 text, None, None, pos)
+            posts.add(key, "", f"agent:{a['agent_id']}", "profile", None, None, a["agent_id"], None, text, None, None,
+                      pos)
+        yield from posts.writes()
 
     def _PlatformStarted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, agents_count)"
@@ -168,10 +181,14 @@ class SimulationModel:
                (*key, d["platform"], d["round"], d.get("simulated_hour")))
 
     def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
-        tally, edges = Tally(), EdgeTally()  # of one action: folding event by event is the batch fold's reference
-        tally.add(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
+        tally, edges, posts = Tally(), EdgeTally(), Posts()  # of one action: the batch fold's reference
+        kind, args = acted_action(d)
+        tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
         yield from tally.writes()
-        yield from _acted(d, key, pos, edges)
+        writes: list[Write] = []
+        _acted(d, kind, args, key, pos, edges, posts, writes)
+        yield from posts.writes()
+        yield from writes
         yield from edges.counts()
 
     def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
@@ -209,33 +226,35 @@ class SimulationModel:
     types = frozenset(HANDLERS)
 
 
-def _acted(d: dict[str, Any], key: tuple[str, int], pos: int, edges: EdgeTally) -> Iterable[Write]:
-    """An action's writes but its counters: the statement it posted, the edge it made (counted in `edges`) or
-    undid."""
-    p, r, agent, kind, args = d["platform"], d["round"], d["agent_id"], d["action_type"], d["action_args"]
+def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, int], pos: int,
+           edges: EdgeTally, posts: Posts, writes: list[Write]) -> None:
+    """An action's writes but its counters (`kind` and `args` as `acted_action` reads them), added to `writes`:
+    the statement it posted (into `posts`), the edge it made (counted in `edges`) or undid."""
+    p, r, agent = d["platform"], d["round"], d["agent_id"]
     if kind == "CREATE_POST":
-        yield from _post_row(key, p, _ref("post", p, args.get("post_id"), pos), "post", args.get("post_id"),
-                             None, agent, r, args.get("content"), None, None, pos)
+        posts.add(key, p, _ref("post", p, args.get("post_id"), pos), "post", args.get("post_id"), None, agent, r,
+                  args.get("content"), None, None, pos)
     elif kind == "QUOTE_POST":
-        yield from _post_row(key, p, _ref("post", p, args.get("new_post_id"), pos), "quote",
-                             args.get("new_post_id"), args.get("quoted_id"), agent, r, args.get("quote_content"),
-                             args.get("original_content"), args.get("original_author_name"), pos)
+        posts.add(key, p, _ref("post", p, args.get("new_post_id"), pos), "quote", args.get("new_post_id"),
+                  args.get("quoted_id"), agent, r, args.get("quote_content"), args.get("original_content"),
+                  args.get("original_author_name"), pos)
     elif kind == "CREATE_COMMENT":
-        yield from _post_row(key, p, _ref("comment", p, args.get("comment_id"), pos), "comment",
-                             args.get("comment_id"), args.get("post_id"), agent, r, args.get("content"),
-                             None, None, pos)
+        posts.add(key, p, _ref("comment", p, args.get("comment_id"), pos), "comment", args.get("comment_id"),
+                  args.get("post_id"), agent, r, args.get("content"), None, None, pos)
     if kind in EDGES:
-        yield _edge(key, p, r, agent, kind, args, pos, edges)
+        writes.append(_edge(key, p, r, agent, kind, args, pos, edges, posts))
     elif kind in UNDO:
-        yield from _undo(key, p, agent, UNDO[kind], _undone_target(UNDO[kind], args, p))
+        writes.extend(_undo(key, p, agent, UNDO[kind], _undone_target(UNDO[kind], args, p)))
 
 
-def _created_post(d: dict[str, Any], pos: int) -> str | None:
+CREATES_POST = frozenset({"CREATE_POST", "QUOTE_POST"})
+
+
+def _created_post(platform: str, kind: str, args: dict[str, Any], pos: int) -> str | None:
     """The ref of the post or quote an action creates, if it creates one."""
-    if d.get("action_type") not in ("CREATE_POST", "QUOTE_POST"):
+    if kind not in CREATES_POST:
         return None
-    native_id = d["action_args"].get("post_id" if d["action_type"] == "CREATE_POST" else "new_post_id")
-    return _ref("post", d["platform"], native_id, pos)
+    return _ref("post", platform, args.get("post_id" if kind == "CREATE_POST" else "new_post_id"), pos)
 
 
 def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
@@ -261,35 +280,81 @@ class Tally:
     instead of four upserts per action. The read model comes out the same (tests/test_folds.py)."""
 
     def __init__(self) -> None:
-        self.rounds: Counter[tuple[Any, ...]] = Counter()
-        self.agents: dict[tuple[Any, ...], list[int]] = {}
-        self.mix: Counter[tuple[Any, ...]] = Counter()
-        self.platforms: Counter[tuple[Any, ...]] = Counter()
+        self.platforms: dict[tuple[str, int, str], _PlatformTally] = {}
 
     def add(self, key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> None:
-        self.rounds[(*key, p, r)] += 1
-        actions_posts = self.agents.setdefault((*key, p, agent), [0, 0])
+        base = (key[0], key[1], p)
+        t = self.platforms.get(base)
+        if t is None:
+            t = self.platforms[base] = _PlatformTally()
+        t.actions += 1
+        t.rounds[r] = t.rounds.get(r, 0) + 1
+        t.mix[kind] = t.mix.get(kind, 0) + 1
+        actions_posts = t.agents.get(agent)
+        if actions_posts is None:
+            actions_posts = t.agents[agent] = [0, 0]
         actions_posts[0] += 1
         actions_posts[1] += kind in POSTING
-        self.mix[(*key, p, kind)] += 1
-        self.platforms[(*key, p)] += 1
 
     def writes(self) -> Iterator[Write]:
-        yield from ((ROUND_ACTIONS, (*row, n)) for row, n in self.rounds.items())
-        yield from ((AGENT_ACTIONS, (*row, *amounts)) for row, amounts in self.agents.items())
-        yield from ((ACTION_MIX, (*row, n)) for row, n in self.mix.items())
-        yield from ((PLATFORM_ACTIONS, (*row, n)) for row, n in self.platforms.items())
+        tallies = self.platforms.items()
+        yield from ((ROUND_ACTIONS, (*base, r, n)) for base, t in tallies for r, n in t.rounds.items())
+        yield from ((AGENT_ACTIONS, (*base, a, *amounts)) for base, t in tallies for a, amounts in t.agents.items())
+        yield from ((ACTION_MIX, (*base, kind, n)) for base, t in tallies for kind, n in t.mix.items())
+        yield from ((PLATFORM_ACTIONS, (*base, t.actions)) for base, t in tallies)
 
 
-def _post_row(key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, parent: Any, agent: int,
-              r: int | None, content: Any, quoted: Any, quoted_author: Any, pos: int) -> Iterable[Write]:
-    text = str(content or "")
-    yield ("INSERT INTO sim_posts (simulation_id, generation, platform, ref, kind, post_id, parent_post_id,"
-           " agent_id, round, content, quoted_content, quoted_author, position)"
-           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-           (*key, p, ref, kind, post_id if isinstance(post_id, int) else None,
-            parent if isinstance(parent, int) else None, agent, r, text, quoted, quoted_author, pos))
-    yield ("INSERT INTO sim_posts_fts (rowid, content) VALUES (last_insert_rowid(), ?)", (han_spaced(text),))
+class _PlatformTally:
+    """One platform's counters in a `Tally` (keyed by plain values: a tuple a counter cost twice the time)."""
+
+    __slots__ = ("actions", "rounds", "agents", "mix")
+
+    def __init__(self) -> None:
+        self.actions = 0
+        self.rounds: dict[int, int] = {}
+        self.agents: dict[int, list[int]] = {}
+        self.mix: dict[str, int] = {}
+
+
+# A post's row and its search row, by explicit rowids: a run's posts take the ids after the table's last, in
+# order (what autoincrement gave them one at a time), and its search rows the same ids, counted back from the
+# last: two statements a run, where `last_insert_rowid()` made each post two statements of its own.
+POST = ("INSERT INTO sim_posts (id, simulation_id, generation, platform, ref, kind, post_id, parent_post_id,"
+        " agent_id, round, content, quoted_content, quoted_author, position)"
+        " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM sim_posts), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+POST_SEARCH = "INSERT INTO sim_posts_fts (rowid, content) VALUES ((SELECT max(id) FROM sim_posts) - ?, ?)"
+
+
+class Posts:
+    """The posts of a run of events, written together by `writes()`; their authors, by post id, for the edges
+    that target them before then (the table holds every post written before the run)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.texts: list[str] = []
+        self.authors: dict[tuple[Any, ...], int] = {}
+
+    def add(self, key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, parent: Any, agent: int,
+            r: int | None, content: Any, quoted: Any, quoted_author: Any, pos: int) -> None:
+        text = str(content or "")
+        post_id = post_id if isinstance(post_id, int) else None
+        self.rows.append((*key, p, ref, kind, post_id, parent if isinstance(parent, int) else None, agent, r, text,
+                          quoted, quoted_author, pos))
+        self.texts.append(text)
+        if post_id is not None and kind in ("post", "quote"):
+            self.authors.setdefault((*key, p, post_id), agent)
+
+    def author(self, key: tuple[str, int], p: str, post_id: Any) -> int | None:
+        """The agent of the run's first post or quote with this id, if the run has one."""
+        return self.authors.get((*key, p, post_id)) if self.authors else None
+
+    def writes(self) -> list[Write]:
+        """The run's rows and search rows; a new run begins."""
+        n = len(self.rows)
+        writes: list[Write] = [(POST, row) for row in self.rows]
+        writes += [(POST_SEARCH, (n - 1 - i, han_spaced(text))) for i, text in enumerate(self.texts)]
+        self.rows, self.texts, self.authors = [], [], {}
+        return writes
 
 
 HAN = re.compile(r"([\u3400-\u9fff\uf900-\ufaff])")
@@ -301,16 +366,20 @@ def han_spaced(text: str) -> str:
     return text if text.isascii() else HAN.sub(r" \1 ", text)
 
 
+EDGE = (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, ?, {AGENT_NAMED}, ?), ?, ?, 0)")
+
+
 def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any],
-          pos: int, edges: EdgeTally) -> Write:
-    """The edge; `edges` counts it into its link, its target agent's engagement and its target post's."""
+          pos: int, edges: EdgeTally, posts: Posts) -> Write:
+    """The edge; `edges` counts it into its link, its target agent's engagement and its target post's. Its
+    target post's author: the first such post written, else the first of the run's posts not written yet."""
     edge, id_key, name_key = EDGES[kind]
     target_id = args.get(id_key) if id_key else None
     name = str(args.get(name_key) or "") if name_key else ""
     target_ref = _ref("post", p, target_id, 0) if isinstance(target_id, int) else None
     edges.add(pos, (*key, p, target_id, target_ref) if target_ref is not None else None)
-    return (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, {AGENT_NAMED}, ?), ?, ?, 0)",
-            (pos, *key, p, r, edge, agent, *key, p, target_id, *key, name, _target_agent(edge, args), name, target_ref))
+    return EDGE, (pos, *key, p, r, edge, agent, *key, p, target_id, posts.author(key, p, target_id), *key, name,
+                  _target_agent(edge, args), name, target_ref)
 
 
 SHARES, COMMENTS, LIKES = ("repost", "quote"), ("comment",), ("like", "like_comment")

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from simreportd.events.codec import Encoded, Recorded, encoded
+import orjson
+
+from simreportd.events.codec import Encoded, Recorded
 from simreportd.events.models import (
     AgentActed,
     AgentInterviewed,
@@ -28,6 +30,7 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
     Source,
+    acted_action,
 )
 
 from .oasis import Interview
@@ -104,13 +107,21 @@ class IngestState:
             self.apply(recorded.event)
 
     def apply_action(self, data: dict[str, Any]) -> None:
-        """Fold one `AgentActed` from its data, as `apply` folds its model."""
+        """Fold one `AgentActed` from its stored data (either version), as `apply` folds its model."""
+        source = data.get("source")
+        mark = None if source is None or "file" not in source else \
+            (source["file"], FileMark(source["ino"], source["head"], source["end"], source.get("tail")))
+        self.acted(data["platform"], data["round"], acted_action(data)[0], data["agent_id"], mark)
+
+    def acted(self, platform: str, round_no: int, action_type: str, agent_id: int,
+              mark: tuple[str, FileMark] | None) -> None:
+        """Fold one action: `mark`, the file and how far it was read, comes with the last action of a batch."""
         self.version += 1
-        if (source := data.get("source")) is not None:
-            self.files[source["file"]] = FileMark(source["ino"], source["head"], source["end"], source.get("tail"))
-        self.last_round[data["platform"]] = max(self.last_round.get(data["platform"], 0), data["round"])
-        if data["action_type"] == "MUTE":
-            key = f"{data['platform']}:{data['agent_id']}"
+        if mark is not None:
+            self.files[mark[0]] = mark[1]
+        self.last_round[platform] = max(self.last_round.get(platform, 0), round_no)
+        if action_type == "MUTE":
+            key = f"{platform}:{agent_id}"
             self.mutes[key] = self.mutes.get(key, 0) + 1
 
     def _new_generation(self, generation: int) -> None:
@@ -159,10 +170,14 @@ def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | B
         if line.too_long:
             out.append(Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)"))
             continue
-        raw = line.raw[len(BOM):] if line.offset == 0 and line.raw.startswith(BOM) else line.raw
-        item = parse_line(raw, platform)
+        item = parse_line(_raw(line), platform)
         out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
     return out
+
+
+def _raw(line: Line) -> bytes:
+    """A line's bytes without the byte order mark that may open a file."""
+    return line.raw[len(BOM):] if line.offset == 0 and line.raw.startswith(BOM) else line.raw
 
 
 def events_for_lines(
@@ -172,24 +187,27 @@ def events_for_lines(
 ) -> list[DomainEvent | Encoded]:
     """One event per line (a rejection for a bad one), folded into `state` as they are made. Lines in `skip`
     (a seed post the runner logged again) make none; `extra` adds to a line's `action_args` what the database
-    holds and the line dropped."""
+    holds and the line dropped. The last event carries the file's identity (an action's line: `Acted`)."""
     parsed = parse_lines(lines, platform) if parsed is None else parsed
+    acted = Acted(state, key, identity)
+    last = len(lines) - 1
+    while last in skip:
+        last -= 1
     out: list[DomainEvent | Encoded] = []
     for i, (line, item) in enumerate(zip(lines, parsed)):
         if i in skip:
             continue
-        source = _source(key, identity, line.offset, line.end, line.tail)
-        if isinstance(item, Parsed) and item.kind == "action":
-            added = (extra or {}).get(i)
-            if added and fits(added):
-                item = item._replace(fields={**item.fields, "action_args": {**item.fields["action_args"], **added}})
-            out.append(_acted(state, item, source))
+        if type(item) is Parsed and item.kind == "action":
+            added = extra.get(i) if extra else None
+            out.append(acted.line(item, line.offset, line.end, line.tail if i == last else False,
+                                  _raw(line), added if added and fits(added) else None))
             continue
+        source = Source(**_source(key, identity, line.offset, line.end, line.tail))
         if isinstance(item, Bad) and out and isinstance(run := out[-1], IngestRejected):
-            out[-1] = _joined(run, line, Source(**source))  # a run of bad lines: one event, folded once
+            out[-1] = _joined(run, line, source)  # a run of bad lines: one event, folded once
             state.files[key] = FileMark(identity.ino, identity.head, line.end, line.tail)
             continue
-        event = _event_for_line(state, key, line, item, Source(**source))
+        event = _event_for_line(state, key, line, item, source)
         state.apply(event)
         out.append(event)
     return out
@@ -272,13 +290,14 @@ def events_for_rows(state: IngestState, key: str, platform: Platform, identity: 
         started = PlatformStarted(simulation_id=state.simulation_id, generation=state.generation, platform=platform)
         state.apply(started)
         out.append(started)
-    for rowid, action in rows:
-        source = _source(key, identity, rowid - 1, rowid, None)
+    acted = Acted(state, key, identity)
+    for n, (rowid, action) in enumerate(rows, start=1):
         parsed = parse_row(action, platform)
         if isinstance(parsed, Parsed):
-            out.append(_acted(state, parsed, source))
+            out.append(acted.line(parsed, rowid - 1, rowid, None if n == len(rows) else False))
             continue
-        event = IngestRejected(simulation_id=state.simulation_id, generation=state.generation, source=Source(**source),
+        event = IngestRejected(simulation_id=state.simulation_id, generation=state.generation,
+                               source=Source(**_source(key, identity, rowid - 1, rowid, None)),
                                file=key, offset=rowid, reason=parsed.reason[:300],
                                excerpt=clean_text(json.dumps(action, ensure_ascii=False)[:200]))
         state.apply(event)
@@ -287,17 +306,56 @@ def events_for_rows(state: IngestState, key: str, platform: Platform, identity: 
 
 
 def _source(key: str, identity: FileIdentity, offset: int, end: int, tail: str | None) -> dict[str, Any]:
-    """A `Source`'s fields, in its order: an action's data holds them as they are, other events' models."""
+    """A `Source`'s fields, in its order."""
     return {"file": key, "ino": identity.ino, "head": identity.head, "offset": offset, "end": end, "tail": tail}
 
 
-def _acted(state: IngestState, parsed: Parsed, source: dict[str, Any]) -> Encoded:
-    """An action's event, folded, and serialised without building its model: `parse_action` has checked
-    every field, and the data is laid out in `AgentActed`'s field order (a test holds it to the model)."""
-    data = {"simulation_id": state.simulation_id, "generation": state.generation, "platform": parsed.platform,
-            **parsed.fields, "source": source}
-    state.apply_action(data)
-    return encoded(AgentActed, data)
+OURS = frozenset({"simulation_id", "generation", "platform", "source"})  # what ingest puts in front of a line
+
+
+class Acted:
+    """Makes the `AgentActed` events of one batch of one file (docs/events.md#agent-actions): each line as it
+    came, with `simulation_id`, `generation`, `platform` and `source` put in front of its keys by joining text,
+    so nothing is parsed or serialised again. `source` holds the line's `offset` and `end`; the batch's last
+    action has the file's identity too (`file`, `ino`, `head`, `tail`): the batch's shared facts, once."""
+
+    def __init__(self, state: IngestState, key: str, identity: FileIdentity) -> None:
+        self.state, self.key, self.identity = state, key, identity
+        self._leads: dict[str, str] = {}
+
+    def line(self, parsed: Parsed, offset: int, end: int, tail: str | None | Literal[False], raw: bytes | None = None,
+             added: dict[str, Any] | None = None) -> Encoded:
+        """The event of an action line read from `offset` to `end`, folded into the state; `tail` is False for
+        all but the batch's last action. `raw` is the line's text (None: a line rebuilt from a database),
+        `added` the arguments the line dropped and the database or the seed's copy gave."""
+        f, state, p = parsed.fields, self.state, parsed.platform
+        mark = None if tail is False else (self.key, FileMark(self.identity.ino, self.identity.head, end, tail))
+        state.acted(p, f["round"], f["action_type"], f["agent_id"], mark)
+        if mark is None and raw is not None and not added and "platform" not in f and "source" not in f \
+                and "generation" not in f and "simulation_id" not in f:  # the common case: joined as text
+            text = raw.decode()
+            return Encoded("AgentActed", f'{self._lead(p)}{{"offset":{offset},"end":{end}}},'
+                           f'{text[text.index("{") + 1:]}', AgentActed.LINE_VERSION)
+        source = {"offset": offset, "end": end} if mark is None else \
+            _source(self.key, self.identity, offset, end, tail or None)
+        if raw is None or added or not OURS.isdisjoint(f):  # rebuilt, completed, or naming our keys itself
+            data = {"simulation_id": state.simulation_id, "generation": state.generation, "platform": p,
+                    "source": source, **{k: v for k, v in f.items() if k not in OURS}}
+            if added:
+                data["action_args"] = {**data["action_args"], **added}
+            return Encoded("AgentActed", orjson.dumps(data).decode(), AgentActed.LINE_VERSION)
+        text = raw.decode()
+        return Encoded("AgentActed", f'{self._lead(p)}{orjson.dumps(source).decode()},{text[text.index("{") + 1:]}',
+                       AgentActed.LINE_VERSION)
+
+    def _lead(self, platform: str) -> str:
+        """The text every line of `platform` starts with, up to its `source`."""
+        lead = self._leads.get(platform)
+        if lead is None:
+            lead = self._leads[platform] = (
+                f'{{"simulation_id":{orjson.dumps(self.state.simulation_id).decode()},'
+                f'"generation":{self.state.generation},"platform":"{platform}","source":')
+        return lead
 
 
 def finished_from_hint(state: IngestState, hint: dict[Platform, int]) -> list[DomainEvent]:
