@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from simreportd.agent.guided import SYSTEM
+from simreportd.simulator.quality import score_report
+from simreportd.simulator.simulate import simulate
+from simreportd.simulator.truth import FILE as GROUND_TRUTH
 
 from .fake_llm import FakeLLM
 from .test_report_llm import llm_config, report_once
@@ -82,3 +85,24 @@ async def test_a_guided_section_no_draft_survives_shows_the_sheet_and_says_so(tm
     assert not any(r["messages"][0]["content"].startswith("You plan") or "Plan the report" in
                    r["messages"][0]["content"] for r in llm.requests)  # the engine planned the outline
     assert state.verdict is not None and state.verdict.status == "completed_degraded"
+
+
+@pytest.mark.parametrize("seed", [3, 2])  # an English story and a Chinese one
+async def test_the_guided_answers_section_restates_each_question_over_the_facts_that_answer_it(
+        tmp_path: Path, seed: int) -> None:
+    folder = tmp_path / "sims" / f"sim_seed{seed}"
+    simulate(folder, agents=12, rounds=6, seed=seed)
+    with FakeLLM(script=copies_the_sheet) as llm:
+        _, report_id, (state, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), folder)
+    sections = [e.data for e in events if e.type == "SectionCompleted"]
+    answers = sections[-1]["content"]
+    truth = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
+    asked = [q["question"] for q in truth["questions"]]
+    assert [answers.index(f"**{q}**") for q in asked] == sorted(answers.index(f"**{q}**") for q in asked)
+    assert answers.count("From the data:" if seed == 3 else "数据中的事实：") == len(asked)  # every question's facts
+    markdown = "\n\n".join(f"## {s['title']}\n\n{s['content']}" for s in sections)
+    score = score_report(markdown, truth)
+    assert all(ok for _, ok in score.questions) and not score.wrong_numbers and not score.hallucinated
+    assert all(not s["claims"]["unsupported"] or s["claims"]["unsupported"][0]["sentence"] == INVENTED
+               for s in sections)
+    assert (await replay_report_in(tmp_path, report_id)).divergence is None
