@@ -21,6 +21,7 @@ from .offline_phrases import phrases_for
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
+ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\d,\s]*\]\s*\}')  # one whole sentence
 QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
 SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["sentences"],
@@ -119,12 +120,13 @@ def response_format(kind: str) -> dict[str, Any] | None:
 
 
 def sentences_of(content: str) -> list[tuple[str, list[int]]]:
-    """The draft's sentences with the facts each cites, from the JSON answer or from plain text with [n]."""
+    """The draft's sentences with the facts each cites, from the JSON answer (its complete items, when the
+    length limit cut it) or from plain text with [n]."""
     try:
         value = json.loads(content)
         items = value.get("sentences") if isinstance(value, dict) else None
     except ValueError:
-        items = None
+        items = [json.loads(m.group(0)) for m in ITEM.finditer(content)] if content.lstrip().startswith("{") else None
     if isinstance(items, list):
         out = []
         for item in items:

@@ -106,3 +106,22 @@ async def test_the_guided_answers_section_restates_each_question_over_the_facts_
     assert all(not s["claims"]["unsupported"] or s["claims"]["unsupported"][0]["sentence"] == INVENTED
                for s in sections)
     assert (await replay_report_in(tmp_path, report_id)).divergence is None
+
+
+def cut_after_one_sentence(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """A draft the length limit cut inside its second sentence: the JSON does not parse."""
+    reply = copies_the_sheet(body, message)
+    if reply is None:
+        return None
+    first = json.loads(reply["content"])["sentences"][0]
+    return {"content": '{"sentences": [' + json.dumps(first) + ', {"text": "On Twi', "finish_reason": "length"}
+
+
+async def test_a_draft_cut_by_the_length_limit_keeps_its_whole_sentences_and_no_json(tmp_path: Path,
+                                                                                    small_sim: Path) -> None:
+    with FakeLLM(script=cut_after_one_sentence) as llm:
+        _, _, (state, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), small_sim)
+    drafts = [e.data for e in events if e.type == "DraftWritten"]
+    assert drafts and all(d["cited"] == [1] and d["claims"]["cut"] for d in drafts)
+    for section in (e.data for e in events if e.type == "SectionCompleted"):
+        assert section["draft"] == 1 and '"text"' not in section["content"] and "{" not in section["content"]
