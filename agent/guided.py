@@ -16,6 +16,7 @@ from typing import Any
 from simreportd.events.models import ClaimVerdict, ToolObserved
 
 from . import claims
+from .grounding import CITATION
 from .offline import KINDS, WRITERS, Facts, _kind, _plan, analyst_outline
 from .offline_phrases import phrases_for
 
@@ -151,9 +152,17 @@ def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, lis
         return "", [], verdict
     if any(is_question(f) for f in facts):
         return answers(facts, kept), cited, verdict
-    say = phrases_for(" ".join(facts))
-    body = " ".join(t for t, _ in kept) + f"\n\n{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in cited)
+    say, listed = phrases_for(" ".join(facts)), cited + quoted(sheet, cited)
+    body = " ".join(t for t, _ in kept) + f"\n\n{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in listed)
     return body, cited, verdict
+
+
+def quoted(sheet: dict[int, str], cited: list[int]) -> list[int]:
+    """The sheet's first statement quoted with its id when the cited facts hold none: a section shows the
+    agents' own words whenever its tools returned some, whatever the model chose to cite."""
+    if any(CITATION.search(sheet[n]) for n in cited):
+        return []
+    return next(([n] for n, fact in sheet.items() if CITATION.search(fact)), [])
 
 
 def answers(facts: list[str], kept: list[tuple[str, list[int]]]) -> str:

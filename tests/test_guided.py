@@ -50,6 +50,7 @@ async def test_guided_sections_keep_only_what_the_sheet_supports_and_the_best_of
     for section in sections:
         assert "From the data:" in section["content"] and "Facebook" not in section["content"]
         assert [u["sentence"] for u in section["claims"]["unsupported"]] == [INVENTED] and section["draft"] == 1
+        assert not any(p.startswith("cites 0") for p in section["problems"])  # a quote from the sheet is listed
     guided_requests = [r for r in llm.requests if r["messages"][0]["content"] == SYSTEM]
     assert guided_requests and all(r["response_format"]["type"] == "json_object" for r in guided_requests)
     assert all("tools" not in r for r in guided_requests)  # the engine called the tools, not the model
