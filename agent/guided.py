@@ -26,17 +26,17 @@ ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\
 QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
 SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["sentences"],
-    "properties": {"sentences": {"type": "array", "minItems": 1, "maxItems": 6, "items": {
+    "properties": {"sentences": {"type": "array", "minItems": 1, "maxItems": 4, "items": {
         "type": "object", "required": ["text", "facts"],
         "properties": {"text": {"type": "string"},
                        "facts": {"type": "array", "items": {"type": "integer"}, "minItems": 1}}}}}}
 SYSTEM = ("You write one section of an analysis report about a social-media simulation. You get a numbered "
-          "sheet of facts taken from the simulation data. Write 3 to 6 short sentences that explain what the "
+          "sheet of facts taken from the simulation data. Write 2 to 4 short sentences that explain what the "
           "facts mean for the section's question. Use only the facts on the sheet: copy every number and name "
           "exactly as the sheet writes it, add no number, name, platform or topic of your own, and end each "
           "sentence with the numbers of the facts it uses, like [2] or [1][3]. "
           'Answer in JSON: {"sentences": [{"text": "...", "facts": [1, 3]}]}.')
-ANSWER_EACH = "Answer each question in one or two sentences, citing the facts listed under that question. "
+ANSWER_EACH = "Answer each question in one sentence, citing the facts listed under that question. "
 
 
 def outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
