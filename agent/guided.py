@@ -4,7 +4,9 @@ Pure. The engine does what a small model does badly: it plans each section's too
 simulation as the offline writer does (agent/offline.py), runs them, and turns the results into a short
 numbered sheet of facts (figures and quotes with their ids). The model only writes: sentences citing the
 facts by number, in a JSON schema where the server enforces one. The claim check then keeps the sentences
-the sheet supports, and the facts they cite are listed under them, verbatim from the data.
+the sheet supports, and the facts they cite are listed under them, verbatim from the data. In the answers
+section the engine answers: each requirement question heads every fact that answers it, and the model's
+sentences stand under the question whose fact they cite first.
 """
 
 from __future__ import annotations
@@ -102,8 +104,11 @@ def numbered(facts: list[str]) -> dict[int, str]:
 
 def messages(title: str, description: str, requirement: str, facts: list[str]) -> list[dict[str, Any]]:
     """The request for one draft: instructions, the sheet (facts under the question they answer), the section."""
-    number = {f: n for n, f in numbered(facts).items()}
-    listed = "\n".join(f"Question: {f.strip('*')}" if is_question(f) else f"[{number[f]}] {f}" for f in facts)
+    lines, number = [], 0
+    for fact in facts:
+        number += not is_question(fact)
+        lines.append(f"Question: {fact.strip('*')}" if is_question(fact) else f"[{number}] {fact}")
+    listed = "\n".join(lines)
     task = ANSWER_EACH if any(is_question(f) for f in facts) else ""
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Question of the report: {requirement}\nSection: {title}. "
@@ -127,7 +132,7 @@ def sentences_of(content: str) -> list[tuple[str, list[int]]]:
         value = json.loads(content)
         items = value.get("sentences") if isinstance(value, dict) else None
     except ValueError:
-        items = [json.loads(m.group(0)) for m in ITEM.finditer(content)] if content.lstrip().startswith("{") else None
+        items = _whole_items(content) if content.lstrip().startswith("{") else None
     if isinstance(items, list):
         out = []
         for item in items:
@@ -136,6 +141,17 @@ def sentences_of(content: str) -> list[tuple[str, list[int]]]:
                 out.append((item["text"], cited + [int(n) for n in FACT_REF.findall(item["text"])]))
         return out
     return [(s, [int(n) for n in FACT_REF.findall(s)]) for s in claims.sentences(content)]
+
+
+def _whole_items(content: str) -> list[Any]:
+    """The complete `{"text": ..., "facts": [...]}` items of a JSON answer cut short."""
+    out = []
+    for m in ITEM.finditer(content):
+        try:
+            out.append(json.loads(m.group(0)))
+        except ValueError:
+            continue
+    return out
 
 
 def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, list[int], ClaimVerdict]:
