@@ -23,7 +23,9 @@ from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSent
 from .grounding import CITATION
 
 SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=[^a-z])|\n+")
-FIGURE = re.compile(r"(?<![\w:.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(%|percent\b|x\b|times\b)?")
+# Edges are ASCII, not \b: a Han character is a word character, and "第9轮" and "Twitter平均" hold claims too.
+FIGURE = re.compile(r"(?<![A-Za-z0-9_:.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*"
+                    r"(%|percent(?![a-z])|x(?![a-z])|times(?![a-z]))?")
 CAPITALISED_PAIR = re.compile(r"\b([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})+)\b")
 QUOTED_TERM = re.compile(r"[\"“”]([^\"“”\n]{3,60})[\"“”]")
 TOPIC = re.compile(r"\b(?:discussions? (?:of|about|on)|concerns? (?:about|over)|topics? (?:of|like|such as)|"
@@ -168,7 +170,7 @@ def claims_in(sentence: str) -> list[tuple[str, str]]:
     bare = FACT_REF.sub(" ", CITATION.sub(" ", sentence))
     found += [("figure", m.group(0).strip()) for m in FIGURE.finditer(bare)]
     lowered = bare.lower()
-    found += [("platform", p) for p in PLATFORMS if re.search(rf"\b{p}\b", lowered)]
+    found += [("platform", p) for p in PLATFORMS if re.search(rf"(?<![a-z0-9]){p}(?![a-z0-9])", lowered)]
     for m in CAPITALISED_PAIR.finditer(bare):
         words = [w for w in m.group(1).split() if w not in OPENERS and w.lower() not in PLATFORMS]
         if len(words) >= 2:

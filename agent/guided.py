@@ -4,7 +4,9 @@ Pure. The engine does what a small model does badly: it plans each section's too
 simulation as the offline writer does (agent/offline.py), runs them, and turns the results into a short
 numbered sheet of facts (figures and quotes with their ids). The model only writes: sentences citing the
 facts by number, in a JSON schema where the server enforces one. The claim check then keeps the sentences
-the sheet supports, and the facts they cite are listed under them, verbatim from the data.
+the sheet supports, and the facts they cite are listed under them, verbatim from the data. In the answers
+section the engine answers: each requirement question heads every fact that answers it, and the model's
+sentences stand under the question whose fact they cite first.
 """
 
 from __future__ import annotations
@@ -16,22 +18,27 @@ from typing import Any
 from simreportd.events.models import ClaimVerdict, ToolObserved
 
 from . import claims
+from .grounding import CITATION
 from .offline import KINDS, WRITERS, Facts, _kind, _plan, analyst_outline
+from .offline_phrases import phrases_for
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
+ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\d,\s]*\]\s*\}')  # one whole sentence
+QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
 SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["sentences"],
-    "properties": {"sentences": {"type": "array", "minItems": 1, "maxItems": 6, "items": {
+    "properties": {"sentences": {"type": "array", "minItems": 1, "maxItems": 4, "items": {
         "type": "object", "required": ["text", "facts"],
         "properties": {"text": {"type": "string"},
                        "facts": {"type": "array", "items": {"type": "integer"}, "minItems": 1}}}}}}
 SYSTEM = ("You write one section of an analysis report about a social-media simulation. You get a numbered "
-          "sheet of facts taken from the simulation data. Write 3 to 6 short sentences that explain what the "
+          "sheet of facts taken from the simulation data. Write 2 to 4 short sentences that explain what the "
           "facts mean for the section's question. Use only the facts on the sheet: copy every number and name "
           "exactly as the sheet writes it, add no number, name, platform or topic of your own, and end each "
           "sentence with the numbers of the facts it uses, like [2] or [1][3]. "
           'Answer in JSON: {"sentences": [{"text": "...", "facts": [1, 3]}]}.')
+ANSWER_EACH = "Answer each question in one sentence, citing the facts listed under that question. "
 
 
 def outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
@@ -66,25 +73,47 @@ def plan(kind: str, background: dict[str, Any], seen: dict[str, list[dict[str, A
 
 
 def sheet(kind: str, seen: dict[str, list[dict[str, Any]]], background: dict[str, Any]) -> list[str]:
-    """The numbered facts: the offline writer's statements of this section, one per line, at most MAX_FACTS."""
+    """The numbered facts: the offline writer's statements of this section, one per line, at most MAX_FACTS.
+    In the answers section each requirement question heads the facts that answer it (`is_question`), so the
+    report restates every question and answers it from the data whatever the model writes."""
     text = WRITERS[kind](Facts(seen, background, str(background.get("requirement") or ""), set()))
-    facts: list[str] = []
+    entries: list[str] = []
     for block in text.split("\n\n"):
         block = block.strip()
-        if block.startswith(">") and facts:  # a quotation belongs to the statement that introduces it
-            facts[-1] += "\n" + block
+        if block.startswith(">") and entries and not is_question(entries[-1]):
+            entries[-1] += "\n" + block  # a quotation belongs to the statement that introduces it
+        elif is_question(block):
+            entries.append(block)
         elif block:
-            facts += [s for s in claims.SENTENCE.split(block) if s.strip()]
-    return [f for f in facts if claims.claims_in(f) or f.startswith(">")][:MAX_FACTS]
+            entries += [s for s in claims.SENTENCE.split(block) if s.strip()]
+    kept = [e for e in entries if is_question(e) or claims.claims_in(e) or e.startswith(">")]
+    facts = [e for e in kept if not is_question(e)][:MAX_FACTS]
+    out = [e for e in kept if is_question(e) or e in facts]
+    return [e for i, e in enumerate(out) if not is_question(e) or (i + 1 < len(out) and not is_question(out[i + 1]))]
+
+
+def is_question(entry: str) -> bool:
+    """A requirement question heading the sheet's facts that answer it (`**How will ...?**`), not a fact."""
+    return bool(QUESTION.fullmatch(entry))
+
+
+def numbered(facts: list[str]) -> dict[int, str]:
+    """The sheet's facts by the number the model cites them with (questions are not numbered)."""
+    return dict(enumerate((f for f in facts if not is_question(f)), 1))
 
 
 def messages(title: str, description: str, requirement: str, facts: list[str]) -> list[dict[str, Any]]:
-    """The request for one draft: instructions, the sheet, the section to write."""
-    numbered = "\n".join(f"[{n}] {fact}" for n, fact in enumerate(facts, 1))
+    """The request for one draft: instructions, the sheet (facts under the question they answer), the section."""
+    lines, number = [], 0
+    for fact in facts:
+        number += not is_question(fact)
+        lines.append(f"Question: {fact.strip('*')}" if is_question(fact) else f"[{number}] {fact}")
+    listed = "\n".join(lines)
+    task = ANSWER_EACH if any(is_question(f) for f in facts) else ""
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Question of the report: {requirement}\nSection: {title}. "
-                                        f"{description or KINDS.get('answers', '')}\n\nFacts:\n{numbered}\n\n"
-                                        "Write the section now, in JSON."}]
+                                        f"{description or KINDS.get('answers', '')}\n\nFacts:\n{listed}\n\n"
+                                        f"{task}Write the section now, in JSON."}]
 
 
 def response_format(kind: str) -> dict[str, Any] | None:
@@ -97,12 +126,13 @@ def response_format(kind: str) -> dict[str, Any] | None:
 
 
 def sentences_of(content: str) -> list[tuple[str, list[int]]]:
-    """The draft's sentences with the facts each cites, from the JSON answer or from plain text with [n]."""
+    """The draft's sentences with the facts each cites, from the JSON answer (its complete items, when the
+    length limit cut it) or from plain text with [n]."""
     try:
         value = json.loads(content)
         items = value.get("sentences") if isinstance(value, dict) else None
     except ValueError:
-        items = None
+        items = _whole_items(content) if content.lstrip().startswith("{") else None
     if isinstance(items, list):
         out = []
         for item in items:
@@ -113,9 +143,22 @@ def sentences_of(content: str) -> list[tuple[str, list[int]]]:
     return [(s, [int(n) for n in FACT_REF.findall(s)]) for s in claims.sentences(content)]
 
 
+def _whole_items(content: str) -> list[Any]:
+    """The complete `{"text": ..., "facts": [...]}` items of a JSON answer cut short."""
+    out = []
+    for m in ITEM.finditer(content):
+        try:
+            out.append(json.loads(m.group(0)))
+        except ValueError:
+            continue
+    return out
+
+
 def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, list[int], ClaimVerdict]:
-    """One draft as kept: sentences whose claims the evidence supports, then the facts they cite, verbatim."""
-    written = [(FACT_REF.sub("", text).strip(), [n for n in dict.fromkeys(cited) if 1 <= n <= len(facts)])
+    """One draft as kept: sentences whose claims the evidence supports, then the facts they cite, verbatim
+    (in the answers section: each question, the sentences citing its facts, then all its facts)."""
+    sheet = numbered(facts)
+    written = [(FACT_REF.sub("", text).strip(), [n for n in dict.fromkeys(cited) if n in sheet])
                for text, cited in sentences_of(content)]
     verdict = claims.check("\n".join(text for text, _ in written if text), ev)  # each sentence judged alone
     dropped = {u.sentence for u in verdict.unsupported}
@@ -123,8 +166,44 @@ def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, lis
     cited = list(dict.fromkeys(n for _, c in kept for n in c))
     if not kept:
         return "", [], verdict
-    body = " ".join(t for t, _ in kept) + "\n\nFrom the data:\n\n" + "\n".join(f"- {facts[n - 1]}" for n in cited)
+    if any(is_question(f) for f in facts):
+        return answers(facts, kept), cited, verdict
+    say, listed = phrases_for(" ".join(facts)), cited + quoted(sheet, cited)
+    body = " ".join(t for t, _ in kept) + f"\n\n{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in listed)
     return body, cited, verdict
+
+
+def quoted(sheet: dict[int, str], cited: list[int]) -> list[int]:
+    """The sheet's first statement quoted with its id when the cited facts hold none: a section shows the
+    agents' own words whenever its tools returned some, whatever the model chose to cite."""
+    if any(CITATION.search(sheet[n]) for n in cited):
+        return []
+    return next(([n] for n, fact in sheet.items() if CITATION.search(fact)), [])
+
+
+def answers(facts: list[str], kept: list[tuple[str, list[int]]]) -> str:
+    """The answers section: each question in bold, the kept sentences whose first cited fact answers it, then
+    every fact under it from the data (the model phrases; the engine answers)."""
+    say, sheet = phrases_for(" ".join(facts)), numbered(facts)
+    out = []
+    for question, members in grouped(facts):
+        said = " ".join(t for t, c in kept if c[0] in members)
+        listed = f"{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in members) if members else ""
+        out.append("\n\n".join(p for p in (question, said, listed) if p))
+    return "\n\n".join(p for p in out if p)
+
+
+def grouped(facts: list[str]) -> list[tuple[str, list[int]]]:
+    """(question, the numbers of the facts under it); facts before the first question under ''."""
+    groups: list[tuple[str, list[int]]] = [("", [])]
+    number = 0
+    for fact in facts:
+        if is_question(fact):
+            groups.append((fact, []))
+        else:
+            number += 1
+            groups[-1][1].append(number)
+    return groups
 
 
 def best(drafts: list[tuple[int, str, list[int], ClaimVerdict]]) -> tuple[int, str] | None:
@@ -149,6 +228,8 @@ def probe_facts(context: dict[str, Any]) -> list[str]:
 
 def fallback(facts: list[str]) -> str:
     """When no draft survives the claim check: the sheet itself, said to be the data's and not the model's."""
+    if any(is_question(f) for f in facts):
+        return f"{NO_DRAFT}\n\n{answers(facts, [])}"
     listed = "\n".join(f"- {f}" for f in facts) or "- (no facts)"
     return f"{NO_DRAFT}\n\n{listed}"
 

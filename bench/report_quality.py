@@ -6,7 +6,11 @@ http://127.0.0.1:8080/v1 --model qwen2.5-coder-0.5b --runs 10` (or `-c config.to
 `[llm]` table). Each run simulates a seeded story (`simreportd simulate`, which writes
 `ground_truth.json`), ingests it, writes one report and scores it with
 `simreportd.simulator.quality`: facts recovered, wrong numbers, hallucinated names, grounded
-and ungrounded quotes, requirement questions answered. Prints one row per seed and a total.
+and ungrounded quotes, requirement questions answered. Prints one row per seed and a total, then
+each report's seconds and its kept sentences read back through the claim check (`agent/claims.py`)
+with the evidence of their section: every one should be supported. `--server-pid` (a local model
+server's process, Linux) adds the CPU seconds the server spent on each report: on a machine others
+share, that over the server's threads is the report's time on an idle one.
 """
 
 from __future__ import annotations
@@ -14,15 +18,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from simreportd.agent import claims, grounding
 from simreportd.daemon.cli.local import completed_generation, running
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon
+from simreportd.events.models import ContextGathered, DomainEvent, SectionCompleted, ToolObserved
+from simreportd.events.streams import report_stream
 from simreportd.simulator.quality import Score, score_report, table
 from simreportd.simulator.simulate import simulate
 from simreportd.simulator.truth import FILE as GROUND_TRUTH
@@ -39,8 +48,28 @@ def bench_config(args: argparse.Namespace, root: Path) -> Config:
                              output_dir=root / "reports")
 
 
-async def one_report(config: Config, folder: Path) -> str:
-    """Ingest `folder` and write its report; the report's Markdown ('' when it failed)."""
+@dataclass
+class Written:
+    """One report as the bench saw it: its Markdown ('' when it failed), seconds, kept sentences rechecked."""
+
+    markdown: str
+    seconds: float
+    sentences: int
+    unsupported: list[str]
+    server_cpu: float | None = None
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User and system CPU seconds of process `pid` so far (None without one)."""
+    if pid is None:
+        return None
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def one_report(config: Config, folder: Path, server_pid: int | None = None) -> Written:
+    """Ingest `folder`, write its report, and read its sections back through the claim check."""
+    started, server_before = time.perf_counter(), cpu_seconds(server_pid)
     async with Daemon(config) as daemon:
         await daemon.watcher.rescan()
         generation = await completed_generation(daemon.store, folder.name)
@@ -48,16 +77,39 @@ async def one_report(config: Config, folder: Path) -> str:
                                                  report_id=auto_report_id(folder.name, generation))
         async with running(daemon):
             state = await daemon.reports.wait(report_id)
+            seconds, server_after = time.perf_counter() - started, cpu_seconds(server_pid)
             await daemon.views.wait_for(await daemon.store.last_position(), timeout=600)
             await daemon.exporter.export(report_id)
+        events = [r.event for r in await daemon.store.read_stream(report_stream(report_id))]
+    sentences, unsupported = rechecked(events)
+    server = server_after - server_before if server_after is not None and server_before is not None else None
+    markdown = ""
     if state.failed is not None:
         print(f"  {folder.name}: report failed during {state.failed.stage}: {state.failed.error}", file=sys.stderr)
-        return ""
-    return (config.reports.output_dir / report_id / "full_report.md").read_text(encoding="utf-8")
+    else:
+        markdown = (config.reports.output_dir / report_id / "full_report.md").read_text(encoding="utf-8")
+    return Written(markdown, seconds, sentences, unsupported, server)
+
+
+def rechecked(events: list[DomainEvent]) -> tuple[int, list[str]]:
+    """(sentences kept in the sections, those whose claims their section's evidence does not support)."""
+    context = next((e.context for e in events if isinstance(e, ContextGathered)), None)
+    observed = [e for e in events if isinstance(e, ToolObserved)]
+    ids = grounding.ids_in([o.result for o in observed])
+    count, unsupported = 0, []
+    for done in (e for e in events if isinstance(e, SectionCompleted)):
+        ev = claims.of_observations([o for o in observed if o.section_index == done.section_index],
+                                    claims.background(context), ids)
+        verdict = claims.check(done.content, ev)
+        count += verdict.sentences
+        unsupported += [f"section {done.section_index}: {u.sentence[:80]} ({', '.join(u.claims)})"
+                        for u in verdict.unsupported]
+    return count, unsupported
 
 
 async def main(args: argparse.Namespace) -> None:
     scores: list[tuple[int, Score]] = []
+    written: list[tuple[int, Written]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.keep or tmp).resolve()
         config = bench_config(args, root)
@@ -65,20 +117,33 @@ async def main(args: argparse.Namespace) -> None:
         for seed in range(args.first_seed, args.first_seed + args.runs):
             folder = root / "sims" / f"sim_seed{seed}"
             simulate(folder, agents=args.agents, rounds=args.rounds, seed=seed)
-            markdown = await one_report(config, folder)
+            written.append((seed, await one_report(config, folder, args.server_pid)))
             truth = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
-            scores.append((seed, score_report(markdown, truth)))
+            scores.append((seed, score_report(written[-1][1].markdown, truth)))
         elapsed = time.perf_counter() - started
     writer = config.llm.model if config.llm.resolved_provider() == "openai" else "offline writer"
     print(f"Report quality: {writer} ({config.llm.resolved_provider()}), {args.runs} seeds from {args.first_seed}, "
           f"{args.agents} agents x {args.rounds} rounds, {elapsed:.1f} s\n")
     print(table(scores))
+    print("\n| seed | seconds | server CPU seconds | kept sentences with unsupported claims |\n|---|---|---|---|")
+    for seed, w in written:
+        cpu = "-" if w.server_cpu is None else f"{w.server_cpu:.0f}"
+        print(f"| {seed} | {w.seconds:.0f} | {cpu} | {len(w.unsupported)} of {w.sentences} |")
+    for seed, w in written:
+        for line in w.unsupported:
+            print(f"seed {seed}: unsupported {line}")
     facts = sum(len(s.facts) for _, s in scores)
     share = sum(s.recovered for _, s in scores) / max(facts, 1)
     wrong = sum(len(s.wrong_numbers) for _, s in scores)
     invented = sum(len(s.hallucinated) for _, s in scores)
     met = share >= 0.9 and wrong == 0 and invented == 0
     print(f"\nGoal (>= 90% facts recovered, 0 wrong numbers, 0 hallucinated names): {'met' if met else 'NOT met'}")
+    if config.llm.resolved_provider() == "openai":  # what a small local model must reach (README, local models)
+        asked = [ok for _, s in scores for _, ok in s.questions]
+        small = (share >= 0.6 and wrong == 0 and invented == 0 and sum(asked) >= 0.5 * len(asked)
+                 and all(not w.unsupported and w.seconds <= 600 for _, w in written))
+        print("Small-model goal (>= 60% facts, 0 wrong numbers, 0 hallucinated names, every kept sentence "
+              f"supported, >= 50% questions answered, <= 600 s a report): {'met' if small else 'NOT met'}")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -87,6 +152,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--model", help="the model name sent to the server")
     p.add_argument("-c", "--config", help="a config.toml whose [llm] and [agent] tables to use")
+    p.add_argument("--server-pid", type=int, help="the local model server's process id: its CPU seconds per report")
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--agents", type=int, default=40)

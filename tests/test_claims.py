@@ -34,6 +34,14 @@ def test_invented_platforms_names_topics_and_figures_are_listed_per_sentence() -
     assert claims.keep(text, verdict) == "Twitter had 800 actions."
 
 
+def test_figures_and_platforms_between_han_characters_are_claims_too() -> None:
+    """A Han character is a word character to `\\b`: "第3轮" and "Twitter上" must still be checked."""
+    ev = claims.evidence([ANALYTICS])
+    assert claims.check("第3轮Reddit上有9次行动；Twitter上共800次，Reddit上共434次。", ev).unsupported == []
+    [wrong] = claims.check("第3轮共有99次行动，Facebook上71次。", ev).unsupported
+    assert set(wrong.claims) == {"99", "71", "facebook"}
+
+
 def test_a_looping_text_is_repetitive_and_mostly_unsupported() -> None:
     loop = " ".join(f"On {p}, with {n} replies, the debate went on." for p, n in
                     (("Facebook", 2), ("Instagram", 5), ("LinkedIn", 7), ("TikTok", 9)))

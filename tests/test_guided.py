@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from simreportd.agent.guided import SYSTEM
+from simreportd.simulator.quality import score_report
+from simreportd.simulator.simulate import simulate
+from simreportd.simulator.truth import FILE as GROUND_TRUTH
 
 from .fake_llm import FakeLLM
 from .test_report_llm import llm_config, report_once
@@ -47,6 +50,7 @@ async def test_guided_sections_keep_only_what_the_sheet_supports_and_the_best_of
     for section in sections:
         assert "From the data:" in section["content"] and "Facebook" not in section["content"]
         assert [u["sentence"] for u in section["claims"]["unsupported"]] == [INVENTED] and section["draft"] == 1
+        assert not any(p.startswith("cites 0") for p in section["problems"])  # a quote from the sheet is listed
     guided_requests = [r for r in llm.requests if r["messages"][0]["content"] == SYSTEM]
     assert guided_requests and all(r["response_format"]["type"] == "json_object" for r in guided_requests)
     assert all("tools" not in r for r in guided_requests)  # the engine called the tools, not the model
@@ -82,3 +86,43 @@ async def test_a_guided_section_no_draft_survives_shows_the_sheet_and_says_so(tm
     assert not any(r["messages"][0]["content"].startswith("You plan") or "Plan the report" in
                    r["messages"][0]["content"] for r in llm.requests)  # the engine planned the outline
     assert state.verdict is not None and state.verdict.status == "completed_degraded"
+
+
+@pytest.mark.parametrize("seed", [3, 2])  # an English story and a Chinese one
+async def test_the_guided_answers_section_restates_each_question_over_the_facts_that_answer_it(
+        tmp_path: Path, seed: int) -> None:
+    folder = tmp_path / "sims" / f"sim_seed{seed}"
+    simulate(folder, agents=12, rounds=6, seed=seed)
+    with FakeLLM(script=copies_the_sheet) as llm:
+        _, report_id, (state, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), folder)
+    sections = [e.data for e in events if e.type == "SectionCompleted"]
+    answers = sections[-1]["content"]
+    truth = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
+    asked = [q["question"] for q in truth["questions"]]
+    assert [answers.index(f"**{q}**") for q in asked] == sorted(answers.index(f"**{q}**") for q in asked)
+    assert answers.count("From the data:" if seed == 3 else "数据中的事实：") == len(asked)  # every question's facts
+    markdown = "\n\n".join(f"## {s['title']}\n\n{s['content']}" for s in sections)
+    score = score_report(markdown, truth)
+    assert all(ok for _, ok in score.questions) and not score.wrong_numbers and not score.hallucinated
+    assert all(not s["claims"]["unsupported"] or s["claims"]["unsupported"][0]["sentence"] == INVENTED
+               for s in sections)
+    assert (await replay_report_in(tmp_path, report_id)).divergence is None
+
+
+def cut_after_one_sentence(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """A draft the length limit cut inside its second sentence: the JSON does not parse."""
+    reply = copies_the_sheet(body, message)
+    if reply is None:
+        return None
+    first = json.loads(reply["content"])["sentences"][0]
+    return {"content": '{"sentences": [' + json.dumps(first) + ', {"text": "On Twi', "finish_reason": "length"}
+
+
+async def test_a_draft_cut_by_the_length_limit_keeps_its_whole_sentences_and_no_json(tmp_path: Path,
+                                                                                    small_sim: Path) -> None:
+    with FakeLLM(script=cut_after_one_sentence) as llm:
+        _, _, (state, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), small_sim)
+    drafts = [e.data for e in events if e.type == "DraftWritten"]
+    assert drafts and all(d["cited"] == [1] and d["claims"]["cut"] for d in drafts)
+    for section in (e.data for e in events if e.type == "SectionCompleted"):
+        assert section["draft"] == 1 and '"text"' not in section["content"] and "{" not in section["content"]

@@ -25,19 +25,23 @@ INVENTED = ("The debate was about biometric authentication and political discuss
             "On TikTok, with 9 replies, agents argued. Support reached 73.4% by round 3.")
 
 
-def invents(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
-    """Qwen2.5-Coder-0.5B as the issue recorded it: a plausible outline, then invented sections."""
-    if not is_section(body):
-        outline = json.loads(message["content"])
-        return {"content": json.dumps({**outline, "summary": SUMMARY})}
-    if message.get("tool_calls"):
-        return None
-    return {"content": INVENTED}
+def invents(finish: str) -> Any:
+    """Qwen2.5-Coder-0.5B as the issue recorded it: a plausible outline, then invented sections (each reply
+    ended by `finish`: `length` is the looping section that ran to the limit and was kept)."""
+    def script(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+        if not is_section(body):
+            outline = json.loads(message["content"])
+            return {"content": json.dumps({**outline, "summary": SUMMARY})}
+        if message.get("tool_calls"):
+            return None
+        return {"content": INVENTED, "finish_reason": finish}
+    return script
 
 
-async def test_the_invented_cases_are_flagged_live_and_from_the_recorded_events(tmp_path: Path,
-                                                                                 small_sim: Path) -> None:
-    with FakeLLM(script=invents) as llm:
+@pytest.mark.parametrize("finish", ["stop", "length"])
+async def test_the_invented_cases_are_flagged_live_and_from_the_recorded_events(tmp_path: Path, small_sim: Path,
+                                                                                 finish: str) -> None:
+    with FakeLLM(script=invents(finish)) as llm:
         _, report_id, (state, records) = await report_once(llm_config(tmp_path, llm.base_url), small_sim)
     events = [r.event for r in records]
     assert (await replay_report_in(tmp_path, report_id)).divergence is None
@@ -45,6 +49,11 @@ async def test_the_invented_cases_are_flagged_live_and_from_the_recorded_events(
     for section in [e for e in events if e.type_name == "SectionCompleted"]:
         flagged = {c for u in section.claims.unsupported for c in u.claims}
         assert wanted <= flagged and "Facebook" not in section.content and section.claims.repetitive
+        # the verdict names the claim check's findings, not only a missing citation
+        assert any("not in the evidence" in p for p in section.problems)
+        assert any("mostly unsupported" in p for p in section.problems)
+        assert section.claims.cut == (finish == "length")
+        assert ("cut at the length limit" in section.problems) == (finish == "length")
     outline = next(e for e in events if e.type_name == "OutlinePlanned")
     assert {"87%", "412"} <= {c for u in outline.claims.unsupported for c in u.claims}
     assert state.verdict.status == "completed_degraded" and any("summary" in p for p in state.verdict.problems)
