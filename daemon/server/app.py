@@ -125,7 +125,8 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 def uvicorn_config(daemon: Host, fanout: Fanout, config: ServerConfig) -> uvicorn.Config:
-    limits = ConnectionLimits(within_file_limit(config.max_connections), config.max_connections_per_client)
+    limits = ConnectionLimits(within_file_limit(config.max_connections), config.max_connections_per_client,
+                              config.http_reserve)
     return uvicorn.Config(build_app(daemon, fanout, config), http=h11_for(limits), ws=FramesProtocol,
                           ws_max_size=MAX_MESSAGE, ws_ping_interval=PING_INTERVAL_S, ws_ping_timeout=PING_TIMEOUT_S,
                           lifespan="off", log_config=None, access_log=False, server_header=False,
