@@ -130,7 +130,7 @@ def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
     return next((value.decode("latin-1") for key, value in headers if key == name), None)
 
 
-FILES_KEPT = 128  # descriptors the daemon keeps for itself below the file limit: the store, WALs, the fold child
+FILES_KEPT = 128  # descriptors kept below the file limit: the store, WALs, the fold child, an accept burst (app.py)
 
 
 def within_file_limit(total: int) -> int:
@@ -183,9 +183,11 @@ class ConnectionLimits:
         self.websockets = total - min(http_reserve, total // 2)
         self.refused = 0  # since the last log line
         self.logged_at = -period_s
+        self.opened = 0  # connections admitted or refused since the start
 
     def admit(self, client: str | None, open_clients: Iterable[str | None]) -> Refusal | None:
         """None, or the refusal of a connection from `client` while `open_clients` (itself included) are open."""
+        self.opened += 1
         others = list(open_clients)
         if len(others) > self.total:
             refusal = Refusal(503, "server_full", f"the server holds its limit of {self.total} connections "
