@@ -1,4 +1,5 @@
-"""Out of file descriptors: not a changed file for ingest (it retries later instead of starting a new generation),\nand never reached by the server, which keeps its connections and the connections it accepts at once below it."""
+"""Out of file descriptors: not a changed file for ingest (it retries later instead of starting a new generation),
+and never reached by the server, which keeps its connections and the connections it accepts at once below it."""
 
 from __future__ import annotations
 
