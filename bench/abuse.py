@@ -10,9 +10,11 @@ The daemon's RSS "at the start" is read after a warm-up: one request of each kin
 one subscriber that reads the whole log, and one ingest, so that modules imported and caches
 filled at first use are not counted as what a flood keeps. The flood is run ABUSE_ROUNDS times
 (default 2): memory a flood keeps per connection would raise the figure after each round.
+ABUSE_PYTHONMALLOC=malloc runs the daemon with Python's small objects from the C allocator, whose free
+pages the daemon's trim returns (pymalloc keeps a 1 MiB arena while one object in it lives).
 
 Printed per round: how many websockets were accepted, closed with 1013 (beyond the websocket
-limit) or refused, the slowest answer to the authorised request during the flood, the daemon's
+limit) or refused, the median and slowest answer to the authorised request during the flood, the daemon's
 log lines during it, its RSS at the peak and after the clients left (from /proc), and whether
 ingest still worked (a simulation written during the flood is ingested).
 """
@@ -37,6 +39,7 @@ PORT = 8797
 TOKEN = os.environ.get("ABUSE_TOKEN", "")  # set: the daemon requires it; only the measured request has it
 AFTER = os.environ.get("ABUSE_AFTER", "0")  # the position subscribers start after (0: the whole log; or "head")
 ROUNDS = int(os.environ.get("ABUSE_ROUNDS", "2"))
+ALLOCATOR = os.environ.get("ABUSE_PYTHONMALLOC", "")  # e.g. "malloc": the daemon's small objects from the C allocator
 SETTLE_S = 12  # the daemon gives memory back within its next check (every 5 s) after a crowd left
 
 
@@ -99,9 +102,9 @@ def idle(n: int) -> socket.socket | None:
         return None
 
 
-def slowest_answer(seconds: float) -> float:
-    """Ask /api/reports once a second for `seconds`; the slowest answer (s), or inf if one failed."""
-    worst, until = 0.0, time.monotonic() + seconds
+def answers(seconds: float) -> list[float]:
+    """Ask /api/reports once a second for `seconds`: how long each answer took (s; inf for one that failed)."""
+    times, until = [], time.monotonic() + seconds
     while time.monotonic() < until:
         started = time.monotonic()
         try:
@@ -109,11 +112,15 @@ def slowest_answer(seconds: float) -> float:
                                              headers={"Authorization": f"Bearer {TOKEN}"} if TOKEN else {})
             with urllib.request.urlopen(request, timeout=10) as answer:
                 answer.read()
-            worst = max(worst, time.monotonic() - started)
+            times.append(time.monotonic() - started)
         except OSError:
-            return float("inf")
+            return [*times, float("inf")]
         time.sleep(1)
-    return worst
+    return times
+
+
+def slowest_answer(seconds: float) -> float:
+    return max(answers(seconds), default=0.0)
 
 
 async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: str) -> dict[str, object]:
@@ -124,7 +131,7 @@ async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: s
     for start in range(0, count, 200):
         await asyncio.gather(*(websocket(n, held, outcome) for n in range(start, min(count, start + 200))))
     simreportd("simulate", str(work / "sims" / simulation), "--agents", "8", "--rounds", "3", cwd=work)
-    worst = await asyncio.to_thread(slowest_answer, 15)
+    times = sorted(await asyncio.to_thread(answers, 15))
     peak = rss_mb(pid)
     for ws in held:
         if ws.close_code is not None:  # closed by the daemon after the subscribe was sent
@@ -133,7 +140,8 @@ async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: s
         await ws.close()
     for sock in sockets:
         sock.close()
-    return {"outcome": outcome, "idle sockets held": len(sockets), "slowest answer s": round(worst, 3),
+    return {"outcome": outcome, "idle sockets held": len(sockets),
+            "answers s (median, slowest)": [round(times[len(times) // 2], 3), round(times[-1], 3)],
             "peak RSS MB": round(peak, 1)}
 
 
@@ -193,8 +201,9 @@ def main() -> None:
                                           f'[server]\nport = {PORT}\ntoken = "{TOKEN}"\n')
         simreportd("-c", "config.toml", "report", "sims/sim_flood", "--wait", cwd=work)
         log = (work / "daemon.log").open("w")
+        env = {**os.environ, "PYTHONMALLOC": ALLOCATOR} if ALLOCATOR else None
         daemon = subprocess.Popen(["prlimit", "--nofile=1024", sys.executable, "-m", "simreportd", "-c", "config.toml",
-                                   "run"], cwd=work, stderr=log)
+                                   "run"], cwd=work, stderr=log, env=env)
         try:
             print("daemon log:", work / "daemon.log", file=sys.stderr)
             while slowest_answer(0.1) == float("inf"):
@@ -203,7 +212,8 @@ def main() -> None:
             warm_up(work)
             start = rss_mb(daemon.pid)
             results = rounds(count, idle_count, daemon, work)
-            print(json.dumps({"RSS at start MB (after the warm-up)": round(start, 1),
+            print(json.dumps({"PYTHONMALLOC": ALLOCATOR or "(default: pymalloc)",
+                              "RSS at start MB (after the warm-up)": round(start, 1),
                               "RSS before the warm-up MB": round(cold, 1), "rounds": results,
                               "daemon alive": daemon.poll() is None}, indent=2))
         finally:
