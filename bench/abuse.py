@@ -102,16 +102,21 @@ def idle(n: int) -> socket.socket | None:
         return None
 
 
-def answers(seconds: float) -> list[float]:
-    """Ask /api/reports once a second for `seconds`: how long each answer took (s; inf for one that failed)."""
+def answers(seconds: float, connected: list[float] | None = None) -> list[float]:
+    """Ask /api/reports once a second for `seconds`: how long each answer took (s; inf for one that failed),
+    and in `connected` how long each connection took to be made (the kernel's queue, before the daemon)."""
     times, until = [], time.monotonic() + seconds
     while time.monotonic() < until:
         started = time.monotonic()
         try:
-            request = urllib.request.Request(f"http://127.0.0.1:{PORT}/api/reports",
-                                             headers={"Authorization": f"Bearer {TOKEN}"} if TOKEN else {})
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                answer.read()
+            with socket.create_connection(("127.0.0.1", PORT), timeout=10) as sock:
+                if connected is not None:
+                    connected.append(time.monotonic() - started)
+                auth = f"Authorization: Bearer {TOKEN}\r\n" if TOKEN else ""
+                sock.sendall(f"GET /api/reports HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n".encode())
+                answer = b"".join(iter(lambda: sock.recv(65536), b""))
+            if not answer.startswith(b"HTTP/1.1 200"):
+                raise OSError(answer[:40])
             times.append(time.monotonic() - started)
         except OSError:
             return [*times, float("inf")]
@@ -131,7 +136,8 @@ async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: s
     for start in range(0, count, 200):
         await asyncio.gather(*(websocket(n, held, outcome) for n in range(start, min(count, start + 200))))
     simreportd("simulate", str(work / "sims" / simulation), "--agents", "8", "--rounds", "3", cwd=work)
-    times = sorted(await asyncio.to_thread(answers, 15))
+    connected: list[float] = []
+    times = sorted(await asyncio.to_thread(answers, 15, connected))
     peak = rss_mb(pid)
     for ws in held:
         if ws.close_code is not None:  # closed by the daemon after the subscribe was sent
@@ -142,6 +148,7 @@ async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: s
         sock.close()
     return {"outcome": outcome, "idle sockets held": len(sockets),
             "answers s (median, slowest)": [round(times[len(times) // 2], 3), round(times[-1], 3)],
+            "of which connecting s (slowest)": round(max(connected, default=0.0), 3),
             "peak RSS MB": round(peak, 1)}
 
 
