@@ -6,10 +6,17 @@ then, from many loopback addresses (127.0.1.x and 127.0.2.x, as many clients wou
 hosts), opens WEBSOCKETS websocket connections that subscribe from position 0, and IDLE TCP sockets
 that never send a byte (slowloris). Meanwhile it asks `/api/reports` from 127.0.0.1 once a second.
 
-Printed: how many websockets were accepted and refused (1013), the slowest answer to the
-authorised request during the flood, the daemon's log lines during it, its RSS before, at the
-peak and after the clients left (from /proc), and whether ingest still worked (a second
-simulation written during the flood is ingested).
+The daemon's RSS "at the start" is read after a warm-up: one request of each kind the flood makes,
+one subscriber that reads the whole log, and one ingest, so that modules imported and caches
+filled at first use are not counted as what a flood keeps. The flood is run ABUSE_ROUNDS times
+(default 2): memory a flood keeps per connection would raise the figure after each round.
+ABUSE_PYTHONMALLOC=malloc runs the daemon with Python's small objects from the C allocator, whose free
+pages the daemon's trim returns (pymalloc keeps a 1 MiB arena while one object in it lives).
+
+Printed per round: how many websockets were accepted, closed with 1013 (beyond the websocket
+limit) or refused, the median and slowest answer to the authorised request during the flood, the daemon's
+log lines during it, its RSS at the peak and after the clients left (from /proc), and whether
+ingest still worked (a simulation written during the flood is ingested).
 """
 
 from __future__ import annotations
@@ -26,11 +33,14 @@ import urllib.request
 from pathlib import Path
 
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus, WebSocketException
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 PORT = 8797
 TOKEN = os.environ.get("ABUSE_TOKEN", "")  # set: the daemon requires it; only the measured request has it
 AFTER = os.environ.get("ABUSE_AFTER", "0")  # the position subscribers start after (0: the whole log; or "head")
+ROUNDS = int(os.environ.get("ABUSE_ROUNDS", "2"))
+ALLOCATOR = os.environ.get("ABUSE_PYTHONMALLOC", "")  # e.g. "malloc": the daemon's small objects from the C allocator
+SETTLE_S = 12  # the daemon gives memory back within its next check (every 5 s) after a crowd left
 
 
 def rss_mb(pid: int) -> float:
@@ -61,10 +71,16 @@ async def websocket(n: int, held: list, outcome: dict[str, int]) -> None:
             await ws.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": _after()}))
         held.append(ws)
         outcome["accepted"] += 1
+    except ConnectionClosed as exc:  # accepted, then closed (1013: beyond the websocket limit)
+        _count(outcome, f"closed {exc.rcvd.code if exc.rcvd else 'without a code'}")
     except InvalidStatus as exc:
-        outcome[f"refused {exc.response.status_code}"] = outcome.get(f"refused {exc.response.status_code}", 0) + 1
+        _count(outcome, f"refused {exc.response.status_code}")
     except (WebSocketException, OSError, TimeoutError) as exc:
-        outcome[type(exc).__name__] = outcome.get(type(exc).__name__, 0) + 1
+        _count(outcome, type(exc).__name__)
+
+
+def _count(outcome: dict[str, int], what: str) -> None:
+    outcome[what] = outcome.get(what, 0) + 1
 
 
 async def _bound(source: tuple[str, int]) -> socket.socket:
@@ -86,38 +102,99 @@ def idle(n: int) -> socket.socket | None:
         return None
 
 
-def slowest_answer(seconds: float) -> float:
-    """Ask /api/reports once a second for `seconds`; the slowest answer (s), or inf if one failed."""
-    worst, until = 0.0, time.monotonic() + seconds
+def answers(seconds: float, connected: list[float] | None = None) -> list[float]:
+    """Ask /api/reports once a second for `seconds`: how long each answer took (s; inf for one that failed),
+    and in `connected` how long each connection took to be made (the kernel's queue, before the daemon)."""
+    times, until = [], time.monotonic() + seconds
     while time.monotonic() < until:
         started = time.monotonic()
         try:
-            request = urllib.request.Request(f"http://127.0.0.1:{PORT}/api/reports",
-                                             headers={"Authorization": f"Bearer {TOKEN}"} if TOKEN else {})
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                answer.read()
-            worst = max(worst, time.monotonic() - started)
+            with socket.create_connection(("127.0.0.1", PORT), timeout=10) as sock:
+                if connected is not None:
+                    connected.append(time.monotonic() - started)
+                auth = f"Authorization: Bearer {TOKEN}\r\n" if TOKEN else ""
+                sock.sendall(f"GET /api/reports HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n".encode())
+                answer = b"".join(iter(lambda: sock.recv(65536), b""))
+            if not answer.startswith(b"HTTP/1.1 200"):
+                raise OSError(answer[:40])
+            times.append(time.monotonic() - started)
         except OSError:
-            return float("inf")
+            return [*times, float("inf")]
         time.sleep(1)
-    return worst
+    return times
 
 
-async def flood(count: int, idle_count: int, pid: int, work: Path) -> dict[str, object]:
+def slowest_answer(seconds: float) -> float:
+    return max(answers(seconds), default=0.0)
+
+
+async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: str) -> dict[str, object]:
+    """One flood: the sockets, the websockets, a simulation written meanwhile; then every client leaves."""
     held: list = []
     outcome = {"accepted": 0}
     sockets = [s for s in (idle(n) for n in range(idle_count)) if s is not None]
     for start in range(0, count, 200):
         await asyncio.gather(*(websocket(n, held, outcome) for n in range(start, min(count, start + 200))))
-    simreportd("simulate", str(work / "sims" / "sim_during"), "--agents", "8", "--rounds", "3", cwd=work)
-    worst = await asyncio.to_thread(slowest_answer, 15)
+    simreportd("simulate", str(work / "sims" / simulation), "--agents", "8", "--rounds", "3", cwd=work)
+    connected: list[float] = []
+    times = sorted(await asyncio.to_thread(answers, 15, connected))
     peak = rss_mb(pid)
     for ws in held:
+        if ws.close_code is not None:  # closed by the daemon after the subscribe was sent
+            outcome["accepted"] -= 1
+            _count(outcome, f"closed {ws.close_code}")
         await ws.close()
     for sock in sockets:
         sock.close()
-    return {"outcome": outcome, "idle sockets held": len(sockets), "slowest answer s": round(worst, 3),
+    return {"outcome": outcome, "idle sockets held": len(sockets),
+            "answers s (median, slowest)": [round(times[len(times) // 2], 3), round(times[-1], 3)],
+            "of which connecting s (slowest)": round(max(connected, default=0.0), 3),
             "peak RSS MB": round(peak, 1)}
+
+
+def get(path: str) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def ingested(simulation: str) -> bool:
+    return any(s["simulation_id"] == simulation for s in get("/api/simulations")["simulations"])
+
+
+async def read_whole_log() -> None:
+    """One subscriber from position 0 until `caught_up`, as every flood websocket would be if it read."""
+    headers = {"Authorization": f"Bearer {TOKEN}"} if TOKEN else {}
+    async with connect(f"ws://127.0.0.1:{PORT}/ws", additional_headers=headers) as ws:
+        await ws.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": 0}))
+        while json.loads(await ws.recv())["type"] != "caught_up":
+            pass
+
+
+def warm_up(work: Path) -> None:
+    """What a first flood would do once for good: the requests, a subscriber's history, an ingest."""
+    simreportd("simulate", str(work / "sims" / "sim_warm_up"), "--agents", "8", "--rounds", "3", cwd=work)
+    asyncio.run(read_whole_log())
+    slowest_answer(0.1)
+    until = time.monotonic() + 60
+    while not ingested("sim_warm_up") and time.monotonic() < until:
+        time.sleep(0.5)
+    time.sleep(SETTLE_S)
+
+
+def rounds(count: int, idle_count: int, daemon: subprocess.Popen, work: Path) -> list[dict[str, object]]:
+    """ROUNDS floods, each followed by the clients leaving: their figures and the memory after each."""
+    log = work / "daemon.log"
+    results = []
+    for n in range(1, ROUNDS + 1):
+        lines_before, started = len(log.read_text().splitlines()), time.monotonic()
+        figures = asyncio.run(flood(count, idle_count, daemon.pid, work, f"sim_during_{n}"))
+        figures["log lines during the flood"] = len(log.read_text().splitlines()) - lines_before
+        figures["flood minutes"] = round((time.monotonic() - started) / 60, 2)
+        time.sleep(SETTLE_S)
+        results.append({"round": n, **figures, "RSS after MB": round(rss_mb(daemon.pid), 1),
+                        "ingested during the flood": ingested(f"sim_during_{n}")})
+    return results
 
 
 def main() -> None:
@@ -131,26 +208,20 @@ def main() -> None:
                                           f'[server]\nport = {PORT}\ntoken = "{TOKEN}"\n')
         simreportd("-c", "config.toml", "report", "sims/sim_flood", "--wait", cwd=work)
         log = (work / "daemon.log").open("w")
+        env = {**os.environ, "PYTHONMALLOC": ALLOCATOR} if ALLOCATOR else None
         daemon = subprocess.Popen(["prlimit", "--nofile=1024", sys.executable, "-m", "simreportd", "-c", "config.toml",
-                                   "run"], cwd=work, stderr=log)
+                                   "run"], cwd=work, stderr=log, env=env)
         try:
             print("daemon log:", work / "daemon.log", file=sys.stderr)
             while slowest_answer(0.1) == float("inf"):
                 time.sleep(0.2)
-            before, lines_before = rss_mb(daemon.pid), len((work / "daemon.log").read_text().splitlines())
-            started = time.monotonic()
-            figures = asyncio.run(flood(count, idle_count, daemon.pid, work))
-            minutes = (time.monotonic() - started) / 60
-            lines = len((work / "daemon.log").read_text().splitlines()) - lines_before
-            time.sleep(12)  # the daemon gives memory back within its next check (every 5 s) after a crowd left
-            after = rss_mb(daemon.pid)
-            ingested = json.loads(urllib.request.urlopen(urllib.request.Request(
-                f"http://127.0.0.1:{PORT}/api/simulations", headers={"Authorization": f"Bearer {TOKEN}"}),
-                timeout=10).read())
-            print(json.dumps({**figures, "RSS before MB": round(before, 1), "RSS after MB": round(after, 1),
-                              "log lines during the flood": lines, "flood minutes": round(minutes, 2),
-                              "ingested during the flood": any(s["simulation_id"] == "sim_during"
-                                                               for s in ingested["simulations"]),
+            cold = rss_mb(daemon.pid)
+            warm_up(work)
+            start = rss_mb(daemon.pid)
+            results = rounds(count, idle_count, daemon, work)
+            print(json.dumps({"PYTHONMALLOC": ALLOCATOR or "(default: pymalloc)",
+                              "RSS at start MB (after the warm-up)": round(start, 1),
+                              "RSS before the warm-up MB": round(cold, 1), "rounds": results,
                               "daemon alive": daemon.poll() is None}, indent=2))
         finally:
             daemon.terminate()

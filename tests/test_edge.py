@@ -171,3 +171,25 @@ async def test_a_full_server_makes_room_by_closing_the_oldest_idle_socket(tmp_pa
         for _, writer in idle:
             writer.close()
     assert status == 200 and evicted.startswith(b"HTTP/1.1 408")
+
+
+async def test_websockets_leave_the_http_reserve_free_for_plain_requests(
+        tmp_path: Path, small_sim: Path, edge_log: Collected) -> None:
+    """Subscribers may hold max_connections minus http_reserve: one more is closed with 1013, and a plain
+    request still finds a place, even when idle sockets fill the reserve (the oldest is closed for it)."""
+    async with Running(server_config(tmp_path, max_connections=4, http_reserve=2), [small_sim]) as r:
+        async with connect(f"ws://{r.base}/ws") as one, connect(f"ws://{r.base}/ws") as two:
+            for ws in (one, two):
+                await ws.send(json.dumps({"op": "subscribe"}))
+                await frames_until(ws, "caught_up")
+            async with connect(f"ws://{r.base}/ws") as third:
+                with pytest.raises(ConnectionClosed) as closed:
+                    await asyncio.wait_for(third.recv(), TIMEOUT)
+            host, port = r.base.split(":")
+            idle = [await asyncio.open_connection(host, int(port)) for _ in range(2)]
+            status, _, _ = await raw(r.base, request("GET", "/api/reports", r.base))
+            for _, writer in idle:
+                writer.close()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013 and status == 200
+    assert "http_reserve" in closed.value.rcvd.reason
+    assert len(edge_log.records) == 1 and "http_reserve" in edge_log.records[0].getMessage()

@@ -1,12 +1,16 @@
-"""Out of file descriptors is not a changed file: ingest retries later instead of starting a new generation."""
+"""Out of file descriptors: not a changed file for ingest (it retries later instead of starting a new generation),
+and never reached by the server, which keeps its connections and the connections it accepts at once below it."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import textwrap
+import urllib.request
 from pathlib import Path
 
-from .conftest import PYTHON, TIMEOUT
+from .conftest import PYTHON, TIMEOUT, write_config
+from .processes import STARTED, wait_until
 
 CHECK = textwrap.dedent("""
     import errno, os, resource, sys
@@ -61,3 +65,34 @@ def test_accept_errors_for_want_of_descriptors_are_one_line_a_period() -> None:
     kept = [r for r in records if accept_errors.filter(r)]
     other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", (), None)
     assert len(kept) == 1 and "out of file descriptors" in kept[0].getMessage() and accept_errors.filter(other)
+
+
+def test_a_burst_of_connections_at_the_file_limit_leaves_the_daemon_its_descriptors(tmp_path: Path) -> None:
+    """400 sockets opened at once against a daemon held to 256 files (128 connections): it accepts a few at a
+    time and refuses or evicts each before the next, so accept() never runs out of descriptors."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write_config(tmp_path).read_text().replace("port = 0", f"port = {port}")
+    (tmp_path / "config.toml").write_text(config)
+    log = (tmp_path / "daemon.log").open("w")
+    daemon = subprocess.Popen(["prlimit", "--nofile=256", PYTHON, "-m", "simreportd", "-c",
+                               str(tmp_path / "config.toml"), "run"], stderr=log, stdout=subprocess.DEVNULL)
+    STARTED.append(daemon)
+    daemon.log_path = tmp_path / "daemon.log"  # type: ignore[attr-defined]
+    wait_until(lambda: healthz(port) == 200, "the daemon to answer")
+    crowd = [socket.create_connection(("127.0.0.1", port)) for _ in range(400)]
+    status = healthz(port)  # the oldest idle socket makes room for it
+    for sock in crowd:
+        sock.close()
+    text = (tmp_path / "daemon.log").read_text()
+    assert status == 200 and "lowered to 128" in text, text
+    assert "accept() failed" not in text and "Too many open files" not in text, text
+
+
+def healthz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=TIMEOUT) as answer:
+            return int(answer.status)
+    except OSError:
+        return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import logging
 import socket
 from collections.abc import Callable, Iterator
@@ -31,15 +32,28 @@ log = logging.getLogger("simreportd.daemon.server.app")
 PING_INTERVAL_S = 20.0  # idle websockets are pinged, so that proxies keep them and dead peers are found
 PING_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5  # for HTTP requests in flight when the server stops
-BACKLOG = 512
+BACKLOG = 512  # connections the kernel queues for us to accept
+ACCEPT_BURST = 32  # connections accepted at once (asyncio takes uvicorn's backlog for both), within FILES_KEPT
 
 
 class EmbeddedUvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers: the daemon owns signals and stops us by `should_exit`."""
+    """uvicorn without its signal handlers (the daemon owns signals and stops us by `should_exit`), accepting
+    connections a few at a time.
+
+    asyncio accepts up to its `backlog` connections each time a listening socket is readable, before
+    any of them is counted against the limits: with uvicorn's 2048 a burst of clients ran the process
+    out of descriptors (ingest could not open a file, accept() failed for a second at a time). So
+    uvicorn is given ACCEPT_BURST, and the kernel's queue is set back to BACKLOG once it listens.
+    """
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        for sock in sockets or []:
+            sock.listen(BACKLOG)
 
 
 class Server:
@@ -57,7 +71,9 @@ class Server:
     async def __aenter__(self) -> Server:
         start = await self.daemon.store.last_position()
         self.sockets = listen(self.config)
-        self._uvicorn = EmbeddedUvicorn(uvicorn_config(self.daemon, self.fanout, self.config))
+        self.limits = ConnectionLimits(within_file_limit(self.config.max_connections),
+                                       self.config.max_connections_per_client, self.config.http_reserve)
+        self._uvicorn = EmbeddedUvicorn(uvicorn_config(self.daemon, self.fanout, self.config, self.limits))
         logging.getLogger("uvicorn.error").setLevel(logging.ERROR)  # a line per bad request is not for our log
         accept_errors = AcceptErrorsOnce()
         logging.getLogger("asyncio").addFilter(accept_errors)
@@ -88,17 +104,29 @@ class Server:
             self._stopped.set()
 
     async def _give_back_memory(self) -> None:
-        """After a crowd of connections has gone (down to a tenth of its peak), ask the C allocator to return
-        its free memory to the system: without it a flood's peak stays the daemon's size for good."""
+        """Return what a crowd of connections leaves behind to the system.
+
+        A connection ends with its tasks cancelled, and their exceptions, tracebacks and frames form
+        reference cycles that hold its buffers (290 MB after 832 subscribers left): Python frees them
+        only at a full collection, which may not come for minutes, so one is run at a check when CHURN
+        connections have opened since the last. Once the crowd has gone (down to a tenth of its peak),
+        a collection and the C allocator's trim run at each of TRIM_CHECKS checks, as what it left is
+        freed over seconds (the store's reader thread finishes the history pages already asked for).
+        """
         trim = _malloc_trim()
-        peak = 0
-        while trim is not None:
+        peak = trims_left = opened = 0
+        while self._uvicorn is not None:
             await anyio.sleep(TRIM_EVERY_S)
-            open_now = len(self._uvicorn.server_state.connections) if self._uvicorn else 0
-            peak = max(peak, open_now)
+            state = self._uvicorn.server_state
+            open_now, peak = len(state.connections), max(peak, len(state.connections))
             if peak >= TRIM_AFTER_PEAK and open_now * 10 <= peak:
+                peak, trims_left = open_now, TRIM_CHECKS
+            if self.limits.opened - opened >= CHURN or trims_left:
+                opened = self.limits.opened
+                gc.collect()
+            if trims_left and trim is not None:
                 trim(0)
-                peak = open_now
+            trims_left = max(0, trims_left - 1)
 
     async def _close(self) -> None:
         """Websockets closed with 1001, then uvicorn stopped (it stops listening and finishes what is in flight)."""
@@ -113,7 +141,7 @@ class Server:
                 await self._stopped.wait()
 
 
-TRIM_EVERY_S, TRIM_AFTER_PEAK = 5.0, 100
+TRIM_EVERY_S, TRIM_AFTER_PEAK, TRIM_CHECKS, CHURN = 5.0, 100, 6, 500
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
@@ -124,13 +152,12 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-def uvicorn_config(daemon: Host, fanout: Fanout, config: ServerConfig) -> uvicorn.Config:
-    limits = ConnectionLimits(within_file_limit(config.max_connections), config.max_connections_per_client)
+def uvicorn_config(daemon: Host, fanout: Fanout, config: ServerConfig, limits: ConnectionLimits) -> uvicorn.Config:
     return uvicorn.Config(build_app(daemon, fanout, config), http=h11_for(limits), ws=FramesProtocol,
                           ws_max_size=MAX_MESSAGE, ws_ping_interval=PING_INTERVAL_S, ws_ping_timeout=PING_TIMEOUT_S,
                           lifespan="off", log_config=None, access_log=False, server_header=False,
                           headers=[("Server", "simreportd")], timeout_graceful_shutdown=STOP_TIMEOUT_S,
-                          proxy_headers=False)
+                          proxy_headers=False, backlog=ACCEPT_BURST)
 
 
 def listen(config: ServerConfig) -> list[socket.socket]:

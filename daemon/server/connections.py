@@ -2,9 +2,10 @@
 
 `EdgeH11` is uvicorn's h11 protocol with a deadline for the request head (h11 has none: a
 client that opens a socket and sends nothing, or a byte at a time, would hold a file
-descriptor for ever) and the connection limits, checked as the connection opens and carried
-to the app in the request's `state` (uvicorn copies `app_state` into every scope, and hands
-the same dict to the websocket protocol on an upgrade).
+descriptor for ever) and the connection limits, checked as the connection opens (and the
+websocket limit as it asks to upgrade) and carried to the app in the request's `state`
+(uvicorn copies `app_state` into every scope, and hands the same dict to the websocket
+protocol on an upgrade).
 
 `FramesProtocol` is uvicorn's protocol on the `websockets` library's sans-I/O core, with our
 compression (small frames plain, `deflate.py`) and a way to write many frames in one `send()`:
@@ -23,6 +24,7 @@ import logging
 import sys
 from typing import Any
 
+import h11
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -51,7 +53,7 @@ class EdgeH11(H11Protocol):
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(config, server_state, dict(app_state), _loop)  # a copy: this connection's own state
         self.deadline: asyncio.TimerHandle | None = None
-        self.opened_at = self.loop.time()
+        self.idle_since = self.loop.time()  # when it opened or last finished an answer
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -66,13 +68,13 @@ class EdgeH11(H11Protocol):
         self._arm()
 
     def _evict_idle(self) -> bool:
-        """Close the oldest connection that has not sent a request head (a slowloris socket holds a
-        descriptor and asks nothing), so that a full server still answers whoever asks; whether one was."""
-        ours = [c for c in self.connections if isinstance(c, EdgeH11)]
-        idle = [c for c in ours if c is not self and c.cycle is None and not c.transport.is_closing()]
+        """Close the connection idle the longest: one that has not sent a request head (a slowloris socket
+        holds a descriptor and asks nothing) or a kept-alive one between requests, so that a full server
+        still answers whoever asks; whether one was."""
+        idle = [c for c in self.connections if isinstance(c, EdgeH11) and c is not self and c.waiting()]
         if not idle:
             return False
-        oldest = min(idle, key=lambda c: c.opened_at)
+        oldest = min(idle, key=lambda c: c.idle_since)
         oldest.transport.write(OVERDUE)
         oldest.transport.close()
         return True
@@ -83,7 +85,21 @@ class EdgeH11(H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self.idle_since = self.loop.time()
         self._arm()  # the next request on this connection has the same time for its head
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        """uvicorn's, after the websocket limit is checked: a websocket beyond it is refused (close 1013) by
+        the app, which reads the refusal from the state the websocket protocol is given."""
+        if self.app_state.get(REFUSED) is None:
+            websockets = sum(isinstance(c, FramesProtocol) for c in self.connections)
+            self.app_state[REFUSED] = self.limits.admit_websocket(websockets)
+        super().handle_websocket_upgrade(event)
+
+    def waiting(self) -> bool:
+        """Whether this connection waits for a request head (none sent yet, or its last one answered)."""
+        waiting = self.cycle is None or self.cycle.response_complete
+        return waiting and self.transport.get_protocol() is self and not self.transport.is_closing()
 
     def send_400_response(self, msg: str) -> None:
         """A request h11 cannot parse, answered with h11's reason (uvicorn says only "Invalid HTTP request").
@@ -106,8 +122,7 @@ class EdgeH11(H11Protocol):
         """No request head in time: answer 408 and close, unless a request is being answered or the
         connection became a websocket (its protocol is another object then)."""
         self.deadline = None
-        waiting = self.cycle is None or self.cycle.response_complete
-        if waiting and self.transport.get_protocol() is self and not self.transport.is_closing():
+        if self.waiting():
             self.transport.write(OVERDUE)
             self.transport.close()
 

@@ -130,7 +130,7 @@ def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
     return next((value.decode("latin-1") for key, value in headers if key == name), None)
 
 
-FILES_KEPT = 128  # descriptors the daemon keeps for itself below the file limit: the store, WALs, the fold child
+FILES_KEPT = 128  # descriptors kept below the file limit: the store, WALs, the fold child, an accept burst (app.py)
 
 
 def within_file_limit(total: int) -> int:
@@ -167,20 +167,27 @@ class AcceptErrorsOnce(logging.Filter):
 
 
 class ConnectionLimits:
-    """`[server] max_connections` and `max_connections_per_client`, checked as each connection opens.
+    """`[server] max_connections`, `max_connections_per_client` and `http_reserve`, checked as each connection
+    opens and as one asks to become a websocket.
 
     A connection beyond them is answered (HTTP 503, websocket close 1013) rather than left to
-    exhaust the process's file limit; refusals are logged one line per period, with their count,
-    never a line per connection.
+    exhaust the process's file limit. Websockets may hold at most `websockets` of the places: the
+    others are kept for plain HTTP requests, which are short, so that a crowd of subscribers cannot
+    keep an authorised request from being answered. Refusals are logged one line per period, with
+    their count, never a line per connection.
     """
 
-    def __init__(self, total: int, per_client: int, period_s: float = REFUSAL_LOG_PERIOD_S) -> None:
+    def __init__(self, total: int, per_client: int, http_reserve: int = 0,
+                 period_s: float = REFUSAL_LOG_PERIOD_S) -> None:
         self.total, self.per_client, self.period_s = total, per_client, period_s
+        self.websockets = total - min(http_reserve, total // 2)
         self.refused = 0  # since the last log line
         self.logged_at = -period_s
+        self.opened = 0  # connections admitted or refused since the start
 
     def admit(self, client: str | None, open_clients: Iterable[str | None]) -> Refusal | None:
         """None, or the refusal of a connection from `client` while `open_clients` (itself included) are open."""
+        self.opened += 1
         others = list(open_clients)
         if len(others) > self.total:
             refusal = Refusal(503, "server_full", f"the server holds its limit of {self.total} connections "
@@ -190,6 +197,15 @@ class ConnectionLimits:
                                                            "([server] max_connections_per_client); try again later")
         else:
             return None
+        self._count(refusal)
+        return refusal
+
+    def admit_websocket(self, open_websockets: int) -> Refusal | None:
+        """None, or the refusal of one more websocket while `open_websockets` (not itself) are open."""
+        if open_websockets < self.websockets:
+            return None
+        refusal = Refusal(503, "websockets_full", f"the server holds its limit of {self.websockets} websockets "
+                                                  "([server] max_connections minus http_reserve); try again later")
         self._count(refusal)
         return refusal
 
