@@ -41,9 +41,7 @@ FILE_CHECK_S = 1.0  # how often an idle fold checks its file is still there and 
 THREADS_PER_DATABASE = 4  # worker threads that may use the read-model file at once
 # Fingerprints of earlier read-model schemas whose tables are today's and only whose indexes differ: a file
 # built by one gets today's indexes (seconds) instead of a fold of the whole log (minutes for a sweep of runs).
-INDEX_ONLY_UPGRADES = frozenset({
-    "baa20c3bcbc4c6fecda5fdff8bee6458239351c0d289640bc71ac126d206d4b4",  # before 2026-11-25's coalitions indexes
-})
+INDEX_ONLY_UPGRADES: frozenset[str] = frozenset()  # none since 2026-11-26's sim_sayings: earlier files fold again
 T = TypeVar("T")
 META_SCHEMA = """
 CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, position INTEGER NOT NULL);

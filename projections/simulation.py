@@ -8,6 +8,7 @@ subqueries, so the fold itself reads nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -83,6 +84,12 @@ CREATE TABLE IF NOT EXISTS sim_env (
 CREATE TABLE IF NOT EXISTS sim_interviews (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, agent_id INTEGER,
     agent_name TEXT, prompt TEXT, response TEXT);
+CREATE TABLE IF NOT EXISTS sim_sayings (
+    simulation_id TEXT, generation INTEGER, agent_id INTEGER, argument TEXT, statements INTEGER,
+    first_round INTEGER, first_ref TEXT, first_position INTEGER, first_content TEXT,
+    last_round INTEGER, last_ref TEXT, last_position INTEGER,
+    posts INTEGER, post_round INTEGER, post_ref TEXT, post_position INTEGER, post_content TEXT,
+    PRIMARY KEY (simulation_id, generation, agent_id, argument));
 CREATE TABLE IF NOT EXISTS sim_rejections (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, file TEXT, "offset" INTEGER,
     reason TEXT, excerpt TEXT, lines INTEGER);
@@ -115,7 +122,8 @@ class SimulationModel:
     name = "simulation"
     schema = SCHEMA
     tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
-              "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections", "sim_interviews")
+              "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections", "sim_interviews",
+              "sim_sayings")
     extra_tables = ("sim_posts_fts",)
     # For the tools only; each is dirtied all over by any page of actions (1M actions folded from empty in
     # 41.5-44.0 s with them built at the end, 46.6-48.7 s keeping them). The fold's own lookups use the others.
@@ -132,7 +140,7 @@ class SimulationModel:
         tallied in memory and written last, a row each (they commute with every other write: see ROUND_ACTIONS),
         and the edges of each run of actions added to their links and targets by one statement each."""
         writes: list[Write] = []
-        tally, edges = Tally(), EdgeTally()
+        tally, edges, sayings = Tally(), EdgeTally(), Sayings()
         for recorded in batch:
             d, pos = recorded.data, recorded.position
             key = (d["simulation_id"], d["generation"])
@@ -140,10 +148,11 @@ class SimulationModel:
                 writes.extend(edges.counts())  # what comes next reads, or would change, what the edges count
             if recorded.type == "AgentActed":
                 tally.add(key, d["platform"], d["round"], d["agent_id"], d["action_type"])
+                sayings.add(key, d, pos)
                 writes.extend(_acted(d, key, pos, edges))
             else:
                 writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
-        return [*writes, *edges.counts(), *tally.writes()]
+        return [*writes, *edges.counts(), *tally.writes(), *sayings.writes()]
 
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
@@ -173,6 +182,9 @@ class SimulationModel:
         yield from tally.writes()
         yield from _acted(d, key, pos, edges)
         yield from edges.counts()
+        sayings = Sayings()
+        sayings.add(key, d, pos)
+        yield from sayings.writes()
 
     def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, total_rounds, total_actions,"
@@ -279,6 +291,61 @@ class Tally:
         yield from ((AGENT_ACTIONS, (*row, *amounts)) for row, amounts in self.agents.items())
         yield from ((ACTION_MIX, (*row, n)) for row, n in self.mix.items())
         yield from ((PLATFORM_ACTIONS, (*row, n)) for row, n in self.platforms.items())
+
+
+# What an action says, for the camps: (kind, citation prefix, its id's argument, its text's argument).
+STATEMENTS = {"CREATE_POST": ("post", "post", "post_id", "content"),
+              "QUOTE_POST": ("quote", "post", "new_post_id", "quote_content"),
+              "CREATE_COMMENT": ("comment", "comment", "comment_id", "content")}
+DIGITS, SPACES = re.compile(r"\d+"), re.compile(r"\s+")
+At = tuple[int, str, int]  # a statement's place in its run: (round, ref, position), the order the camps read
+# A statement's place kept where it is earlier (<) or later (>) than the place already kept: (columns, compared).
+_PLACES = ((("first_round", "first_ref", "first_position", "first_content"), "<"),
+           (("last_round", "last_ref", "last_position"), ">"),
+           (("post_round", "post_ref", "post_position", "post_content"), "<"))
+SAYING = ("INSERT INTO sim_sayings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+          " statements = statements + excluded.statements, posts = posts + excluded.posts, " + ", ".join(
+              f"{column} = CASE WHEN excluded.{columns[2]} IS NOT NULL AND ({columns[2]} IS NULL OR"
+              f" (excluded.{columns[0]}, excluded.{columns[1]}, excluded.{columns[2]}) {compared}"
+              f" ({columns[0]}, {columns[1]}, {columns[2]})) THEN excluded.{column} ELSE {column} END"
+              for columns, compared in _PLACES for column in columns))
+
+
+@functools.lru_cache(maxsize=4096)  # the same texts repeat (a repost, a template)
+def argument_key(text: str) -> str:
+    """The text of a statement with digits masked and spaces folded: one key per argument."""
+    return SPACES.sub(" ", DIGITS.sub("#", text.strip().lower()))
+
+
+class Sayings:
+    """What each agent said, per argument, for the camps: how often, where first and last, and the first post
+    or quote, so that finding a run's camps reads a row per agent and argument, not every statement. Kept per
+    batch like `Tally`, and written last (nothing in the fold reads it); the same rows however the log is
+    folded (tests/test_camps_tally.py)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[Any, ...], list[Any]] = {}
+
+    def add(self, key: tuple[str, int], d: dict[str, Any], pos: int) -> None:
+        said = STATEMENTS.get(d["action_type"])
+        text = str(d["action_args"].get(said[3]) or "") if said else ""
+        if not said or not text:
+            return
+        at = (d["round"] or 0, _ref(said[1], d["platform"], d["action_args"].get(said[2]), pos), pos)
+        post = (*at, text) if said[0] != "comment" else None
+        row = self.rows.get(name := (*key, d["agent_id"], argument_key(text)))
+        if row is None:
+            self.rows[name] = [1, (*at, text), at, int(post is not None), post]
+            return
+        row[0] += 1
+        row[1], row[2] = min(row[1], (*at, text)), max(row[2], at)
+        if post is not None:
+            row[3] += 1
+            row[4] = post if row[4] is None else min(row[4], post)
+
+    def writes(self) -> Iterator[Write]:
+        for name, (count, first, last, posts, post) in self.rows.items():
+            yield SAYING, (*name, count, *first, *last, posts, *(post or (None,) * 4))
 
 
 def _post_row(key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, parent: Any, agent: int,
