@@ -139,7 +139,11 @@ async def clients(url: str, count: int, expected: int, seconds: float) -> None:
 
 
 def child(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, __file__, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    """A server or a group of clients, each in a session of its own: Linux shares the CPU between sessions
+    (autogroup) before processes, so the clients do not take the server's share (they would be on other
+    machines), and a loaded machine delays both servers alike."""
+    return subprocess.Popen([sys.executable, __file__, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def go(process: subprocess.Popen) -> None:
