@@ -1,7 +1,10 @@
 """Every throughput figure of the pipeline, each beside the baseline measured in the same run, as one table.
 
 Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny]` (default 100,000 actions, 3 repeats; `1000000`
-for the issue's scale). Prints one Markdown table, best and median of the repeats:
+for the issue's scale). Prints one Markdown table, best and median of the repeats. Each repeat times a row
+and its baseline one after the other (interleaved, not all of one then all of the other), and the main rows
+are given in CPU time too (this process's and its ended children's, the daemons' fold children: `cpu_now`),
+which a shared machine's load does not inflate as it does wall time:
 
 - ingest: `simreportd`'s ingestor (read, check, build events, append) against a bare `json.loads` +
   `executemany` of the same lines into a table with the events table's columns;
@@ -31,8 +34,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 
@@ -55,9 +59,20 @@ from simreportd.projections.runner import PAGE, ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel  # noqa: E402
 
 Row = tuple[str, list[float], list[float], str, str]  # measure, ours, baseline, unit, goal
+
+
+class Spent(NamedTuple):
+    wall: float
+    cpu: float
 BARE_TABLE = ("CREATE TABLE events (position INTEGER PRIMARY KEY, event_id TEXT, stream TEXT, version INTEGER,"
               " type TEXT, schema_version INTEGER, recorded_at TEXT, data TEXT, meta TEXT)")  # no constraint
 FOLLOWED_RATE = 20_000  # lines/s the simulator writes while the daemon follows it: far above an LLM-driven run
+
+
+def cpu_now() -> float:
+    """CPU seconds of this process (every thread) and of its children that have ended (a daemon's fold child
+    once the daemon stopped it): what a shared machine's load does not inflate, unlike wall time."""
+    return sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 
 def bare_insert(folder: Path, db: Path, constrained: bool = False) -> float:
@@ -100,18 +115,32 @@ async def reading_alone(store_path: Path) -> float:
         return events / (time.perf_counter() - started)
 
 
-async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[float, float, int]:
-    """Seconds to ingest the folder, seconds to fold the simulation model, and the events appended."""
+async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[Spent, Spent, int]:
+    """Wall and CPU seconds to ingest the folder, the same to fold the simulation model, and the events appended."""
     async with SQLiteEventStore(store_path) as store:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_now()
         await SimulationIngestor(store, folder).check()
-        ingest = time.perf_counter() - started
+        ingest = Spent(time.perf_counter() - started, cpu_now() - cpu)
         events = await store.last_position()
         async with ProjectionRunner(store, views_path_for(store_path), [SimulationModel()]) as views:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), cpu_now()
             await views.catch_up()
-            fold = time.perf_counter() - started
+            fold = Spent(time.perf_counter() - started, cpu_now() - cpu)
     return ingest, fold, events
+
+
+def spent_on(work: Callable[[], object]) -> Spent:
+    """Wall and CPU seconds `work` takes."""
+    started, cpu = time.perf_counter(), cpu_now()
+    work()
+    return Spent(time.perf_counter() - started, cpu_now() - cpu)
+
+
+async def spent_awaiting(work: Awaitable[object]) -> Spent:
+    """Wall and CPU seconds (the daemon's fold child included: it has ended by then) `work` takes."""
+    started, cpu = time.perf_counter(), cpu_now()
+    await work
+    return Spent(time.perf_counter() - started, cpu_now() - cpu)
 
 
 async def folding_while_ingesting(folder: Path, store_path: Path, fold: str) -> tuple[int, float]:
@@ -257,10 +286,14 @@ async def run(actions: int, repeat: int, tool_calls: int) -> list[Row]:
         folder = root / "sims" / "sim_all"
         lines = write_big_folder(folder, actions)
         raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
-        bare = [bare_insert(folder, root / f"bare{i}.sqlite3") for i in range(repeat)]
-        constrained = [bare_insert(folder, root / f"constrained{i}.sqlite3", constrained=True) for i in range(repeat)]
-        ingests, folds = [], []
-        for i in range(repeat):
+        bare: list[Spent] = []
+        constrained: list[Spent] = []
+        ingests: list[Spent] = []
+        folds: list[Spent] = []
+        for i in range(repeat):  # interleaved: each row's baseline timed beside it, not minutes before
+            bare.append(spent_on(lambda: bare_insert(folder, root / f"bare{i}.sqlite3")))  # noqa: B023 (called at once)
+            constrained.append(spent_on(lambda: bare_insert(folder, root / f"constrained{i}.sqlite3",  # noqa: B023
+                                                            constrained=True)))
             ingest, fold, events = await ingest_and_fold(folder, root / f"store{i}" / "events.sqlite3")
             ingests.append(ingest)
             folds.append(fold)
@@ -270,30 +303,49 @@ async def run(actions: int, repeat: int, tool_calls: int) -> list[Row]:
         size = (store_path.stat().st_size + views_path_for(store_path).stat().st_size) / 1e6
         following = {fold: await folding_while_ingesting(folder, root / f"live-{fold}" / "events.sqlite3", fold)
                      for fold in ("child", "inline")}
-        e2e = {fold: [await end_to_end(root / f"e2e{i}", folder, fold) for i in range(repeat)]
-               for fold in ("child", "inline")}
-        followed = [await following_the_simulator(root / f"following{i}", folder, FOLLOWED_RATE) for i in range(repeat)]
+        e2e: dict[str, list[tuple[Spent, Spent]]] = {"child": [], "inline": []}  # (ours, bare beside it)
+        followed: list[tuple[Spent, Spent]] = []
+        for i in range(repeat):
+            for fold in e2e:
+                beside = root / f"e2e-bare{i}{fold}.sqlite3"
+                e2e[fold].append((await spent_awaiting(end_to_end(root / f"e2e{i}", folder, fold)),
+                                  spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023 (called at once)
+            beside = root / f"following-bare{i}.sqlite3"
+            followed.append((Spent(await following_the_simulator(root / f"following{i}", folder, FOLLOWED_RATE), 0.0),
+                             spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023 (called at once)
+        children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         tools = await measure(folder, store_path, tool_calls, [])  # as bench/tools.py: the p95 of 20 calls
     es_reads = eventsourcing_reads()
     rows += [
-        ("ingest", [lines / t for t in ingests], [lines / t for t in bare], "lines/s", ">= 1.0x bare parse + insert"),
+        ("ingest", [lines / t.wall for t in ingests], [lines / t.wall for t in bare], "lines/s",
+         ">= 1.0x bare parse + insert"),
+        ("ingest, CPU per line", [t.cpu / lines * 1e6 for t in ingests], [t.cpu / lines * 1e6 for t in bare], "µs",
+         "<= 1.0x bare parse + insert"),
         ("bare parse + insert into the events table itself (unique ids and versions)",
-         [lines / t for t in constrained], [lines / t for t in bare], "lines/s", "the most ingest could reach"),
-        ("simulation-model catch-up", [events / t for t in folds], [lines / t for t in ingests], "events/s",
+         [lines / t.wall for t in constrained], [lines / t.wall for t in bare], "lines/s", "the most ingest could reach"),
+        ("bare parse + insert into the events table itself, CPU per line", [t.cpu / lines * 1e6 for t in constrained],
+         [t.cpu / lines * 1e6 for t in bare], "µs", "the least ingest could spend"),
+        ("simulation-model catch-up", [events / t.wall for t in folds], [lines / t.wall for t in ingests], "events/s",
          ">= 1.0x ingest (lag stays bounded)"),
-        ("simulation-model catch-up", [events / t for t in folds], es_reads, "events/s",
+        ("simulation-model catch-up, CPU per event", [t.cpu / events * 1e6 for t in folds],
+         [t.cpu / lines * 1e6 for t in ingests], "µs", "<= 1.0x ingest's per line"),
+        ("simulation-model catch-up", [events / t.wall for t in folds], es_reads, "events/s",
          ">= 1.5x eventsourcing select + decode"),
         ("reading and decoding the log alone, no write", reads, es_reads, "events/s", "the most catch-up could reach"),
     ]
     for fold, (lag, behind) in following.items():
         rows += [(f"folding ({fold}) while ingesting: most events behind", [lag], [], "events", "bounded"),
                  (f"folding ({fold}) while ingesting: caught up after ingest ended", [behind], [], "s", "bounded")]
-    rows += [(f"end to end ({fold} fold): folder written -> report completed", seconds, bare, "s",
-              "<= 2x bare parse + insert") for fold, seconds in e2e.items()]
+    for fold, runs in e2e.items():
+        rows += [(f"end to end ({fold} fold): folder written -> report completed", [o.wall for o, _ in runs],
+                  [b.wall for _, b in runs], "s", "<= 2x bare parse + insert"),
+                 (f"end to end ({fold} fold), CPU (the fold child's included)", [o.cpu for o, _ in runs],
+                  [b.cpu for _, b in runs], "s", "<= 2x bare parse + insert")]
     rows += [(f"end to end, the daemon following the simulator ({FOLLOWED_RATE:,} lines/s): last line -> report "
-              "completed", followed, bare, "s", "<= 2x bare parse + insert")]
+              "completed", [o.wall for o, _ in followed], [b.wall for _, b in followed], "s", "<= 2x bare parse + insert")]
     rows += [
         ("peak RSS of this process", [rss], [], "MB", "< 150 MB at 1M actions"),
+        ("peak RSS of the daemons' fold children (the largest)", [children_rss], [], "MB", "< 150 MB at 1M actions"),
         ("store + read models on disk", [size], [raw / 1e6], "MB", "beside the raw actions.jsonl"),
     ]
     rows += [(f"tool {name} p95", [p95(sorted(times))], [], "ms", "< 200 ms") for name, (times, _, _) in tools.items()]
