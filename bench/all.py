@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import json
 import resource
@@ -34,9 +35,10 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -50,6 +52,7 @@ from simreportd.daemon.fold_child import ChildSpec, FoldChild  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.interpreter import tune_gc  # noqa: E402
 from simreportd.daemon.service import Daemon  # noqa: E402
+from simreportd.events.codec import decode  # noqa: E402
 from simreportd.events.ids import new_event_ids  # noqa: E402
 from simreportd.events.log import CaughtUp  # noqa: E402
 from simreportd.events.store import INSERT, SQLiteEventStore  # noqa: E402
@@ -246,15 +249,32 @@ def appends() -> list[Row]:
              "the ceiling of the row above")]
 
 
-def eventsourcing_reads() -> list[float]:
-    """eventsourcing's recorder selecting and decoding events into our models (the catch-up goal's baseline)."""
+def eventsourcing_reads(store_path: Path, repeat: int) -> list[float]:
+    """eventsourcing's recorder selecting the run's own events and decoding them into our models (the catch-up
+    goal's baseline): the events of the store at `store_path`, copied into its table first."""
     if importlib.util.find_spec("eventsourcing") is None:
         return []
-    import store
-    from store import es_batched, es_read
-    with tempfile.TemporaryDirectory() as tmp:
-        es_batched(Path(tmp) / "es.sqlite3", "NORMAL")
-        return [es_read(Path(tmp) / "es.sqlite3") for _ in range(store.REPEAT)]
+    from eventsourcing.persistence import StoredEvent
+    from store import es_recorder
+
+    with tempfile.TemporaryDirectory() as tmp, contextlib.closing(sqlite3.connect(store_path)) as log:
+        recorder, originator = es_recorder(Path(tmp) / "es.sqlite3", "NORMAL"), uuid.uuid4()
+        rows = log.execute("SELECT position, type, schema_version, data FROM events ORDER BY position")
+        while chunk := rows.fetchmany(1000):
+            recorder.insert_events([StoredEvent(originator, position, f"{type_name}:{schema}", data.encode())
+                                    for position, type_name, schema, data in chunk])
+        return [es_read_models(recorder) for _ in range(repeat)]
+
+
+def es_read_models(recorder: Any) -> float:
+    """Events a second eventsourcing's recorder selects and we decode into models (upcast as the log's are)."""
+    started, start, count = time.perf_counter(), 1, 0
+    while batch := recorder.select_notifications(start, 1000):
+        for notification in batch:
+            type_name, schema = notification.topic.rsplit(":", 1)
+            decode(type_name, int(schema), json.loads(notification.state))
+        start, count = batch[-1].id + 1, count + len(batch)
+    return count / (time.perf_counter() - started)
 
 
 def best_of(values: list[float], unit: str) -> float:
@@ -315,7 +335,7 @@ async def run(actions: int, repeat: int, tool_calls: int) -> list[Row]:
                              spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023 (called at once)
         children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         tools = await measure(folder, store_path, tool_calls, [])  # as bench/tools.py: the p95 of 20 calls
-    es_reads = eventsourcing_reads()
+        es_reads = eventsourcing_reads(store_path, repeat)
     rows += [
         ("ingest", [lines / t.wall for t in ingests], [lines / t.wall for t in bare], "lines/s",
          ">= 1.0x bare parse + insert"),
