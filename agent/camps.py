@@ -4,79 +4,72 @@ Pure. Statements with the same text once digits are masked ("a Â£7 charge", "a Â
 make one argument. An argument's camp is the stance most common among its authors; an
 agent whose statements, from some round on, all belong to one other camp changed sides.
 Authors of a statement never vote on their own statement's camp.
+
+The input is what the fold keeps per agent and argument (`projections.simulation.Sayings`),
+not the statements: all of an agent's statements of one argument fall in the same camp, so
+where the first and last of them stand, and how many there are, decide what reading each
+statement in (round, ref) order would (tests/test_camps_tally.py holds the two side by side).
 """
 
 from __future__ import annotations
 
-import functools
-import re
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-DIGITS, SPACES = re.compile(r"\d+"), re.compile(r"\s+")
+At = tuple[int, str, int]  # a statement's place: (round, ref, log position), the order of the run
 
 
-class Statement(NamedTuple):
-    """A post, quote or comment as the camps need it: its text only as its argument key. The ref and text of
-    the few shown as examples are read back by row id: a dict per statement with its text took 320 MB for the
-    473,082 statements of a run of a million actions."""
+class Saying(NamedTuple):
+    """One agent's statements of one argument: how many, the first (with its text) and the last, and the
+    first post or quote among them (None when they are all comments)."""
 
-    kind: str
-    round: int
     agent: int
+    key: str
     name: str
     stance: str
-    key: str
-    row: int
+    statements: int
+    first: At
+    first_text: str
+    last: At
+    posts: int
+    first_post: At | None
+    post_text: str | None
 
 
-Row = tuple[int, str, int | None, str, int, str, str]  # row id, kind, round, content, agent, name, stance
+def saying(row: tuple[Any, ...]) -> Saying:
+    """A row of `simulation_queries.sayings`."""
+    agent, key, name, stance, said, fr, fref, fpos, ftext, lr, lref, lpos, posts, pr, pref, ppos, ptext = row
+    return Saying(agent, key, name, stance, said, (fr, fref, fpos), ftext, (lr, lref, lpos), posts,
+                  (pr, pref, ppos) if posts else None, ptext)
 
 
-@functools.lru_cache(maxsize=4096)  # the same texts repeat (a repost, a template)
-def argument_key(text: str) -> str:
-    """The text of a statement with digits masked and spaces folded: one key per argument."""
-    return SPACES.sub(" ", DIGITS.sub("#", text.strip().lower()))
-
-
-def statement(row: Row) -> Statement:
-    row_id, kind, round_no, content, agent, name, stance = row
-    return Statement(sys.intern(kind), round_no or 0, agent, name, stance, argument_key(content), row_id)
-
-
-def camps_from_statements(rows: Iterable[Row], texts: Callable[[list[int]], dict[int, tuple[str, str]]],
-                          top: int = 3) -> dict[str, Any]:
-    """`arguments`: per camp its most repeated arguments; `stance_shifts`: agents who changed sides. `rows`
-    come in (round, ref) order; `texts` reads the ref and text of statements by row id (for the examples)."""
-    said = list(map(statement, rows))
-    shifts = _shifts(said, _voices(said, set()))
+def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3) -> dict[str, Any]:
+    """`arguments`: per camp its most repeated arguments; `stance_shifts`: agents who changed sides."""
+    said = list(map(saying, rows))
+    shifts = _shifts(said, _voices(said, {}))
     shifts = _shifts(said, _voices(said, _moved(shifts)))
     voices = _voices(said, _moved(shifts))
-    arguments = _arguments(said, voices, top)
-    stance_shifts = [{k: v for k, v in s.items() if not k.startswith("_")} for s in shifts]
-    examples = [a["example"] for camp in arguments.values() for a in camp] + [s["example"] for s in stance_shifts]
-    text_of = texts(sorted({e["_row"] for e in examples}))
-    for example in examples:
-        example["ref"], example["content"] = text_of.get(example.pop("_row"), ("", ""))
-    return {"arguments": arguments, "stance_shifts": stance_shifts}
+    return {"arguments": _arguments(said, voices, top),
+            "stance_shifts": [{k: v for k, v in s.items() if not k.startswith("_")} for s in shifts]}
 
 
-Said = list[Statement]  # in (round, ref) order
 Voices = dict[str, set[tuple[int, str]]]  # per argument key, its distinct (author, stance spoken for)
 
 
-def _moved(shifts: list[dict[str, Any]]) -> set[tuple[int, int]]:
-    """(agent, round) of what side-changers said after they changed: left out of the votes."""
-    return {(s["agent_id"], r) for s in shifts for r in s["_rounds"]}
+def _moved(shifts: list[dict[str, Any]]) -> dict[int, tuple[int, int]]:
+    """Per side-changer, the rounds from their change to their last statement for the other side: what they
+    said in them is left out of the votes."""
+    return {s["agent_id"]: (s["from_round"], s["_to"]) for s in shifts}
 
 
-def _voices(said: Said, moved: set[tuple[int, int]]) -> Voices:
-    """Per argument, its distinct authors with the stance each spoke for (side-changers' later words left out)."""
+def _voices(said: list[Saying], moved: dict[int, tuple[int, int]]) -> Voices:
+    """Per argument, its distinct authors with the stance each spoke for (side-changers' later words left out:
+    an author votes if they said it in a round outside those, i.e. first before them or last after them)."""
     authors: Voices = {}
     for s in said:
-        if s.stance and (s.agent, s.round) not in moved:
+        rounds = moved.get(s.agent)
+        if s.stance and (rounds is None or s.first[0] < rounds[0] or s.last[0] > rounds[1]):
             authors.setdefault(s.key, set()).add((s.agent, s.stance))
     return authors
 
@@ -99,50 +92,50 @@ def _camp(votes: Counter[str] | None, abstaining: str | None = None) -> str:
     return "" if tied else best
 
 
-def _shifts(said: Said, voices: Voices) -> list[dict[str, Any]]:
-    by_agent: dict[int, list[tuple[Statement, str]]] = {}
+def _shifts(said: list[Saying], voices: Voices) -> list[dict[str, Any]]:
+    """Agents whose statements, from one on, are all of one camp other than their stated stance (at least
+    two of them, from round 1 on)."""
+    by_agent: dict[int, list[tuple[Saying, str]]] = {}
     tallies = _tallies(voices)
-    camps: dict[tuple[str, str | None], str] = {}  # (argument, abstaining stance) -> camp: asked per statement
     for s in said:
-        own = s.key in voices and (s.agent, s.stance) in voices[s.key]  # never a vote on one's own words
-        asked = (s.key, s.stance if own else None)
-        if (camp := camps.get(asked)) is None:
-            camp = camps[asked] = _camp(tallies.get(s.key), asked[1])
-        if camp:
+        own = (s.agent, s.stance) in voices.get(s.key, ())  # never a vote on one's own words
+        if camp := _camp(tallies.get(s.key), s.stance if own else None):
             by_agent.setdefault(s.agent, []).append((s, camp))
-    out: list[dict[str, Any]] = []
-    for agent, placed in sorted(by_agent.items()):
-        stated = placed[0][0].stance
-        first = next((i for i, (_, camp) in enumerate(placed) if camp != stated), None)
-        later = placed[first:] if first is not None else []
-        spoken_for = {camp for _, camp in later}
-        if len(later) >= 2 and len(spoken_for) == 1 and later[0][0].round > 0:
-            example = later[0][0]
-            out.append({"agent": f"agent:{agent}", "agent_id": agent, "name": example.name, "stated_stance": stated,
-                        "now_speaks_for": spoken_for.pop(), "from_round": example.round, "statements_after": len(later),
-                        "statements_before": first, "example": _example(example),
-                        "_rounds": sorted({s.round for s, _ in later})})
-    for shift in out:
-        shift["_rounds"] = list(range(shift["from_round"], max(shift["_rounds"]) + 1))
-    return out
+    return [shift for agent, placed in sorted(by_agent.items()) if (shift := _shift(agent, placed))]
 
 
-def _arguments(said: Said, voices: Voices, top: int) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[Statement]] = {}
+def _shift(agent: int, placed: list[tuple[Saying, str]]) -> dict[str, Any] | None:
+    """The agent's change of side, if its placed statements make one: those after the first one for another
+    camp (`turn`) are all for that camp, and none for its own stance comes after it."""
+    stated = placed[0][0].stance
+    other = [(s, camp) for s, camp in placed if camp != stated]
+    if not other:
+        return None
+    turn, camp = min(other, key=lambda sc: sc[0].first)
+    after = sum(s.statements for s, _ in other)
+    if any(c != camp for _, c in other) or any(s.last > turn.first for s, c in placed if c == stated) \
+            or after < 2 or turn.first[0] <= 0:
+        return None
+    return {"agent": f"agent:{agent}", "agent_id": agent, "name": turn.name, "stated_stance": stated,
+            "now_speaks_for": camp, "from_round": turn.first[0], "statements_after": after,
+            "statements_before": sum(s.statements for s, c in placed if c == stated),
+            "example": {"ref": turn.first[1], "content": turn.first_text}, "_to": max(s.last[0] for s, _ in other)}
+
+
+def _arguments(said: list[Saying], voices: Voices, top: int) -> dict[str, list[dict[str, Any]]]:
+    """Per camp its `top` arguments by posts and quotes, each with how many, by how many authors, and the first."""
+    groups: dict[str, list[tuple[At, Saying]]] = {}
     for s in said:
-        if s.kind in ("post", "quote"):
-            groups.setdefault(s.key, []).append(s)
+        if s.first_post is not None:
+            groups.setdefault(s.key, []).append((s.first_post, s))
+    counted = {key: sum(s.posts for _, s in items) for key, items in groups.items()}
     ranked: dict[str, list[dict[str, Any]]] = {}
     tallies = _tallies(voices)
-    for key, items in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    for key in sorted(groups, key=lambda k: (-counted[k], k)):
         camp = _camp(tallies.get(key))
         if camp and len(ranked.setdefault(camp, [])) < top:
-            first = items[0]  # in (round, ref) order already
-            ranked[camp].append({"statements": len(items), "authors": len({s.agent for s in items}),
-                                 "example": {**_example(first), "agent": f"agent:{first.agent}", "name": first.name}})
+            (_, ref, _), first = min(groups[key], key=lambda pair: pair[0])
+            ranked[camp].append({"statements": counted[key], "authors": len(groups[key]),
+                                 "example": {"ref": ref, "content": first.post_text,
+                                             "agent": f"agent:{first.agent}", "name": first.name}})
     return {camp: ranked[camp] for camp in sorted(ranked) if ranked[camp]}
-
-
-def _example(s: Statement) -> dict[str, Any]:
-    """An example: its ref and text, once read by its row id (`_row`)."""
-    return {"ref": "", "content": "", "_row": s.row}

@@ -7,7 +7,6 @@ bytes on every machine: replay depends on it.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import logging
@@ -26,7 +25,7 @@ from simreportd.projections.chart import activity_rows, per_round_rows, turning_
 from simreportd.projections.sqlite import in_thread, reading
 
 from .calculate import calculate
-from .camps import camps_from_statements
+from .camps import camps_from_sayings
 from .coalitions import coalitions_of
 from .toolspec import REPORT_TOOLS
 
@@ -85,8 +84,8 @@ class SimulationTools:
         return result if len(result.encode()) <= MAX_RESULT else bounded_json(json.loads(result), MAX_RESULT)
 
     async def warm(self, simulation_id: str, generation: int) -> None:
-        """Find the run's camps now (seconds at a million actions), so that while a model plans the
-        outline, the `simulation_analytics` call every section makes next is prepared."""
+        """Find the run's camps now, so that while a model plans the outline, the `simulation_analytics`
+        call every section makes next is prepared."""
         try:
             await in_thread(self._call_raw, self._camps_of, {}, (simulation_id, generation), limiter=self.limiter)
         except sqlite3.Error as exc:  # a head start, not a step: the analytics call itself says what is wrong
@@ -133,8 +132,8 @@ class SimulationTools:
         }
 
     def _camps_of(self, conn: sqlite3.Connection, key: tuple[str, int]) -> dict[str, Any]:
-        """Camps read from every statement of the run: the dearest part of an analytics call (seconds on a
-        run of a million actions), so kept until the run has a new statement, and found by one thread
+        """Camps read from what the fold kept per agent and argument: the dearest part of an analytics call (a
+        row per agent and argument), so kept until the run has a new statement, and found by one thread
         while the others asking for the same wait for its answer; each section of a report asks."""
         cached = (*key, simulation_queries.last_statement(conn, key))
         with self._camps_lock:
@@ -146,8 +145,7 @@ class SimulationTools:
             with self._camps_lock:
                 found = self._camps.get(cached)
             if found is None:
-                found = camps_from_statements(simulation_queries.statements(conn, key, cached[2]),  # seconds: unlocked
-                                              functools.partial(simulation_queries.texts, conn))
+                found = camps_from_sayings(simulation_queries.sayings(conn, key))
                 with self._camps_lock:
                     while len(self._camps) >= CAMPS_CACHED:
                         self._camps.pop(next(iter(self._camps)))

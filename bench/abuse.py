@@ -1,6 +1,7 @@
 """A connection flood against a daemon held to 1,024 open files: does it stay up, answer and stay small?
 
-Run by hand: `python bench/abuse.py [WEBSOCKETS] [IDLE] [LOG_COPY]` (defaults 2000 and 1000). It writes a small
+Run by hand: `python bench/abuse.py [WEBSOCKETS] [IDLE] [LOG_COPY]` (defaults 2000 and 1000), or
+`python bench/abuse.py --tiny` (20 and 10, a short flood: to check the script runs, not to measure). It writes a small
 finished simulation, starts `simreportd run` under `prlimit --nofile=1024` with its report written,
 then, from many loopback addresses (127.0.1.x and 127.0.2.x, as many clients would come from many
 hosts), opens WEBSOCKETS websocket connections that subscribe from position 0, and IDLE TCP sockets
@@ -35,12 +36,18 @@ from pathlib import Path
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
-PORT = 8797
+PORT = 0  # a free one, found at start (`free_port`)
+FLOOD_S, SETTLE_S = 15.0, 12.0  # the flood's length; the wait for the daemon to give memory back (checks every 5 s)
 TOKEN = os.environ.get("ABUSE_TOKEN", "")  # set: the daemon requires it; only the measured request has it
 AFTER = os.environ.get("ABUSE_AFTER", "0")  # the position subscribers start after (0: the whole log; or "head")
 ROUNDS = int(os.environ.get("ABUSE_ROUNDS", "2"))
 ALLOCATOR = os.environ.get("ABUSE_PYTHONMALLOC", "")  # e.g. "malloc": the daemon's small objects from the C allocator
-SETTLE_S = 12  # the daemon gives memory back within its next check (every 5 s) after a crowd left
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def rss_mb(pid: int) -> float:
@@ -66,7 +73,7 @@ async def websocket(n: int, held: list, outcome: dict[str, int]) -> None:
     """One client from its own loopback address, subscribed from the start of the log, never reading fast."""
     source = (f"127.0.{1 + n // 250}.{1 + n % 250}", 0)
     try:
-        ws = await connect(f"ws://127.0.0.1:{PORT}/ws", open_timeout=30, sock=await _bound(source))
+        ws = await connect(f"ws://127.0.0.1:{PORT}/ws", open_timeout=30, close_timeout=2, sock=await _bound(source))
         if not os.environ.get("ABUSE_QUIET"):
             await ws.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": _after()}))
         held.append(ws)
@@ -137,13 +144,13 @@ async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: s
         await asyncio.gather(*(websocket(n, held, outcome) for n in range(start, min(count, start + 200))))
     simreportd("simulate", str(work / "sims" / simulation), "--agents", "8", "--rounds", "3", cwd=work)
     connected: list[float] = []
-    times = sorted(await asyncio.to_thread(answers, 15, connected))
+    times = sorted(await asyncio.to_thread(answers, FLOOD_S, connected))
     peak = rss_mb(pid)
     for ws in held:
         if ws.close_code is not None:  # closed by the daemon after the subscribe was sent
             outcome["accepted"] -= 1
             _count(outcome, f"closed {ws.close_code}")
-        await ws.close()
+    await asyncio.gather(*(ws.close() for ws in held))  # at once: each may wait out its close timeout
     for sock in sockets:
         sock.close()
     return {"outcome": outcome, "idle sockets held": len(sockets),
@@ -197,9 +204,9 @@ def rounds(count: int, idle_count: int, daemon: subprocess.Popen, work: Path) ->
     return results
 
 
-def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    idle_count = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+def main(args: list[str]) -> None:
+    count = int(args[0]) if args else 2000
+    idle_count = int(args[1]) if len(args) > 1 else 1000
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         simreportd("simulate", str(work / "sims" / "sim_flood"), "--agents", "16", "--rounds", "6", cwd=work)
@@ -226,10 +233,15 @@ def main() -> None:
         finally:
             daemon.terminate()
             daemon.wait(timeout=30)
-            keep = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+            keep = Path(args[2]) if len(args) > 2 else None
             if keep:
                 keep.write_bytes((work / "daemon.log").read_bytes())
 
 
 if __name__ == "__main__":
-    main()
+    PORT = free_port()
+    if sys.argv[1:] == ["--tiny"]:
+        FLOOD_S, SETTLE_S, ROUNDS = 2.0, 0.0, 1
+        main(["20", "10"])
+    else:
+        main(sys.argv[1:])

@@ -57,6 +57,9 @@ class InstantTools:
     async def context(self, simulation_id: str, generation: int) -> dict[str, Any]:
         return {"requirement": "How did it go?", "hot_topics": ["bench"]}
 
+    async def warm(self, simulation_id: str, generation: int) -> None:
+        """Nothing to prepare: every call answers at once."""
+
 
 class NoEnvironment:
     async def alive(self, simulation_id: str) -> bool:

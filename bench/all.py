@@ -1,7 +1,10 @@
 """Every throughput figure of the pipeline, each beside the baseline measured in the same run, as one table.
 
-Run by hand: `python bench/all.py [ACTIONS] [--repeat N]` (default 100,000 actions, 3 repeats; `1000000`
-for the issue's scale). Prints one Markdown table, best and median of the repeats:
+Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny]` (default 100,000 actions, 3 repeats; `1000000`
+for the issue's scale). Prints one Markdown table, best and median of the repeats. Each repeat times a row
+and its baseline one after the other (interleaved, not all of one then all of the other), and the main rows
+are given in CPU time too (this process's and its ended children's, the daemons' fold children: `cpu_now`),
+which a shared machine's load does not inflate as it does wall time:
 
 - ingest: `simreportd`'s ingestor (read, check, build events, append) against a bare `json.loads` +
   `executemany` of the same lines into a table with the events table's columns;
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import json
 import resource
@@ -31,8 +35,10 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -46,6 +52,7 @@ from simreportd.daemon.fold_child import ChildSpec, FoldChild  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.interpreter import tune_gc  # noqa: E402
 from simreportd.daemon.service import Daemon  # noqa: E402
+from simreportd.events.codec import decode  # noqa: E402
 from simreportd.events.ids import new_event_ids  # noqa: E402
 from simreportd.events.log import CaughtUp  # noqa: E402
 from simreportd.events.store import INSERT, SQLiteEventStore  # noqa: E402
@@ -55,9 +62,20 @@ from simreportd.projections.runner import PAGE, ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel  # noqa: E402
 
 Row = tuple[str, list[float], list[float], str, str]  # measure, ours, baseline, unit, goal
+
+
+class Spent(NamedTuple):
+    wall: float
+    cpu: float
 BARE_TABLE = ("CREATE TABLE events (position INTEGER PRIMARY KEY, event_id TEXT, stream TEXT, version INTEGER,"
               " type TEXT, schema_version INTEGER, recorded_at TEXT, data TEXT, meta TEXT)")  # no constraint
 FOLLOWED_RATE = 20_000  # lines/s the simulator writes while the daemon follows it: far above an LLM-driven run
+
+
+def cpu_now() -> float:
+    """CPU seconds of this process (every thread) and of its children that have ended (a daemon's fold child
+    once the daemon stopped it): what a shared machine's load does not inflate, unlike wall time."""
+    return sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 
 def bare_insert(folder: Path, db: Path, constrained: bool = False) -> float:
@@ -100,18 +118,32 @@ async def reading_alone(store_path: Path) -> float:
         return events / (time.perf_counter() - started)
 
 
-async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[float, float, int]:
-    """Seconds to ingest the folder, seconds to fold the simulation model, and the events appended."""
+async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[Spent, Spent, int]:
+    """Wall and CPU seconds to ingest the folder, the same to fold the simulation model, and the events appended."""
     async with SQLiteEventStore(store_path) as store:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_now()
         await SimulationIngestor(store, folder).check()
-        ingest = time.perf_counter() - started
+        ingest = Spent(time.perf_counter() - started, cpu_now() - cpu)
         events = await store.last_position()
         async with ProjectionRunner(store, views_path_for(store_path), [SimulationModel()]) as views:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), cpu_now()
             await views.catch_up()
-            fold = time.perf_counter() - started
+            fold = Spent(time.perf_counter() - started, cpu_now() - cpu)
     return ingest, fold, events
+
+
+def spent_on(work: Callable[[], object]) -> Spent:
+    """Wall and CPU seconds `work` takes."""
+    started, cpu = time.perf_counter(), cpu_now()
+    work()
+    return Spent(time.perf_counter() - started, cpu_now() - cpu)
+
+
+async def spent_awaiting(work: Awaitable[object]) -> Spent:
+    """Wall and CPU seconds (the daemon's fold child included: it has ended by then) `work` takes."""
+    started, cpu = time.perf_counter(), cpu_now()
+    await work
+    return Spent(time.perf_counter() - started, cpu_now() - cpu)
 
 
 async def folding_while_ingesting(folder: Path, store_path: Path, fold: str) -> tuple[int, float]:
@@ -199,31 +231,50 @@ def appends() -> list[Row]:
     """Our store against eventsourcing's recorder, both at NORMAL, both encoding inside the timer."""
     if importlib.util.find_spec("eventsourcing") is None:
         return []
+    import store
     from store import es_batched, es_single, harness_alone, ours_batched, ours_concurrent
 
     with tempfile.TemporaryDirectory() as tmp:
         runs = iter(range(100))
         fresh: Callable[[str], Path] = lambda name: Path(tmp) / f"{name}-{next(runs)}.sqlite3"  # noqa: E731
-        ours_b = [asyncio.run(ours_batched(fresh("o"), "NORMAL")) for _ in range(3)]
-        es_b = [es_batched(fresh("e"), "NORMAL") for _ in range(3)]
-        ours_c = [asyncio.run(ours_concurrent(fresh("oc"), "NORMAL"))[0] for _ in range(3)]
-        es_c = [es_single(fresh("ec"), "NORMAL") for _ in range(3)]
-        alone = [asyncio.run(harness_alone()) for _ in range(3)]
+        repeats = range(store.REPEAT)
+        ours_b = [asyncio.run(ours_batched(fresh("o"), "NORMAL")) for _ in repeats]
+        es_b = [es_batched(fresh("e"), "NORMAL") for _ in repeats]
+        ours_c = [asyncio.run(ours_concurrent(fresh("oc"), "NORMAL"))[0] for _ in repeats]
+        es_c = [es_single(fresh("ec"), "NORMAL") for _ in repeats]
+        alone = [asyncio.run(harness_alone()) for _ in repeats]
     return [("batched append, 1000 events a call (NORMAL)", ours_b, es_b, "events/s", ">= 1.2x eventsourcing"),
             ("64 concurrent appenders (NORMAL)", ours_c, es_c, "events/s", ">= 10x eventsourcing, one a txn"),
             ("64 concurrent tasks, no store (the harness alone)", alone, es_c, "events/s",
              "the ceiling of the row above")]
 
 
-def eventsourcing_reads() -> list[float]:
-    """eventsourcing's recorder selecting and decoding events into our models (the catch-up goal's baseline)."""
+def eventsourcing_reads(store_path: Path, repeat: int) -> list[float]:
+    """eventsourcing's recorder selecting the run's own events and decoding them into our models (the catch-up
+    goal's baseline): the events of the store at `store_path`, copied into its table first."""
     if importlib.util.find_spec("eventsourcing") is None:
         return []
-    from store import es_batched, es_read
+    from eventsourcing.persistence import StoredEvent
+    from store import es_recorder
 
-    with tempfile.TemporaryDirectory() as tmp:
-        es_batched(Path(tmp) / "es.sqlite3", "NORMAL")
-        return [es_read(Path(tmp) / "es.sqlite3") for _ in range(3)]
+    with tempfile.TemporaryDirectory() as tmp, contextlib.closing(sqlite3.connect(store_path)) as log:
+        recorder, originator = es_recorder(Path(tmp) / "es.sqlite3", "NORMAL"), uuid.uuid4()
+        rows = log.execute("SELECT position, type, schema_version, data FROM events ORDER BY position")
+        while chunk := rows.fetchmany(1000):
+            recorder.insert_events([StoredEvent(originator, position, f"{type_name}:{schema}", data.encode())
+                                    for position, type_name, schema, data in chunk])
+        return [es_read_models(recorder) for _ in range(repeat)]
+
+
+def es_read_models(recorder: Any) -> float:
+    """Events a second eventsourcing's recorder selects and we decode into models (upcast as the log's are)."""
+    started, start, count = time.perf_counter(), 1, 0
+    while batch := recorder.select_notifications(start, 1000):
+        for notification in batch:
+            type_name, schema = notification.topic.rsplit(":", 1)
+            decode(type_name, int(schema), json.loads(notification.state))
+        start, count = batch[-1].id + 1, count + len(batch)
+    return count / (time.perf_counter() - started)
 
 
 def best_of(values: list[float], unit: str) -> float:
@@ -248,17 +299,21 @@ def table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-async def run(actions: int, repeat: int) -> list[Row]:
+async def run(actions: int, repeat: int, tool_calls: int) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         folder = root / "sims" / "sim_all"
         lines = write_big_folder(folder, actions)
         raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
-        bare = [bare_insert(folder, root / f"bare{i}.sqlite3") for i in range(repeat)]
-        constrained = [bare_insert(folder, root / f"constrained{i}.sqlite3", constrained=True) for i in range(repeat)]
-        ingests, folds = [], []
-        for i in range(repeat):
+        bare: list[Spent] = []
+        constrained: list[Spent] = []
+        ingests: list[Spent] = []
+        folds: list[Spent] = []
+        for i in range(repeat):  # interleaved: each row's baseline timed beside it, not minutes before
+            bare.append(spent_on(lambda: bare_insert(folder, root / f"bare{i}.sqlite3")))  # noqa: B023 (called at once)
+            constrained.append(spent_on(lambda: bare_insert(folder, root / f"constrained{i}.sqlite3",  # noqa: B023
+                                                            constrained=True)))
             ingest, fold, events = await ingest_and_fold(folder, root / f"store{i}" / "events.sqlite3")
             ingests.append(ingest)
             folds.append(fold)
@@ -268,45 +323,69 @@ async def run(actions: int, repeat: int) -> list[Row]:
         size = (store_path.stat().st_size + views_path_for(store_path).stat().st_size) / 1e6
         following = {fold: await folding_while_ingesting(folder, root / f"live-{fold}" / "events.sqlite3", fold)
                      for fold in ("child", "inline")}
-        e2e = {fold: [await end_to_end(root / f"e2e{i}", folder, fold) for i in range(repeat)]
-               for fold in ("child", "inline")}
-        followed = [await following_the_simulator(root / f"following{i}", folder, FOLLOWED_RATE) for i in range(repeat)]
-        tools = await measure(folder, store_path, 20, [])  # as bench/tools.py: the p95 of 20 calls
-    es_reads = eventsourcing_reads()
+        e2e: dict[str, list[tuple[Spent, Spent]]] = {"child": [], "inline": []}  # (ours, bare beside it)
+        followed: list[tuple[Spent, Spent]] = []
+        for i in range(repeat):
+            for fold in e2e:
+                beside = root / f"e2e-bare{i}{fold}.sqlite3"
+                e2e[fold].append((await spent_awaiting(end_to_end(root / f"e2e{i}", folder, fold)),
+                                  spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023 (called at once)
+            beside = root / f"following-bare{i}.sqlite3"
+            followed.append((Spent(await following_the_simulator(root / f"following{i}", folder, FOLLOWED_RATE), 0.0),
+                             spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023 (called at once)
+        children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        tools = await measure(folder, store_path, tool_calls, [])  # as bench/tools.py: the p95 of 20 calls
+        es_reads = eventsourcing_reads(store_path, repeat)
     rows += [
-        ("ingest", [lines / t for t in ingests], [lines / t for t in bare], "lines/s", ">= 1.0x bare parse + insert"),
+        ("ingest", [lines / t.wall for t in ingests], [lines / t.wall for t in bare], "lines/s",
+         ">= 1.0x bare parse + insert"),
+        ("ingest, CPU per line", [t.cpu / lines * 1e6 for t in ingests], [t.cpu / lines * 1e6 for t in bare], "µs",
+         "<= 1.0x bare parse + insert"),
         ("bare parse + insert into the events table itself (unique ids and versions)",
-         [lines / t for t in constrained], [lines / t for t in bare], "lines/s", "the most ingest could reach"),
-        ("simulation-model catch-up", [events / t for t in folds], [lines / t for t in ingests], "events/s",
+         [lines / t.wall for t in constrained], [lines / t.wall for t in bare], "lines/s", "the most ingest could reach"),
+        ("bare parse + insert into the events table itself, CPU per line", [t.cpu / lines * 1e6 for t in constrained],
+         [t.cpu / lines * 1e6 for t in bare], "µs", "the least ingest could spend"),
+        ("simulation-model catch-up", [events / t.wall for t in folds], [lines / t.wall for t in ingests], "events/s",
          ">= 1.0x ingest (lag stays bounded)"),
-        ("simulation-model catch-up", [events / t for t in folds], es_reads, "events/s",
+        ("simulation-model catch-up, CPU per event", [t.cpu / events * 1e6 for t in folds],
+         [t.cpu / lines * 1e6 for t in ingests], "µs", "<= 1.0x ingest's per line"),
+        ("simulation-model catch-up", [events / t.wall for t in folds], es_reads, "events/s",
          ">= 1.5x eventsourcing select + decode"),
         ("reading and decoding the log alone, no write", reads, es_reads, "events/s", "the most catch-up could reach"),
     ]
     for fold, (lag, behind) in following.items():
         rows += [(f"folding ({fold}) while ingesting: most events behind", [lag], [], "events", "bounded"),
                  (f"folding ({fold}) while ingesting: caught up after ingest ended", [behind], [], "s", "bounded")]
-    rows += [(f"end to end ({fold} fold): folder written -> report completed", seconds, bare, "s",
-              "<= 2x bare parse + insert") for fold, seconds in e2e.items()]
+    for fold, runs in e2e.items():
+        rows += [(f"end to end ({fold} fold): folder written -> report completed", [o.wall for o, _ in runs],
+                  [b.wall for _, b in runs], "s", "<= 2x bare parse + insert"),
+                 (f"end to end ({fold} fold), CPU (the fold child's included)", [o.cpu for o, _ in runs],
+                  [b.cpu for _, b in runs], "s", "<= 2x bare parse + insert")]
     rows += [(f"end to end, the daemon following the simulator ({FOLLOWED_RATE:,} lines/s): last line -> report "
-              "completed", followed, bare, "s", "<= 2x bare parse + insert")]
+              "completed", [o.wall for o, _ in followed], [b.wall for _, b in followed], "s", "<= 2x bare parse + insert")]
     rows += [
         ("peak RSS of this process", [rss], [], "MB", "< 150 MB at 1M actions"),
+        ("peak RSS of the daemons' fold children (the largest)", [children_rss], [], "MB", "< 150 MB at 1M actions"),
         ("store + read models on disk", [size], [raw / 1e6], "MB", "beside the raw actions.jsonl"),
     ]
-    rows += [(f"tool {name} p95", [p95(times)], [], "ms", "< 200 ms") for name, (times, _) in tools.items()]
-    slowest = tools["simulation_analytics"][0][-1]  # the first call: it finds the run's camps, kept for the others
-    return rows + [("tool simulation_analytics, slowest (first) call", [slowest], [], "ms",
-                    "a report finds the camps while its outline is planned")]
+    rows += [(f"tool {name} p95", [p95(sorted(times))], [], "ms", "< 200 ms") for name, (times, _, _) in tools.items()]
+    first = tools["simulation_analytics"][0][0]  # it finds the run's camps, kept for the others
+    return rows + [("tool simulation_analytics, first call", [first], [], "ms", "< 500 ms at 1M actions")]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("actions", type=int, nargs="?", default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="one pass of everything, tool calls and appends few: "
+                        "to check the script runs (tests/test_bench_scripts.py), not to measure")
     args = parser.parse_args()
     tune_gc()  # as the daemon does
-    rows = asyncio.run(run(args.actions, args.repeat)) + appends()
+    if args.tiny:
+        import store
+        vars(store).update(store.TINY)
+        args.repeat = 1
+    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20)) + appends()
     print(f"{args.actions:,} actions, best of {args.repeat} (median beside it), {time.strftime('%Y-%m-%d')}\n")
     print(table(rows))
 

@@ -19,45 +19,48 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore  # noqa: E402
 
-from bench.store import BATCH, BATCHES, CONCURRENT, ROUNDS, best, es_stored, event  # noqa: E402
+import bench.store as sizes  # noqa: E402 (BATCH, BATCHES, CONCURRENT, ROUNDS: `--tiny` changes them there)
+from bench.store import TINY, best, es_stored, event  # noqa: E402
 from simreportd.events.postgres import PostgresEventStore  # noqa: E402
 from simreportd.events.store import CaughtUp  # noqa: E402
 from tests.postgres_server import database_url, running_cluster, server_binaries  # noqa: E402
 
 SINGLES = 300  # one fsync'd transaction each: a few hundred are enough for a rate
+LATENCIES = 500  # events appended one at a time in another process, for the commit-to-subscriber latency
 
 APPENDER = """
 import anyio, sys, time
 from simreportd.events.models import PlanningStarted
 from simreportd.events.postgres import PostgresEventStore
 
-async def main(url):
+async def main(url, count):
     async with PostgresEventStore(url) as store:
-        for i in range(500):
+        for i in range(int(count)):
             result = await store.append("report-latency", [PlanningStarted(report_id=str(i))])
             print(result.positions[0], time.time(), flush=True)  # when the commit was acknowledged
             await anyio.sleep(0.004)
 
-anyio.run(main, sys.argv[1])
+anyio.run(main, sys.argv[1], sys.argv[2])
 """
 
 
 async def ours_batched(url: str) -> float:
-    batches = [[event(b * BATCH + i) for i in range(BATCH)] for b in range(BATCHES)]
+    batches = [[event(b * sizes.BATCH + i) for i in range(sizes.BATCH)] for b in range(sizes.BATCHES)]
     async with PostgresEventStore(url) as store:
         started = time.perf_counter()
         for batch in batches:
             await store.append("simulation-bench", batch)
-        return BATCH * BATCHES / (time.perf_counter() - started)
+        return sizes.BATCH * sizes.BATCHES / (time.perf_counter() - started)
 
 
 async def ours_concurrent(url: str) -> float:
-    events = [event(i) for i in range(CONCURRENT * ROUNDS)]
+    events = [event(i) for i in range(sizes.CONCURRENT * sizes.ROUNDS)]
     async with PostgresEventStore(url) as store:
         started = time.perf_counter()
-        for r in range(ROUNDS):
-            await asyncio.gather(*(store.append(f"report-{i}", [events[r * CONCURRENT + i]]) for i in range(CONCURRENT)))
-        return CONCURRENT * ROUNDS / (time.perf_counter() - started)
+        for r in range(sizes.ROUNDS):
+            await asyncio.gather(*(store.append(f"report-{i}", [events[r * sizes.CONCURRENT + i]])
+                                   for i in range(sizes.CONCURRENT)))
+        return sizes.CONCURRENT * sizes.ROUNDS / (time.perf_counter() - started)
 
 
 async def subscriber_latency(url: str) -> list[float]:
@@ -69,12 +72,12 @@ async def subscriber_latency(url: str) -> list[float]:
             async for item in store.subscribe(after=await store.last_position()):
                 if not isinstance(item, CaughtUp):
                     received[item.position] = time.time()
-                    if len(received) == 500:
+                    if len(received) == LATENCIES:
                         return
 
         follower = asyncio.ensure_future(follow())
         await asyncio.sleep(0.2)
-        process = await asyncio.create_subprocess_exec(sys.executable, "-c", APPENDER, url,
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", APPENDER, url, str(LATENCIES),
                                                        stdout=asyncio.subprocess.PIPE)
         output, _ = await process.communicate()
         await asyncio.wait_for(follower, 60)
@@ -91,11 +94,12 @@ def es_recorder(sockets: str, name: str) -> PostgresApplicationRecorder:
 
 def es_batched(sockets: str, name: str) -> float:
     recorder, originator = es_recorder(sockets, name), uuid.uuid4()
-    batches = [[es_stored(event(b * BATCH + i), originator, b * BATCH + i + 1) for i in range(BATCH)] for b in range(BATCHES)]
+    batches = [[es_stored(event(b * sizes.BATCH + i), originator, b * sizes.BATCH + i + 1) for i in range(sizes.BATCH)]
+               for b in range(sizes.BATCHES)]
     started = time.perf_counter()
     for batch in batches:
         recorder.insert_events(batch)
-    rate = BATCH * BATCHES / (time.perf_counter() - started)
+    rate = sizes.BATCH * sizes.BATCHES / (time.perf_counter() - started)
     recorder.datastore.close()  # its pool's threads would keep the process alive
     return rate
 
@@ -138,4 +142,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--tiny"]:  # see bench/store.py
+        vars(sizes).update(TINY)
+        SINGLES, LATENCIES = TINY["SINGLES"], 20
     main()

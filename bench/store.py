@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -30,7 +31,9 @@ from eventsourcing.sqlite import (
 from simreportd.events.models import AgentActed, Source
 from simreportd.events.store import SQLiteEventStore
 
-BATCH, BATCHES, CONCURRENT, ROUNDS, SINGLES = 1000, 20, 64, 40, 2000
+BATCH, BATCHES, CONCURRENT, ROUNDS, SINGLES, REPEAT = 1000, 20, 64, 40, 2000, 3
+# `--tiny`: every row in a second or two, to check the script runs (tests/test_bench_scripts.py); no figure means much
+TINY = {"BATCH": 50, "BATCHES": 2, "ROUNDS": 2, "SINGLES": 20, "REPEAT": 1}
 
 
 def event(i: int) -> AgentActed:
@@ -41,8 +44,8 @@ def event(i: int) -> AgentActed:
                                                                 offset=i * 300, end=i * 300 + 300))
 
 
-def best(fn, repeat: int = 3) -> float:
-    return max(fn() for _ in range(repeat))
+def best(fn) -> float:  # noqa: ANN001
+    return max(fn() for _ in range(REPEAT))
 
 
 async def ours_batched(path: Path, synchronous: str) -> float:
@@ -160,7 +163,7 @@ def main() -> None:
         for sync in ("NORMAL", "FULL"):
             ours_b = best(lambda: asyncio.run(ours_batched(fresh("ours"), sync)))
             rows.append((f"batched append, 1000 events/call, {sync}", ours_b, best(lambda: es_batched(fresh("es"), sync))))
-            conc = [asyncio.run(ours_concurrent(fresh("oursc"), sync)) for _ in range(3)]
+            conc = [asyncio.run(ours_concurrent(fresh("oursc"), sync)) for _ in range(REPEAT)]
             latencies[sync] = sorted(l for c in conc for l in c[1])
             rows.append((f"64 concurrent appenders, 1 event each, {sync}", max(c[0] for c in conc),
                          best(lambda: es_single(fresh("ess"), sync))))
@@ -181,4 +184,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--tiny"]:
+        globals().update(TINY)
     main()

@@ -17,9 +17,7 @@ NAME = "views"  # the read models' row in projection_checkpoint and projection_s
 INDEX_BUILD_CACHE_KIB = 8_192
 # Fingerprints of earlier read-model schemas whose tables are today's and only whose indexes differ: a file
 # built by one gets today's indexes (seconds) instead of a fold of the whole log (minutes for a sweep of runs).
-INDEX_ONLY_UPGRADES = frozenset({
-    "baa20c3bcbc4c6fecda5fdff8bee6458239351c0d289640bc71ac126d206d4b4",  # before 2026-11-25's coalitions indexes
-})
+INDEX_ONLY_UPGRADES: frozenset[str] = frozenset()  # none since 2026-11-26's sim_sayings: earlier files fold again
 META_SCHEMA = """
 CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, position INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS projection_schema (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);

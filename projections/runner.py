@@ -24,9 +24,9 @@ from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.contract import EventStore
 
+from . import bookkeeping
 from .base import Projection, Write, batch_writes
 from .bookkeeping import (
-    INDEX_ONLY_UPGRADES,
     META_SCHEMA,
     NAME,
     create_deferred_indexes,
@@ -110,7 +110,7 @@ class ProjectionRunner:
         conn.executescript(META_SCHEMA)
         self._identity = identity(self.path)  # a file deleted or replaced from now on is found by `check_file`
         stored = stored_fingerprint(conn)
-        if stored in INDEX_ONLY_UPGRADES:
+        if stored in bookkeeping.INDEX_ONLY_UPGRADES:
             log.info("read models' indexes changed; making today's (their rows stay)")
             update_indexes(conn, self.projections, self.fingerprint)
         elif stored != self.fingerprint:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from simreportd.events.codec import Recorded
@@ -30,6 +30,7 @@ from simreportd.events.models import (
 )
 
 from .base import Write, by_type_name
+from .tallies import Sayings, Tally, citation
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sim_generations (
@@ -84,6 +85,12 @@ CREATE TABLE IF NOT EXISTS sim_env (
 CREATE TABLE IF NOT EXISTS sim_interviews (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, agent_id INTEGER,
     agent_name TEXT, prompt TEXT, response TEXT);
+CREATE TABLE IF NOT EXISTS sim_sayings (
+    simulation_id TEXT, generation INTEGER, agent_id INTEGER, argument TEXT, statements INTEGER,
+    first_round INTEGER, first_ref TEXT, first_position INTEGER, first_content TEXT,
+    last_round INTEGER, last_ref TEXT, last_position INTEGER,
+    posts INTEGER, post_round INTEGER, post_ref TEXT, post_position INTEGER, post_content TEXT,
+    PRIMARY KEY (simulation_id, generation, agent_id, argument));
 CREATE TABLE IF NOT EXISTS sim_rejections (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, file TEXT, "offset" INTEGER,
     reason TEXT, excerpt TEXT, lines INTEGER);
@@ -120,7 +127,8 @@ class SimulationModel:
     name = "simulation"
     schema = SCHEMA
     tables = ("sim_generations", "sim_agents", "sim_platforms", "sim_rounds", "sim_activity", "sim_action_mix",
-              "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections", "sim_interviews")
+              "sim_posts", "sim_edges", "sim_links", "sim_engagement", "sim_env", "sim_rejections", "sim_interviews",
+              "sim_sayings")
     extra_tables = ("sim_posts_fts",)
     # For the tools only; each is dirtied all over by any page of actions (1M actions folded from empty in
     # 41.5-44.0 s with them built at the end, 46.6-48.7 s keeping them). The fold's own lookups use the others.
@@ -135,11 +143,11 @@ class SimulationModel:
 
     def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
         """The writes of a whole batch: those of `apply`, event by event, but the counters of every action
-        tallied in memory and written last, a row each (they commute with every other write: see ROUND_ACTIONS),
+        tallied in memory and written last, a row each (they commute with every other write: see tallies.ROUND_ACTIONS),
         the edges of each run of actions added to their links and targets by one statement each, and the run's
         posts and their search rows written together (`Posts`), each statement once for the run."""
         writes: list[Write] = []
-        tally, edges, posts = Tally(), EdgeTally(), Posts()
+        tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(), Sayings()
         for recorded in batch:
             d, pos = recorded.data, recorded.position
             key = (d["simulation_id"], d["generation"])
@@ -152,8 +160,9 @@ class SimulationModel:
             if kind in UNDO or (kind in CREATES_POST and edges.targets(_created_post(d["platform"], kind, args, pos))):
                 writes += [*posts.writes(), *edges.counts()]
             tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
+            sayings.add(key, d, kind, args, pos)
             _acted(d, kind, args, key, pos, edges, posts, writes)
-        return [*writes, *posts.writes(), *edges.counts(), *tally.writes()]
+        return [*writes, *posts.writes(), *edges.counts(), *tally.writes(), *sayings.writes()]
 
     def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
@@ -190,6 +199,9 @@ class SimulationModel:
         yield from posts.writes()
         yield from writes
         yield from edges.counts()
+        sayings = Sayings()
+        sayings.add(key, d, kind, args, pos)
+        yield from sayings.writes()
 
     def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, total_rounds, total_actions,"
@@ -232,14 +244,14 @@ def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, i
     the statement it posted (into `posts`), the edge it made (counted in `edges`) or undid."""
     p, r, agent = d["platform"], d["round"], d["agent_id"]
     if kind == "CREATE_POST":
-        posts.add(key, p, _ref("post", p, args.get("post_id"), pos), "post", args.get("post_id"), None, agent, r,
+        posts.add(key, p, citation("post", p, args.get("post_id"), pos), "post", args.get("post_id"), None, agent, r,
                   args.get("content"), None, None, pos)
     elif kind == "QUOTE_POST":
-        posts.add(key, p, _ref("post", p, args.get("new_post_id"), pos), "quote", args.get("new_post_id"),
+        posts.add(key, p, citation("post", p, args.get("new_post_id"), pos), "quote", args.get("new_post_id"),
                   args.get("quoted_id"), agent, r, args.get("quote_content"), args.get("original_content"),
                   args.get("original_author_name"), pos)
     elif kind == "CREATE_COMMENT":
-        posts.add(key, p, _ref("comment", p, args.get("comment_id"), pos), "comment", args.get("comment_id"),
+        posts.add(key, p, citation("comment", p, args.get("comment_id"), pos), "comment", args.get("comment_id"),
                   args.get("post_id"), agent, r, args.get("content"), None, None, pos)
     if kind in EDGES:
         writes.append(_edge(key, p, r, agent, kind, args, pos, edges, posts))
@@ -254,66 +266,7 @@ def _created_post(platform: str, kind: str, args: dict[str, Any], pos: int) -> s
     """The ref of the post or quote an action creates, if it creates one."""
     if kind not in CREATES_POST:
         return None
-    return _ref("post", platform, args.get("post_id" if kind == "CREATE_POST" else "new_post_id"), pos)
-
-
-def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
-    """Citation id: the simulator's own id when it gave one, else one made from the event position."""
-    return f"{kind}:{platform}:{native_id}" if isinstance(native_id, int) else f"{kind}:{platform}:e{position}"
-
-
-# Counter upserts: the last parameters are amounts added to the row the others name. Sums commute with
-# every other write of this model (none reads these columns), so a batch may add them up first.
-ROUND_ACTIONS = ("INSERT INTO sim_rounds (simulation_id, generation, platform, round, actions) VALUES (?, ?, ?, ?, ?)"
-                 " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
-AGENT_ACTIONS = ("INSERT INTO sim_activity VALUES (?, ?, ?, ?, ?, ?)"
-                 " ON CONFLICT DO UPDATE SET actions = actions + excluded.actions, posts = posts + excluded.posts")
-ACTION_MIX = ("INSERT INTO sim_action_mix VALUES (?, ?, ?, ?, ?)"
-              " ON CONFLICT DO UPDATE SET count = count + excluded.count")
-PLATFORM_ACTIONS = ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, actions)"
-                    " VALUES (?, ?, ?, 'running', ?) ON CONFLICT DO UPDATE SET actions = actions + excluded.actions")
-POSTING = frozenset({"CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"})
-
-
-class Tally:
-    """The counters of many actions added up in memory: a row per round, agent, action type and platform
-    instead of four upserts per action. The read model comes out the same (tests/test_folds.py)."""
-
-    def __init__(self) -> None:
-        self.platforms: dict[tuple[str, int, str], _PlatformTally] = {}
-
-    def add(self, key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> None:
-        base = (key[0], key[1], p)
-        t = self.platforms.get(base)
-        if t is None:
-            t = self.platforms[base] = _PlatformTally()
-        t.actions += 1
-        t.rounds[r] = t.rounds.get(r, 0) + 1
-        t.mix[kind] = t.mix.get(kind, 0) + 1
-        actions_posts = t.agents.get(agent)
-        if actions_posts is None:
-            actions_posts = t.agents[agent] = [0, 0]
-        actions_posts[0] += 1
-        actions_posts[1] += kind in POSTING
-
-    def writes(self) -> Iterator[Write]:
-        tallies = self.platforms.items()
-        yield from ((ROUND_ACTIONS, (*base, r, n)) for base, t in tallies for r, n in t.rounds.items())
-        yield from ((AGENT_ACTIONS, (*base, a, *amounts)) for base, t in tallies for a, amounts in t.agents.items())
-        yield from ((ACTION_MIX, (*base, kind, n)) for base, t in tallies for kind, n in t.mix.items())
-        yield from ((PLATFORM_ACTIONS, (*base, t.actions)) for base, t in tallies)
-
-
-class _PlatformTally:
-    """One platform's counters in a `Tally` (keyed by plain values: a tuple a counter cost twice the time)."""
-
-    __slots__ = ("actions", "rounds", "agents", "mix")
-
-    def __init__(self) -> None:
-        self.actions = 0
-        self.rounds: dict[int, int] = {}
-        self.agents: dict[int, list[int]] = {}
-        self.mix: dict[str, int] = {}
+    return citation("post", platform, args.get("post_id" if kind == "CREATE_POST" else "new_post_id"), pos)
 
 
 # A post's row and its search row, by explicit rowids: a run's posts take the ids after the table's last, in
@@ -376,7 +329,7 @@ def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dic
     edge, id_key, name_key = EDGES[kind]
     target_id = args.get(id_key) if id_key else None
     name = str(args.get(name_key) or "") if name_key else ""
-    target_ref = _ref("post", p, target_id, 0) if isinstance(target_id, int) else None
+    target_ref = citation("post", p, target_id, 0) if isinstance(target_id, int) else None
     edges.add(pos, (*key, p, target_id, target_ref) if target_ref is not None else None)
     return EDGE, (pos, *key, p, r, edge, agent, *key, p, target_id, posts.author(key, p, target_id), *key, name,
                   _target_agent(edge, args), name, target_ref)
@@ -439,7 +392,7 @@ def _undone_target(edge: str, args: dict[str, Any], p: str) -> tuple[str | None,
     target's id alone (OASIS's `followee_id`) matches on that id, not on every follow without a name."""
     name = args.get("target_user_name") or args.get("post_author_name") or ""
     target_id = _target_agent(edge, args) if not name else None
-    return (None if target_id is not None else name), _ref("post", p, args.get("post_id"), 0), target_id
+    return (None if target_id is not None else name), citation("post", p, args.get("post_id"), 0), target_id
 
 
 def _undo(key: tuple[str, int], p: str, agent: int, edge: str,

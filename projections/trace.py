@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS trace_steps (
     position INTEGER PRIMARY KEY, report_id TEXT, section_index INTEGER, iteration INTEGER, kind TEXT,
     label TEXT, detail TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_ms REAL, recorded_at TEXT);
 CREATE INDEX IF NOT EXISTS trace_by_report ON trace_steps (report_id, position);
+CREATE INDEX IF NOT EXISTS trace_by_section ON trace_steps (report_id, section_index, kind);
 """
 
 KINDS = {

@@ -13,14 +13,14 @@ import re
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from simreportd.agent.camps import camps_from_statements
+from simreportd.agent.camps import camps_from_sayings
 from simreportd.agent.offline import OfflineProvider
 from simreportd.agent.tools import MAX_RESULT, SimulationTools, bounded_json
 from simreportd.daemon.interviews.interviewer import Interviewer, questions
@@ -89,7 +89,7 @@ def plan(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> li
 
 ACTION_SIZED = ("sim_posts", "sim_edges")  # the tables that grow with the actions
 # Known and left for its own issue: the camps of simulation_analytics read every statement of the run.
-KNOWN_UNBOUNDED = ("AND content != '' ORDER BY coalesce(round, 0), ref, id",)
+KNOWN_UNBOUNDED: tuple[str, ...] = ()  # statements that may read a whole run (none since the camps' tally)
 KEY_ONLY = "(simulation_id=? AND generation=?)"
 
 
@@ -149,8 +149,8 @@ def test_the_queries_that_matter_use_their_indexes(dense: tuple, traced: list[st
     assert mutual.startswith("SEARCH f USING INDEX sim_links_follows")
     formed = next(p for s, p in plans.items() if "min(e.round)" in s)  # 123 -> 10 ms at 1M
     assert "sim_edges_by_src (simulation_id=? AND generation=? AND src_agent=? AND kind=? AND dst_agent=?)" in formed
-    said = next(p for s, p in plans.items() if s.endswith(KNOWN_UNBOUNDED))  # the camps' read, in row order
-    assert said.startswith("SEARCH sim_posts USING INDEX sim_posts_by_row")  # 2.0-2.4 -> 1.1 s at 1M
+    said = next(p for s, p in plans.items() if "FROM sim_sayings" in s)  # the camps: the tally, not the statements
+    assert said.startswith("SEARCH s USING INDEX sqlite_autoindex_sim_sayings_1 (simulation_id=? AND generation=?)")
 
 
 def test_interviews_let_the_topic_match_drive(dense: tuple, traced: list[str]) -> None:
@@ -282,14 +282,13 @@ async def test_camps_found_ahead_are_found_once_however_many_ask_at_once(tmp_pat
 
     found: list[int] = []
 
-    def counted(rows: Iterable[tuple[Any, ...]], texts: Callable[[list[int]], dict[int, tuple[str, str]]]
-                ) -> dict[str, Any]:
-        statements = list(rows)
-        found.append(len(statements))
+    def counted(rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:
+        sayings = list(rows)
+        found.append(len(sayings))
         time.sleep(0.3)  # as slow as a big run: the others ask while this one is still finding
-        return camps_from_statements(statements, texts)
+        return camps_from_sayings(sayings)
 
-    monkeypatch.setattr(tools_module, "camps_from_statements", counted)
+    monkeypatch.setattr(tools_module, "camps_from_sayings", counted)
     async with Daemon(make_config(tmp_path), folders=[small_sim]) as daemon:
         await daemon.watcher.check(small_sim)
         await daemon.views.catch_up()

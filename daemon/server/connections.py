@@ -10,7 +10,9 @@ protocol on an upgrade).
 `FramesProtocol` is uvicorn's protocol on the `websockets` library's sans-I/O core, with our
 compression (small frames plain, `deflate.py`) and a way to write many frames in one `send()`:
 ASGI has one message per `websocket.send`, so a burst of events would cost a system call per
-frame per client. It is offered to the app as the ASGI extension `FRAMES_EXTENSION`.
+frame per client. It is offered to the app as the ASGI extension `FRAMES_EXTENSION`. Frames
+sent uncompressed are the same bytes on every connection (a server does not mask), so
+`TextFrames` serializes them once for all the clients a burst goes to.
 
 Both subclass uvicorn's classes and use their attributes (`conn`, `transport`, `cycle`...):
 uvicorn is pinned to a minor range in pyproject.toml for that reason; tests/test_edge.py and
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from functools import cached_property
 from typing import Any
 
 import h11
@@ -30,9 +33,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 from websockets.extensions.base import Extension
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-from .deflate import SmallFramesPlainFactory
+from .deflate import MIN_COMPRESSED, SmallFramesPlain, SmallFramesPlainFactory
 from .edge import REQUEST_TIMEOUT_S, ConnectionLimits
 
 FRAMES_EXTENSION = "simreportd.frames"  # scope["extensions"][FRAMES_EXTENSION]["sink"] is the FramesProtocol
@@ -132,6 +137,19 @@ def h11_for(limits: ConnectionLimits) -> type[EdgeH11]:
     return type("EdgeH11", (EdgeH11,), {"limits": limits})
 
 
+class TextFrames:
+    """Text messages (UTF-8 already) bound for one or many connections; their uncompressed wire form is
+    made once, on first use, and written as it is to each connection that sends them plain."""
+
+    def __init__(self, payloads: list[bytes]) -> None:
+        self.payloads = payloads
+        self.largest = max(map(len, payloads), default=0)
+
+    @cached_property
+    def plain(self) -> bytes:
+        return b"".join(Frame(Opcode.TEXT, data).serialize(mask=False) for data in self.payloads)
+
+
 class FramesProtocol(WebSocketsSansIOProtocol):
     """uvicorn's websocket protocol with small frames sent plain and a batched writer (the app's frame sink)."""
 
@@ -158,21 +176,32 @@ class FramesProtocol(WebSocketsSansIOProtocol):
         return list(self.conn.extensions)
 
     def open(self) -> bool:
-        return self.handshake_complete and not (self.close_sent or self.disconnected or self.transport.is_closing())
+        return self.handshake_complete and self.conn.state is State.OPEN and not (
+            self.close_sent or self.disconnected or self.transport.is_closing())
 
-    def write_texts(self, frames: list[bytes]) -> bool:
-        """Text frames (UTF-8 already) in one write, without waiting: the caller bounds what is unsent."""
+    def write_frames(self, frames: TextFrames) -> bool:
+        """Text frames in one write, without waiting: the caller bounds what is unsent. Their shared wire
+        form when this connection sends them plain (no compression agreed, or all below MIN_COMPRESSED)."""
         if not self.open():
             return False
-        for data in frames:
+        if self._sends_plain(frames.largest):
+            self.transport.write(frames.plain)
+            return True
+        for data in frames.payloads:
             self.conn.send_text(data)
         self.transport.write(b"".join(self.conn.data_to_send()))
         return True
 
     async def send_texts(self, frames: list[bytes]) -> bool:
-        """`write_texts` once the client has read enough of what was written before (flow control)."""
+        """`write_frames` once the client has read enough of what was written before (flow control)."""
         await self.writable.wait()
-        return self.write_texts(frames)
+        return self.write_frames(TextFrames(frames))
+
+    def _sends_plain(self, largest: int) -> bool:
+        """Whether messages up to `largest` bytes leave this connection uncompressed (see deflate.py)."""
+        extensions = self.conn.extensions
+        return not extensions or (len(extensions) == 1 and isinstance(extensions[0], SmallFramesPlain)
+                                  and largest < MIN_COMPRESSED)
 
     def unsent_bytes(self) -> int:
         """Bytes written to this connection that the client has not taken yet."""

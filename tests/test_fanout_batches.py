@@ -1,0 +1,62 @@
+"""The broadcaster's work per read of the log: frames chosen and serialized once per kind of subscription.
+
+A read of N events for C clients used to cost N x C frame serializations, all while the event loop
+waited (the commits behind it too): at 100 clients a read of 500 events held the loop half a second,
+and the next read grew. Now the clients of one kind of subscription share one serialized copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.frames import Frame
+
+from simreportd.events.models import ContextGathered
+
+from .conftest import TIMEOUT
+from .test_server import Running, frames_until, server_config
+
+pytestmark = pytest.mark.anyio
+
+CLIENTS, EVENTS = 6, 40
+
+
+@pytest.fixture
+async def running(tmp_path: Path, small_sim: Path) -> AsyncIterator[Running]:
+    async with Running(server_config(tmp_path), [small_sim]) as r:
+        yield r
+
+
+async def test_a_read_of_the_log_is_serialized_once_for_all_clients_of_one_subscription(
+        running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    serialized = 0
+    serialize = Frame.serialize
+
+    def counting(self: Frame, **kwargs: object) -> bytes:
+        nonlocal serialized
+        serialized += 1
+        return serialize(self, **kwargs)  # type: ignore[arg-type]
+
+    url = f"ws://{running.base}/ws"
+    plain = [connect(url, compression=None) for _ in range(CLIENTS // 2)]  # both kinds of connection
+    deflate = [connect(url) for _ in range(CLIENTS - len(plain))]
+    clients = [await c.__aenter__() for c in plain + deflate]
+    try:
+        for ws in clients:
+            await ws.send(json.dumps({"op": "subscribe", "topics": ["events"]}))
+            await frames_until(ws, "caught_up", limit=5000)
+        monkeypatch.setattr(Frame, "serialize", counting)
+        await running.daemon.store.append("report-one-read", [ContextGathered(report_id="one-read", context={"n": n})
+                                                              for n in range(EVENTS)])
+        received = [[json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT)) for _ in range(EVENTS)] for ws in clients]
+    finally:
+        for c in plain + deflate:
+            await c.__aexit__(None, None, None)
+    assert all(r == received[0] for r in received)
+    assert [f["data"]["context"]["n"] for f in received[0]] == list(range(EVENTS))
+    assert serialized <= 2 * EVENTS, f"{serialized} frames serialized for {EVENTS} events to {CLIENTS} clients"
