@@ -9,7 +9,7 @@ live in `report_events.py` and `chat_events.py` and are importable from here too
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
-import re
 import time
 from collections import Counter
 from pathlib import Path
