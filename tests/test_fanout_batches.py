@@ -16,6 +16,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.frames import Frame
 
+from simreportd.daemon.server import fanout
 from simreportd.events.models import ContextGathered
 
 from .conftest import TIMEOUT
@@ -60,3 +61,34 @@ async def test_a_read_of_the_log_is_serialized_once_for_all_clients_of_one_subsc
     assert all(r == received[0] for r in received)
     assert [f["data"]["context"]["n"] for f in received[0]] == list(range(EVENTS))
     assert serialized <= 2 * EVENTS, f"{serialized} frames serialized for {EVENTS} events to {CLIENTS} clients"
+
+
+async def test_a_crowd_subscribing_from_the_start_reads_its_history_a_few_at_a_time(
+        running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many subscribers from position 0 at once: at most HISTORY_READERS pages are read and encoded together
+    (the rest wait their turn), so the event loop keeps time for plain requests; every one is caught up."""
+    store, reading, most = running.daemon.store, 0, 0
+    read_all = store.read_all
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        nonlocal reading, most
+        reading += 1
+        most = max(most, reading)
+        try:
+            await asyncio.sleep(0.01)  # a read takes a while in its worker thread: reads overlap
+            return await read_all(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            reading -= 1
+
+    monkeypatch.setattr(store, "read_all", counted)
+    url = f"ws://{running.base}/ws"
+    crowd = [connect(url, compression=None) for _ in range(3 * fanout.HISTORY_READERS)]
+    clients = [await c.__aenter__() for c in crowd]
+    try:
+        for ws in clients:
+            await ws.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": 0}))
+        caught = [await frames_until(ws, "caught_up", limit=20_000) for ws in clients]
+    finally:
+        for c in crowd:
+            await c.__aexit__(None, None, None)
+    assert len(caught) == len(clients) and 1 < most <= fanout.HISTORY_READERS, most

@@ -45,6 +45,8 @@ MAX_MESSAGE = 64 * 1024
 SLOW_CLIENT = 4008
 GOING_AWAY = 1001
 CLOSE_TIMEOUT_S = 5.0  # for a close frame to get past what a slow client has not read yet
+HISTORY_READERS = 8  # subscribers whose next page of history is read and encoded at once: a crowd subscribing
+# from position 0 takes its turns, and the event loop keeps time for plain requests (bench/abuse.py)
 HISTORY_PAGES = (20, 500)  # events of history read at once for one client: a page doubles while the client
 # keeps up and drops to the least when it has to be waited for (decoded events cost ~10x their frames)
 HISTORY_BYTES = 64 * 1024  # history frames queued for a client before its history reader waits for it
@@ -197,6 +199,7 @@ class Fanout:
         self.reports: dict[str, ReportInfo] = {}
         self.closing = False
         self.ended = anyio.Event()  # set whenever the last session ends while closing
+        self.history_reads = anyio.CapacityLimiter(HISTORY_READERS)
 
     async def serve(self, websocket: WebSocket) -> None:
         """One connection (the `/ws` route): its sender, its history reader and its commands in one task group."""
@@ -252,8 +255,10 @@ class Fanout:
             while True:
                 waited = await session.room()  # a page is read only when the client has taken the last one
                 page = HISTORY_PAGES[0] if waited else min(HISTORY_PAGES[1], page * 2)
-                batch = await self.daemon.store.read_all(position, page)
-                pages = [(r.position, EventFrames(r, await self.report_info(r)).for_subscription(sub)) for r in batch]
+                async with self.history_reads:  # sent outside it: a slow client holds no place
+                    batch = await self.daemon.store.read_all(position, page)
+                    pages = [(r.position, EventFrames(r, await self.report_info(r)).for_subscription(sub))
+                             for r in batch]
                 full, batch = len(batch) == page, []  # the page as frames only: they are smaller
                 for at, frames in pages:
                     for data in frames:
