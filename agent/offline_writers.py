@@ -267,11 +267,12 @@ def _answer_reaction(f: Facts, question: str) -> list[str]:
 
 
 def _found_for(f: Facts, question: str) -> dict[str, Any] | None:
-    """The first statement the section's search for `question` returned, one not quoted before if any."""
+    """The first statement the section's search for `question` returned (the same whichever sections ran
+    before it: parallel sections must write what sequential ones do)."""
     results = [r for r in f.seen.get("quick_search", []) if r.get("query") == question]
     said = [p for r in results for p in r.get("results", [])
             if p.get("kind") in ("post", "quote", "comment") and p.get("content")]
-    return min(said, key=lambda p: p["ref"] in f.quoted_before, default=None)
+    return said[0] if said else None
 
 
 def _answer_arguments(f: Facts) -> list[str]:

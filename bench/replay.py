@@ -30,7 +30,7 @@ from simreportd.agent.toolspec import REPORT_TOOLS  # noqa: E402
 from simreportd.daemon.config import AgentConfig, Config  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.replay import replay_report  # noqa: E402
-from simreportd.events.models import AgentActed, ReportRequested  # noqa: E402
+from simreportd.events.models import AgentActed, ReportRequested, acted_fields  # noqa: E402
 from simreportd.events.store import SQLiteEventStore  # noqa: E402
 from simreportd.events.streams import report_stream  # noqa: E402
 from simreportd.projections.catalogue import projections  # noqa: E402
@@ -105,7 +105,7 @@ async def rebuild_bench(tmp: Path, actions: int) -> None:
     started, start, n = time.perf_counter(), 1, 0
     while batch := recorder.select_notifications(start, 1000):
         for notification in batch:
-            AgentActed.model_validate({**json.loads(notification.state), "type": "AgentActed"}) \
+            AgentActed.model_validate({**acted_fields(json.loads(notification.state)), "type": "AgentActed"}) \
                 if notification.topic == "AgentActed" else json.loads(notification.state)
         start, n = batch[-1].id + 1, n + len(batch)
     es_read = n / (time.perf_counter() - started)

@@ -31,7 +31,7 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
     "abuse.py": (["--tiny"], ['"accepted": 20', '"daemon alive": true', '"ingested during the flood": true']),
     "agent.py": (["1"], ["engine overhead", "prompt tokens"]),
     "all.py": (["1000", "--tiny"], ["| ingest |", "| end to end (child fold)", "tool simulation_analytics, first call"]),
-    "ingest.py": (["2000"], ["ingest into the store", "simulation model"]),
+    "ingest.py": (["2000"], ["| ingest |", "catch-up of the simulation model"]),
     "mirofish_frontend.py": (["{dist}", "{tmp}/shots"], ["report"]),
     "notify.py": (["4", "50", "1", "1"], ["simreportd         200 of     200 (100%)", "bare               200 of"]),
     "parallel.py": (["0.01", "1"], ["| 4 |", "N=4 / N=1"]),
