@@ -45,13 +45,7 @@ def store_path(tmp_path: Path) -> Path:
 
 
 def make_config(tmp_path: Path, **sections: dict) -> Config:
-    """A config with everything under tmp_path; `sections` override keys, e.g. llm={"model": "m"}.
-
-    An in-process daemon folds its read models inline unless `service={"fold": "child"}`: a fold child
-    is an interpreter started per test (about 0.4 s of CPU). The child is what tests/test_fold_child.py
-    and every `simreportd run` process in the suite exercise.
-    """
-    sections["service"] = {"fold": "inline", **sections.get("service", {})}
+    """A config with everything under tmp_path; `sections` override keys, e.g. llm={"model": "m"}."""
     config = Config().with_paths(store=tmp_path / "state" / "events.sqlite3", roots=[tmp_path / "sims"],
                                  output_dir=tmp_path / "reports")
     updates = {name: getattr(config, name).model_copy(update=values) for name, values in sections.items()}

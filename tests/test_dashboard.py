@@ -59,8 +59,7 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
         with FakeLLM(latency_s=0.12) as llm:
             config = make_config(tmp_path, server={"port": 0}, watch={"roots": [tmp_path / "sims"],
                                                                       "rescan_seconds": 0.2},
-                                 llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"},
-                                 service={"fold": "child"})  # the whole daemon, as `simreportd run` folds
+                                 llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"})
             async with Daemon(config) as daemon:
                 task = asyncio.create_task(daemon.run(serve=True))
                 with anyio.fail_after(TIMEOUT):

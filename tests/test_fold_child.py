@@ -11,7 +11,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon
 from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.catalogue import projections
@@ -54,8 +53,8 @@ async def digests_after_rebuild(daemon: Daemon) -> tuple[dict[str, str], dict[st
 @pytest.mark.anyio
 async def test_the_child_folds_what_the_daemon_ingests_into_the_rows_a_rebuild_gives(tmp_path: Path) -> None:
     simulate(tmp_path / "sims" / "sim_a", agents=12, rounds=6, seed=3)
-    assert Config().service.fold == "child"  # the shipped default; make_config's is inline
-    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
+    config = make_config(tmp_path, reports={"auto": False})
+    assert config.service.fold == "child"
     async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
         tasks.start_soon(daemon.run)
         await anyio.to_thread.run_sync(wait_until, lambda: fold_children(os.getpid()), "the fold child")
@@ -72,7 +71,7 @@ async def test_the_child_folds_what_the_daemon_ingests_into_the_rows_a_rebuild_g
 @pytest.mark.anyio
 async def test_a_killed_fold_child_leaves_the_daemon_folding_in_its_own_process(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
+    config = make_config(tmp_path, reports={"auto": False})
     async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
         tasks.start_soon(daemon.run)
         await anyio.to_thread.run_sync(wait_until, lambda: fold_children(os.getpid()), "the fold child")
@@ -148,8 +147,7 @@ async def test_a_rebuild_while_the_log_grows_says_its_digests_are_not_comparable
     from simreportd.events.models import PlanningStarted
 
     simulate(tmp_path / "sims" / "sim_a", agents=12, rounds=6, seed=3)
-    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
-    async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
+    async with Daemon(make_config(tmp_path, reports={"auto": False})) as daemon, anyio.create_task_group() as tasks:
         tasks.start_soon(daemon.run)
         await daemon.watcher.rescan()
         idle = await actions.rebuild(daemon)
