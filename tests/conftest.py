@@ -16,6 +16,15 @@ TIMEOUT = float(os.environ.get("SIMREPORTD_TEST_TIMEOUT", "60"))
 PYTHON = sys.executable
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests that spawn real processes (marked slow) first, each file's tests still together.
+
+    pytest-xdist (`-n` in pyproject) starts each worker on a share of this list and lets idle
+    workers take tests from the end of the others' shares, so the long ones must not come last.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

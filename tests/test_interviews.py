@@ -68,7 +68,7 @@ async def test_a_report_interviews_a_live_simulation_and_records_every_answer(tm
     ("stopped", None, "not running"),
     ("alive", 2**22 + 4321, "not running"),  # stale: its simulator is gone
     ("alive", os.getpid(), "did not answer within"),  # alive, but nobody reads the commands
-])
+], ids=["stopped", "stale", "unanswered"])  # ids without the pid: every xdist worker collects the same names
 async def test_without_a_live_environment_answers_come_in_persona_and_say_so(
         tmp_path: Path, small_sim: Path, status: str, pid: int | None, note: str) -> None:
     set_environment(small_sim, status, pid)

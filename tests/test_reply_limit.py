@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import TIMEOUT
 from .fake_llm import FakeLLM
 from .test_report_llm import llm_config, report_once, types
 
@@ -26,7 +27,8 @@ async def test_a_reply_past_the_limit_fails_the_report_resumably_and_is_not_stor
         return {"content": HUGE} if section and not message.get("tool_calls") else None
 
     with FakeLLM(script=script) as llm:
-        config = llm_config(tmp_path, llm.base_url, max_reply_bytes=100_000, stream=stream)
+        # the scripted server builds the whole 3 MB reply before its first byte: the default 2 s could run out
+        config = llm_config(tmp_path, llm.base_url, max_reply_bytes=100_000, stream=stream, timeout_s=TIMEOUT)
         _, report_id, (_, events) = await report_once(config, small_sim)
     failures = [e.data for e in events if e.type == "LLMFailed"]
     assert failures and failures[-1]["kind"] == "reply_too_large" and not failures[-1]["retryable"]
