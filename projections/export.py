@@ -9,6 +9,7 @@ is its `Report.to_dict()` with MiroFish's five statuses, our quality verdict in 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from typing import Any
 
@@ -27,6 +28,27 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
     return report
 
 
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# The words the files add around the report's own text, in the report's language (its title's: a report on a
+# Chinese run is titled and written in Chinese). The problems themselves are the checks' words, in English.
+WORDS = {
+    "en": {"this_report": "This report", "this_section": "This section",
+           "warning": ("> **Warning: {what} is degraded**: it did not meet simreportd's quality rules, so check it "
+                       "against the simulation before relying on it."),
+           "more": "and {n} more (meta.json lists them all)", "summary": "**Summary.**",
+           "chart": "Actions per round on each platform, turning points circled, divergence shaded"},
+    "zh": {"this_report": "本报告", "this_section": "本节",
+           "warning": "> **警告：{what}未达到 simreportd 的质量规则**，使用前请对照模拟数据核实。",
+           "more": "另有 {n} 条（meta.json 列出全部）", "summary": "**摘要。**",
+           "chart": "各平台每轮的行动数，转折点以圆圈标出，分歧以阴影标出"},
+}
+
+
+def words(report: dict[str, Any]) -> dict[str, str]:
+    """The file's own words in the report's language: Chinese when its title has Han characters."""
+    return WORDS["zh" if HAN.search(report.get("title") or "") else "en"]
+
+
 def notice(report: dict[str, Any], section: dict[str, Any] | None = None) -> str:
     """The warning a degraded report's files open with, naming what failed ('' for a report that met the rules).
 
@@ -35,13 +57,13 @@ def notice(report: dict[str, Any], section: dict[str, Any] | None = None) -> str
     """
     if report.get("status") != "completed_degraded":
         return ""
+    say = words(report)
     own = json.loads(section.get("problems") or "[]") if section is not None else []
     problems = own or json.loads(report.get("problems") or "[]")
-    what = "This section" if own else "This report"
+    what = say["this_section"] if own else say["this_report"]
     listed = "".join(f"\n> - {p}" for p in problems[:12])
-    more = f"\n> - and {len(problems) - 12} more (meta.json lists them all)" if len(problems) > 12 else ""
-    return (f"> **Warning: {what} is degraded**: it did not meet simreportd's quality rules, so check it "
-            f"against the simulation before relying on it.{listed}{more}\n")
+    more = f"\n> - {say['more'].format(n=len(problems) - 12)}" if len(problems) > 12 else ""
+    return f"{say['warning'].format(what=what)}{listed}{more}\n"
 
 
 def section_markdown(section: dict[str, Any], report: dict[str, Any] | None = None) -> str:
@@ -52,12 +74,12 @@ def section_markdown(section: dict[str, Any], report: dict[str, Any] | None = No
 
 def full_markdown(report: dict[str, Any]) -> str:
     """`# title`, the notice of a degraded report, the summary as a paragraph, `---`, the completed sections."""
-    warning = notice(report)
+    warning, say = notice(report), words(report)
     parts = [f"# {report['title'] or report['report_id']}\n",
              f"> **{report['partial']}**\n" if report.get("partial") else "",
              warning,
-             f"**Summary.** {report['summary']}\n" if report["summary"] else "",
-             "![Actions per round on each platform, turning points circled, divergence shaded](activity.svg)\n",
+             f"{say['summary']} {report['summary']}\n" if report["summary"] else "",
+             f"![{say['chart']}](activity.svg)\n",
              "---\n"]
     parts += [section_markdown(s) for s in report["sections"] if s["status"] == "completed"]
     return "\n".join(p for p in parts if p)

@@ -150,3 +150,14 @@ def test_a_report_that_met_the_rules_has_no_notice_and_its_summary_is_no_quotati
     text = full_markdown(report_row("completed", [], []))
     assert "Warning" not in text and "**Summary.** A summary." in text and "> A summary." not in text
     assert isinstance(SectionCompleted.model_fields["claims"].default, type(None))
+
+
+def test_a_chinese_reports_files_add_their_own_words_in_chinese() -> None:
+    """A report titled in Chinese (written for a Chinese run) gets its notice, summary label and chart caption in
+    Chinese; the problems stay the checks' own words."""
+    report = {**report_row("completed_degraded", ["section 1 (One): mostly unsupported by its evidence"], []),
+              "title": "垃圾分类：模拟讨论如何展开"}
+    text = full_markdown(report)
+    assert "> **警告：本报告未达到 simreportd 的质量规则**" in text and "**摘要。** A summary." in text
+    assert "mostly unsupported by its evidence" in text and "Warning" not in text and "Summary" not in text
+    assert "![各平台每轮的行动数" in text
