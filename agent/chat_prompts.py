@@ -14,7 +14,6 @@ from .toolspec import text_protocol_catalogue
 
 QUESTION_TAG = "user_question"
 BACKGROUND = "background"  # the `kind` of the data block holding the simulation's background (the offline writer reads it)
-OFFLINE_LEAD = "Answered offline from the simulation's tools, without a language model"
 
 
 def system_message(protocol: str, tools: list[str], min_tools: int, max_tools: int) -> dict[str, Any]:

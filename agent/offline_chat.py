@@ -11,8 +11,8 @@ from typing import Any
 
 from simreportd.events.models import LLMRequested, ToolCallRequest
 
-from .chat_prompts import BACKGROUND, OFFLINE_LEAD, QUESTION_TAG
-from .offline_facts import RESULT_BLOCK, Facts, listing, quote, who
+from .chat_prompts import BACKGROUND, QUESTION_TAG
+from .offline_facts import RESULT_BLOCK, Facts, quote, who
 from .offline_writers import agent_profile, coalitions, divergence_sentence, stance_shifts
 
 QUESTION = re.compile(rf"<{QUESTION_TAG}>\n(.*?)\n</{QUESTION_TAG}>", re.S)
@@ -38,7 +38,7 @@ def chat_reply(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[s
     if request.tools and done < len(plan):
         name, args = plan[done]
         return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
-    return answer(question, Facts(seen, background, "", set())), []
+    return answer(question, Facts(seen, background, question, set())), []  # worded in the question's language
 
 
 def _last_question(messages: list[dict[str, Any]]) -> tuple[int, str] | None:
@@ -90,8 +90,8 @@ def _plan(question: str) -> list[tuple[str, dict[str, Any]]]:
 
 def answer(question: str, f: Facts) -> str:
     """The answer: what the tools say about each thing the question asks, then what agents said."""
-    used = sorted(f.seen)
-    parts = [f"{OFFLINE_LEAD} ({', '.join(used) or 'none returned anything'})."]
+    say, used = f.say, sorted(f.seen)
+    parts = [say("chat_lead", tools=", ".join(used) or say("chat_no_tools"))]
     asked = topics(question)
     profile = (f.seen.get("agent_profile") or [{}])[0]
     general = not asked and not profile  # nothing in particular: the run's shape
@@ -107,12 +107,12 @@ def answer(question: str, f: Facts) -> str:
         parts.append(_active(f))
     parts.append(agent_profile(f))
     if statements := profile.get("latest_statements"):
-        parts.append("Their latest statement:\n\n" + quote(statements[0]))
+        parts.append(say("chat_latest") + "\n\n" + quote(statements[0], say))
     posts = f.posts()[:2]
     if posts:
-        parts.append("What agents said that matches the question:\n\n" + "\n\n".join(quote(p) for p in posts))
+        parts.append(say("chat_matches") + "\n\n" + "\n\n".join(quote(p, say) for p in posts))
     elif "quick_search" in f.seen:
-        parts.append("The search found no post that matches the question's words.")
+        parts.append(say("chat_no_match"))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -120,24 +120,23 @@ def _turning_point(f: Facts) -> str:
     points = f.analytics.get("turning_points") or []
     if not points:
         busiest = f.analytics.get("busiest_round")
-        return f"No round reached twice its rolling mean; the busiest was round {busiest['round']} with " \
-               f"{busiest['total']} actions." if busiest else ""
+        return f.say("chat_busiest", round=busiest["round"], total=busiest["total"]) if busiest else ""
     p = points[0]
-    return (f"The sharpest turning point was round {p['round']}: {p['volume']} actions, {p['ratio']}x the rolling "
-            f"mean of the rounds before it ({p['rolling_mean']}).")
+    return f.say("chat_turning", round=p["round"], volume=p["volume"], ratio=p["ratio"], mean=p["rolling_mean"])
 
 
 def _totals(f: Facts) -> str:
     totals = f.analytics.get("actions_by_platform") or {}
     if not totals:
         return ""
-    return (f"The simulation recorded {f.analytics.get('total_actions', 0)} actions: {totals.get('twitter', 0)} on "
-            f"Twitter and {totals.get('reddit', 0)} on Reddit.")
+    return f.say("chat_totals", total=f.analytics.get("total_actions", 0), twitter=totals.get("twitter", 0),
+                 reddit=totals.get("reddit", 0))
 
 
 def _active(f: Facts) -> str:
-    active = f.analytics.get("most_active_agents") or []
+    active, say = f.analytics.get("most_active_agents") or [], f.say
     if not active:
         return ""
-    return "The most active agents were " + listing(
-        [f"{who(x)}, {x['stance']}: {x['actions']} actions)" for x in active[:3]]) + "."
+    return say("most_active", agents=say.listing(
+        [say("active_agent", who=who(x), stance=say.stance(x["stance"]), actions=x["actions"], posts=x["posts"])
+         for x in active[:3]]))
