@@ -148,7 +148,8 @@ class Session:
 
     async def close_when_too_slow(self) -> None:
         await self.too_slow.wait()
-        await close(self, SLOW_CLIENT, f"too slow: reconnect with after={self.last}")
+        # not `self.last`: that is the last event taken in, and what was queued behind the client is dropped
+        await close(self, SLOW_CLIENT, "too slow: reconnect with after = the position of the last event you got")
 
     def _deliver(self, frames: EventFrames) -> None:
         """One event's frames through the queue, behind what is queued already."""
