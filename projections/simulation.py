@@ -149,10 +149,11 @@ class SimulationModel:
         posts and their search rows written together (`Posts`), each statement once for the run."""
         writes: list[Write] = []
         tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(), Sayings()
+        acted = AgentActed.TYPE  # bound once: a pydantic class's attribute costs ~50 ns a lookup, most events are actions
         for recorded in batch:
             d, pos = recorded.data, recorded.position
             key = (d["simulation_id"], d["generation"])
-            if recorded.type != AgentActed.TYPE:
+            if recorded.type != acted:
                 if recorded.type in WRITES_POSTS:  # its posts take the ids after the run's
                     writes += [*posts.writes(), *edges.counts()]
                 writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
