@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSentence
 
 from .grounding import CITATION
+from .tool_answers import PlanningContext
 
 SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=[^a-z])|\n+")
 # Edges are ASCII, not \b: a Han character is a word character, and "第9轮" and "Twitter平均" hold claims too.
@@ -107,7 +109,7 @@ class _Collector:
                 self.add(v)
 
 
-def evidence(results: list[str], context: dict[str, Any] | None = None) -> Evidence:
+def evidence(results: list[str], context: Mapping[str, Any] | None = None) -> Evidence:
     """The evidence of tool `results` (JSON, or plain text) and the planning `context` the prompt showed."""
     collector = _Collector()
     for result in results:
@@ -127,7 +129,7 @@ def generated_evidence(tool: str) -> bool:
     return tool == "interview_agents"
 
 
-def of_observations(observations: list[ToolObserved], context: dict[str, Any] | None,
+def of_observations(observations: list[ToolObserved], context: Mapping[str, Any] | None,
                     ids: set[str] | None = None) -> Evidence:
     """The evidence of these tool results and the context the prompt showed; persona interviews give names,
     ids and words (who was asked, about what), never figures. `ids` widens the ids that may be cited (any the
@@ -153,9 +155,10 @@ def _without_answers(result: str) -> str:
 BACKGROUND = ("rounds", "platforms", "agents_count", "stances", "hot_topics", "scheduled_events", "requirement")
 
 
-def background(context: dict[str, Any] | None) -> dict[str, Any]:
-    """The part of the planning context a section's prompt shows: evidence for every section."""
-    return {k: v for k, v in (context or {}).items() if k in BACKGROUND}
+def background(context: dict[str, Any] | None) -> PlanningContext:
+    """The part of the planning context a section's prompt shows: evidence for every section. `context` is
+    `ContextGathered`'s, which `SimulationTools.context` gathered: typed here, where the agent reads it."""
+    return cast(PlanningContext, {k: v for k, v in (context or {}).items() if k in BACKGROUND})
 
 
 def sentences(text: str) -> list[str]:

@@ -21,6 +21,7 @@ from . import claims
 from .grounding import CITATION
 from .offline import KINDS, WRITERS, Facts, _kind, _plan, analyst_outline
 from .offline_phrases import phrases_for
+from .tool_answers import PlanningContext, Seen, add_answer
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
@@ -52,27 +53,27 @@ def kind_of(title: str, description: str) -> str:
     return _kind(title, description)
 
 
-def seen_by_tool(observations: list[ToolObserved]) -> dict[str, list[dict[str, Any]]]:
+def seen_by_tool(observations: list[ToolObserved]) -> Seen:
     """The section's results parsed, by tool, as the offline writer reads them (reminders left out)."""
-    seen: dict[str, list[dict[str, Any]]] = {}
+    seen: Seen = {}
     for o in observations:
         try:
             value = json.loads(o.result)
         except ValueError:
             continue
         if isinstance(value, dict) and "reminder" not in value:
-            seen.setdefault(o.tool, []).append(value)
+            add_answer(seen, o.tool, value)
     return seen
 
 
-def plan(kind: str, background: dict[str, Any], seen: dict[str, list[dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+def plan(kind: str, background: PlanningContext, seen: Seen) -> list[tuple[str, dict[str, Any]]]:
     """The section's tool calls, as the offline writer plans them, without persona interviews (generated
     text, never evidence, and a model call per agent: a minute each on a CPU server)."""
     requirement = str(background.get("requirement") or "")
     return [(name, args) for name, args in _plan(kind, background, requirement, seen) if name != "interview_agents"]
 
 
-def sheet(kind: str, seen: dict[str, list[dict[str, Any]]], background: dict[str, Any]) -> list[str]:
+def sheet(kind: str, seen: Seen, background: PlanningContext) -> list[str]:
     """The numbered facts: the offline writer's statements of this section, one per line, at most MAX_FACTS.
     In the answers section each requirement question heads the facts that answer it (`is_question`), so the
     report restates every question and answers it from the data whatever the model writes."""

@@ -23,6 +23,7 @@ from .offline_phrases import EN, ZH, phrases_for
 from .offline_writers import WRITERS as WRITERS
 from .outline import run_summary, topic_of
 from .providers import Completion, estimate_tokens
+from .tool_answers import Analytics, PlanningContext, Seen, add_answer, answered
 
 DATA_BLOCK = re.compile(r"<simulation_data>\n(.*?)\n</simulation_data>", re.S)
 SECTION_LINE = re.compile(r"^Write section (\d+): (.+?)\. (.*)$", re.M)
@@ -107,9 +108,9 @@ def _section(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[str
     kind = _kind(match.group(2) if match else "", match.group(3) if match else "")
     blocks = [b.replace("<\\/simulation_data", "</simulation_data") for b in DATA_BLOCK.findall(opening)]
     requirement = blocks[0] if blocks else ""
-    background = json.loads(blocks[1]) if len(blocks) > 1 else {}
+    background: PlanningContext = json.loads(blocks[1]) if len(blocks) > 1 else {}
     seen = _observations(messages)
-    done = sum(len(v) for v in seen.values())
+    done = answered(seen)
     plan = _plan(kind, background, requirement, seen)
     if request.tools and done < len(plan):
         name, args = plan[done]
@@ -131,19 +132,18 @@ def _kind(title: str, description: str) -> str:
     return "timeline"
 
 
-def _observations(messages: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {}
+def _observations(messages: list[dict[str, Any]]) -> Seen:
+    found: Seen = {}
     for message in messages:
         for name, body in RESULT_BLOCK.findall(str(message.get("content") or "")):
             try:
-                found.setdefault(name, []).append(json.loads(body.replace("<\\/tool_result", "</tool_result")))
+                add_answer(found, name, json.loads(body.replace("<\\/tool_result", "</tool_result")))
             except ValueError:
                 continue
     return found
 
 
-def _plan(kind: str, background: dict[str, Any], requirement: str,
-          seen: dict[str, list[dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+def _plan(kind: str, background: PlanningContext, requirement: str, seen: Seen) -> list[tuple[str, dict[str, Any]]]:
     """The tool calls a section makes, with queries drawn from its own topic (3 to 4: the default budget is 5, and
     a section that spends it all is asked for its last word in a conversation this writer cannot place)."""
     topics = list(background.get("hot_topics") or []) or [topic_of(background)]
@@ -168,11 +168,12 @@ def _plan(kind: str, background: dict[str, Any], requirement: str,
         return [("simulation_analytics", {}), ("quick_search", {"query": engaged[0].get("name") or topics[0],
                                                                 "limit": 10}),
                 ("insight_forge", {"query": about}), *profile]
-    asked = [("quick_search", {"query": q, "limit": 5}) for q in questions(requirement)[:4]]
+    asked: list[tuple[str, dict[str, Any]]] = [("quick_search", {"query": q, "limit": 5})
+                                               for q in questions(requirement)[:4]]
     return [("simulation_analytics", {}), *asked, ("panorama_search", {"query": topics[0]})][:max(3, 1 + len(asked))]
 
 
-def _rise(analytics: dict[str, Any], background: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _rise(analytics: Analytics, background: PlanningContext) -> list[tuple[str, dict[str, Any]]]:
     """The `calculate` call for how much busier the pivot round was than the rounds before it, in percent."""
     f = Facts({"simulation_analytics": [analytics]}, background, "", set())
     row, before = f.at(f.pivot), f.side(after=False)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from simreportd.events.models import LLMRequested, ToolCallRequest
 
 from .chat_prompts import BACKGROUND, QUESTION_TAG
 from .offline_facts import RESULT_BLOCK, Facts, quote, who
 from .offline_writers import agent_profile, coalitions, divergence_sentence, stance_shifts
+from .tool_answers import PlanningContext, Seen, add_answer, answered
 
 QUESTION = re.compile(rf"<{QUESTION_TAG}>\n(.*?)\n</{QUESTION_TAG}>", re.S)
 BACKGROUND_BLOCK = re.compile(rf'<simulation_data kind="{BACKGROUND}">\n(.*?)\n</simulation_data>', re.S)
@@ -34,7 +35,7 @@ def chat_reply(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[s
     seen = _results_since(messages, asked[0] if asked else 0)
     background = _background(messages)
     plan = _plan(question)
-    done = sum(len(v) for v in seen.values())
+    done = answered(seen)
     if request.tools and done < len(plan):
         name, args = plan[done]
         return "", [ToolCallRequest(id=f"{request.call_id}-t1", name=name, arguments=args)]
@@ -49,26 +50,26 @@ def _last_question(messages: list[dict[str, Any]]) -> tuple[int, str] | None:
     return None
 
 
-def _results_since(messages: list[dict[str, Any]], start: int) -> dict[str, list[dict[str, Any]]]:
+def _results_since(messages: list[dict[str, Any]], start: int) -> Seen:
     """The tool results that answer the latest question, by tool."""
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: Seen = {}
     for message in messages[start:]:
         for name, body in RESULT_BLOCK.findall(str(message.get("content") or "")):
             try:
-                found.setdefault(name, []).append(json.loads(body.replace("<\\/tool_result", "</tool_result")))
+                add_answer(found, name, json.loads(body.replace("<\\/tool_result", "</tool_result")))
             except ValueError:
-                found.setdefault(name, []).append({})  # a tool error: the call was made, nothing to cite
+                add_answer(found, name, {})  # a tool error: the call was made, nothing to cite
     return found
 
 
-def _background(messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _background(messages: list[dict[str, Any]]) -> PlanningContext:
     for message in messages:
         if match := BACKGROUND_BLOCK.search(str(message.get("content") or "")):
             try:
                 value = json.loads(match.group(1).replace("<\\/simulation_data", "</simulation_data"))
             except ValueError:
                 return {}
-            return value if isinstance(value, dict) else {}
+            return cast(PlanningContext, value) if isinstance(value, dict) else {}
     return {}
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .offline_facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
 from .offline_phrases import ENGLISH, Phrases
+from .tool_answers import Chain, Statement
 
 
 def timeline(f: Facts) -> str:
@@ -143,7 +142,7 @@ def _platforms(f: Facts) -> str:
         out.append(say("mix", platform=cap(platform), actions=", ".join(
             say("mix_item", action=m["action"], count=m["count"]) for m in mix[platform][:3])))
     posts = f.posts()
-    after = [p for p in posts if f.pivot is not None and p["round"] > f.pivot]
+    after = [p for p in posts if f.pivot is not None and p["round"] is not None and p["round"] > f.pivot]
     for platform in f.loud():
         mine = [p for p in after if p["platform"] == platform]
         if mine:
@@ -192,7 +191,7 @@ def _drivers(f: Facts) -> str:
     return "\n\n".join(out) or say("no_activity")
 
 
-def chain(c: dict[str, Any], say: Phrases = ENGLISH) -> str:
+def chain(c: Chain, say: Phrases = ENGLISH) -> str:
     """`Jonas Zhou (agent:3) reposted the posts of Tariq Kowalski (agent:4) 2 times` (`their own posts`)."""
     verb, noun = say.chain_verb(c["kind"])
     other = f"{c['to_name']} ({c['to']})"
@@ -266,7 +265,7 @@ def _answer_reaction(f: Facts, question: str) -> list[str]:
     return out
 
 
-def _found_for(f: Facts, question: str) -> dict[str, Any] | None:
+def _found_for(f: Facts, question: str) -> Statement | None:
     """The first statement the section's search for `question` returned (the same whichever sections ran
     before it: parallel sections must write what sequential ones do)."""
     results = [r for r in f.seen.get("quick_search", []) if r.get("query") == question]

@@ -5,12 +5,13 @@ Used when the model cannot produce a valid outline, and by the offline writer. P
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .offline_phrases import ENGLISH, Phrases
 
 
-def topic_of(context: dict[str, Any]) -> str:
+def topic_of(context: Mapping[str, Any]) -> str:
     """The simulation's subject in a few words: its first hot topic, else the start of its requirement."""
     topics = context.get("hot_topics") or []
     if topics:

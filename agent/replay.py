@@ -10,7 +10,15 @@ from typing import Any
 
 from simreportd.errors import LLMError, UnrecordedCall
 from simreportd.events.codec import Recorded
-from simreportd.events.models import DomainEvent, LLMFailed, LLMRequested, LLMResponded
+from simreportd.events.models import (
+    DomainEvent,
+    InterviewUnlocked,
+    LLMFailed,
+    LLMRequested,
+    LLMResponded,
+    ToolCalled,
+    ToolObserved,
+)
 
 from .providers import Completion
 
@@ -22,8 +30,7 @@ class ReplayProvider:
 
     def __init__(self, original: list[Recorded]) -> None:
         self.answers: dict[tuple[str, int], LLMResponded | LLMFailed] = {}
-        for recorded in original:
-            event = recorded.event
+        for event in (recorded.event for recorded in original):
             if isinstance(event, LLMResponded | LLMFailed):
                 self.answers[(event.call_id, event.attempt)] = event
 
@@ -42,8 +49,7 @@ class RecordedEnvironment:
     """Answers `alive` the way the original run found it, so InterviewUnlocked replays the same."""
 
     def __init__(self, original: list[Recorded]) -> None:
-        unlocked = [r.data for r in original if r.type == "InterviewUnlocked"]
-        self.live = bool(unlocked and unlocked[0]["live_environment"])
+        self.live = next((e.live_environment for r in original if isinstance(e := r.event, InterviewUnlocked)), False)
 
     async def alive(self, simulation_id: str) -> bool:
         return self.live
@@ -57,10 +63,9 @@ class RecordedInterviews:
     """
 
     def __init__(self, original: list[Recorded]) -> None:
-        topics = {r.data["call_id"]: r.data["arguments"].get("interview_topic") for r in original
-                  if r.type == "ToolCalled" and r.data["tool"] == "interview_agents"}
-        self.results = [(topics.get(r.data["call_id"]), r.data["result"]) for r in original
-                        if r.type == "ToolObserved" and r.data["tool"] == "interview_agents"]
+        steps = [e for r in original if isinstance(e := r.event, ToolCalled | ToolObserved) and e.tool == "interview_agents"]
+        topics = {e.call_id: e.arguments.get("interview_topic") for e in steps if isinstance(e, ToolCalled)}
+        self.results = [(topics.get(e.call_id), e.result) for e in steps if isinstance(e, ToolObserved)]
 
     async def report_interview(self, simulation_id: str, generation: int, topic: str, max_agents: int = 5) -> str:
         if not self.results:

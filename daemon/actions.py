@@ -13,6 +13,7 @@ from typing import Any
 
 from simreportd.daemon.ingest.folder import MARKERS, is_simulation_folder
 from simreportd.errors import UsageError
+from simreportd.events.positions import Position
 from simreportd.projections import report_queries
 from simreportd.projections.sqlite import reading
 
@@ -28,8 +29,8 @@ class Rebuilt:
 
     before: dict[str, str]
     after: dict[str, str]
-    position: int
-    position_before: int  # where the read models were when `before` was taken
+    position: Position
+    position_before: Position  # where the read models were when `before` was taken
 
     @property
     def comparable(self) -> bool:
@@ -89,7 +90,7 @@ async def fork(daemon: Host, report_id: str, at: int, provider: str | None = Non
     """A new report sharing `report_id`'s history up to `at`, continued by the writer asked for (else `[llm]`'s)."""
     writer = choose_writer(daemon.config.llm, provider, model)
     await check_writer(daemon.config.llm, writer, f"fork report {report_id}", own=False, fallback="")
-    return await fork_report(daemon.store, report_id, at, *writer)
+    return await fork_report(daemon.store, report_id, Position(at), *writer)
 
 
 async def rebuild(daemon: Host) -> Rebuilt:

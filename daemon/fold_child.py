@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from simreportd.errors import SimreportdError, WaitTimeout
 from simreportd.events.contract import EventStore
 from simreportd.events.log import EventLog
+from simreportd.events.positions import Position
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner
 
@@ -60,7 +61,7 @@ class ChildSpec(BaseModel):
 class ChildReport(BaseModel):
     """What the child says after each batch: how far it folded, and why it cannot fold now (or None)."""
 
-    position: int
+    position: Position
     problem: str | None = None
 
 
@@ -124,7 +125,7 @@ async def _tell_commits(store: EventStore, stdin: ByteSendStream) -> None:
     position = await store.last_position()
     while True:
         try:
-            await store.wait_for(position + 1, timeout=3600)
+            await store.wait_for(Position(position + 1), timeout=3600)
         except WaitTimeout:
             continue
         position = await store.last_position()
@@ -178,7 +179,7 @@ async def _hear_commits(store: EventLog, scope: anyio.CancelScope) -> None:
             return
         *lines, pending = (pending + chunk).split(b"\n")
         if lines and lines[-1].strip().isdigit():
-            store.appended_elsewhere(int(lines[-1]))
+            store.appended_elsewhere(Position(int(lines[-1])))
 
 
 async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
@@ -202,7 +203,7 @@ async def _report(views: ProjectionRunner, scope: anyio.CancelScope) -> None:
                 return
             last = now
         try:
-            await views.wait_for(views.position + 1, timeout=REPORT_EVERY_S)
+            await views.wait_for(Position(views.position + 1), timeout=REPORT_EVERY_S)
         except WaitTimeout:
             pass
 

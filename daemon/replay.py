@@ -37,20 +37,33 @@ from simreportd.agent.tools import SimulationTools
 from simreportd.errors import NotFound, UsageError
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
-from simreportd.events.models import EVENT_TYPES, ReportForked
+from simreportd.events.models import (
+    EVENT_TYPES,
+    InterviewUnlocked,
+    LLMFailed,
+    LLMRequested,
+    ReportCompleted,
+    ReportFailed,
+    ReportForked,
+    ReportRequested,
+    ReportResumed,
+    ToolObserved,
+    WriterChanged,
+)
+from simreportd.events.positions import Position
 from simreportd.events.store import NewEvent, SQLiteEventStore
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
 COPY_BATCH = 5000  # events copied per append when a replay builds its scratch store
-INPUTS = ("ReportResumed", "WriterChanged")  # a user's decisions during the writing, not the runner's steps
-REDONE_BY_A_FORK = ("LLMRequested", "LLMFailed", "ReportFailed", "ReportCompleted", "InterviewUnlocked")
+INPUTS = (ReportResumed.TYPE, WriterChanged.TYPE)  # a user's decisions during the writing, not the runner's steps
+REDONE_BY_A_FORK = (LLMRequested.TYPE, LLMFailed.TYPE, ReportFailed.TYPE, ReportCompleted.TYPE, InterviewUnlocked.TYPE)
 
 
 @dataclass(frozen=True)
 class Divergence:
-    position: int
+    position: Position
     version: int
     expected: dict[str, Any]
     actual: dict[str, Any] | None
@@ -62,11 +75,11 @@ class Divergence:
         e, a = self.expected, self.actual or {}
         if self.why:
             return self.why
-        if e.get("type") == "LLMRequested" == a.get("type"):
+        if e.get("type") == LLMRequested.TYPE == a.get("type"):
             if e["fingerprint"] == a["fingerprint"]:
                 return "the recorded request no longer matches its own fingerprint: the event was altered"
             return f"the request differs: fingerprint {e['fingerprint'][:12]} expected, {a['fingerprint'][:12]} now"
-        if e.get("type") == "ToolObserved" == a.get("type"):
+        if e.get("type") == ToolObserved.TYPE == a.get("type"):
             return f"the tool {e['tool']} returns something else against the rebuilt simulation model"
         return f"the step differs: {e.get('type')} expected, {a.get('type', 'nothing')} now"
 
@@ -80,13 +93,13 @@ class ReplayResult:
 
 def writing(events: list[Recorded]) -> list[Recorded]:
     """A report stream's writing: up to its first InterviewUnlocked; what follows came after completion."""
-    end = next((i for i, r in enumerate(events) if r.type == "InterviewUnlocked"), len(events) - 1)
+    end = next((i for i, r in enumerate(events) if r.type == InterviewUnlocked.TYPE), len(events) - 1)
     return events[:end + 1]
 
 
 def shared_history(events: list[Recorded]) -> list[Recorded]:
     """The events a replay starts from: the ReportRequested, or for a fork everything up to its ReportForked."""
-    end = max((i for i, r in enumerate(events) if r.type == "ReportForked"), default=0)
+    end = max((i for i, r in enumerate(events) if r.type == ReportForked.TYPE), default=0)
     return events[:end + 1]
 
 
@@ -96,7 +109,7 @@ async def replay_report(store: EventLog, report_id: str, scratch: Path,
     original = writing(await store.read_stream(report_stream(report_id)))
     if not original:
         raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
-    if not any(r.type == "ReportCompleted" for r in original):
+    if not any(r.type == ReportCompleted.TYPE for r in original):
         raise UsageError(f"report {report_id} has not completed (last event {original[-1].type}); "
                               "replay reproduces completed reports")
     seed = shared_history(original)
@@ -118,7 +131,7 @@ async def replay_report(store: EventLog, report_id: str, scratch: Path,
     return ReplayResult(report_id, len(original), first_divergence(original, replayed))
 
 
-async def copy_simulations(store: EventLog, copy: EventLog, before: int) -> None:
+async def copy_simulations(store: EventLog, copy: EventLog, before: Position) -> None:
     """Every simulation's events the report could see, not only its own: search ranks (FTS5 bm25)
     weigh each match against the whole index, so the other simulations shape a tool's results too."""
     for stream, _, _ in await store.stream_summaries():
@@ -183,7 +196,7 @@ def _decided(recorded: Recorded) -> dict[str, Any]:
     return decided(recorded.event)
 
 
-async def fork_report(store: EventLog, report_id: str, at: int, provider: str, model: str) -> str:
+async def fork_report(store: EventLog, report_id: str, at: Position, provider: str, model: str) -> str:
     """A new report sharing the original's writing up to position `at`, to continue live; return its id."""
     original = writing(await store.read_stream(report_stream(report_id)))
     if not original:
@@ -200,7 +213,7 @@ async def fork_report(store: EventLog, report_id: str, at: int, provider: str, m
     events = []
     for recorded in prefix:
         data = {**recorded.event.model_dump(mode="json", exclude={"type"}), "report_id": new_id}
-        if recorded.type == "ReportRequested":
+        if recorded.type == ReportRequested.TYPE:
             data.update(forked_from=report_id, trigger="fork", provider=provider, model=model)
         events.append(EVENT_TYPES[recorded.type].model_validate(data))
     events.append(ReportForked(report_id=new_id, forked_from=report_id, at=at, provider=provider, model=model))

@@ -34,16 +34,19 @@ from simreportd.events.ids import new_event_id
 from simreportd.events.log import EventLog, NewEvent
 from simreportd.events.models import (
     EVENT_TYPES,
+    AgentActed,
     DomainEvent,
     ReportCompleted,
     ReportFailed,
     ReportRequested,
     ReportResumed,
+    RoundEnded,
     RunSoFar,
     SimulationCompleted,
     SimulationEvent,
     WriterChanged,
 )
+from simreportd.events.positions import Position
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries
@@ -86,7 +89,7 @@ class ReportScheduler:
         self.store, self.views, self.runner, self.config = store, views, runner, config
         self.provider_name, self.leases = provider_name, leases or SoleNode()
         self.runs: dict[str, ReportRun] = {}
-        self.unfinished: dict[str, int] = {}  # report id -> position of its last start, anywhere
+        self.unfinished: dict[str, Position] = {}  # report id -> position of its last start, anywhere
         self._tasks: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
         self._asking = anyio.Lock()  # one decision at a time on whether a run has its report
@@ -109,7 +112,7 @@ class ReportScheduler:
 
     async def _follow(self) -> None:
         async for item in self.store.subscribe(
-                types=["SimulationCompleted", "ReportRequested", "ReportResumed", "ReportCompleted", "ReportFailed"]):
+                types=[m.TYPE for m in (SimulationCompleted, ReportRequested, ReportResumed, ReportCompleted, ReportFailed)]):
             if isinstance(item, CaughtUp):
                 continue
             event = item.event
@@ -251,7 +254,7 @@ class ReportScheduler:
         await self.store.append(report_stream(report_id), resumed, expected_version=events[-1].version)
         return line
 
-    def start(self, report_id: str, position: int) -> ReportRun:
+    def start(self, report_id: str, position: Position) -> ReportRun:
         """Run the report in the scheduler's task group unless it is already running here."""
         run = self.runs.get(report_id)
         if run is None or not run.running:
@@ -279,7 +282,7 @@ class ReportScheduler:
                                   f"`simreportd resume {report_id}` continues it")
         return run.state
 
-    async def _run(self, run: ReportRun, position: int) -> None:
+    async def _run(self, run: ReportRun, position: Position) -> None:
         """One report: a failure is its own (recorded by the runner), never the other reports' or the daemon's."""
         lease = f"report:{run.report_id}"
         try:
@@ -301,7 +304,7 @@ class ReportScheduler:
 
 
 MILESTONES = sorted(name for name, model in EVENT_TYPES.items()  # a simulation's events but its actions
-                    if issubclass(model, SimulationEvent) and name != "AgentActed")
+                    if issubclass(model, SimulationEvent) and model is not AgentActed)
 
 
 async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar | None]:
@@ -315,9 +318,9 @@ async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar
         d, generation = recorded.data, int(recorded.data["generation"])
         starts.setdefault(generation, recorded.version)
         rounds.setdefault(generation, {})
-        if recorded.type == "SimulationCompleted":
+        if recorded.type == SimulationCompleted.TYPE:
             completed.add(generation)
-        elif recorded.type == "RoundEnded":
+        elif recorded.type == RoundEnded.TYPE:
             rounds[generation][d["platform"]] = max(rounds[generation].get(d["platform"], 0), d["round"])
     running = sorted(set(rounds) - completed)
     actions = await _actions_by_generation(store, stream, starts, running[0]) if running else {}
@@ -329,7 +332,7 @@ async def _actions_by_generation(store: EventLog, stream: str, starts: dict[int,
     begun before it)."""
     begun = sorted((version, generation) for generation, version in starts.items())
     counts: dict[int, int] = {}
-    async for recorded in store.iter_stream(stream, starts[first], batch=5000, types=["AgentActed"]):
+    async for recorded in store.iter_stream(stream, starts[first], batch=5000, types=[AgentActed.TYPE]):
         generation = next(g for v, g in reversed(begun) if v < recorded.version)
         counts[generation] = counts.get(generation, 0) + 1
     return counts

@@ -22,6 +22,7 @@ from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.daemon.server.app import Server
 from simreportd.errors import StoreReplaced
 from simreportd.events.codec import Recorded
+from simreportd.events.positions import Position
 from simreportd.events.streams import is_report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.report import ReportView
@@ -173,14 +174,14 @@ class Daemon:
         if failed is not None:
             raise failed  # as itself: outside the task group, not wrapped in an ExceptionGroup
 
-    async def _tell_folding_progress(self, head: int, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+    async def _tell_folding_progress(self, head: Position, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         behind = self._tell_folding(head)
         task_status.started()  # the first word is out before the fold's first page
         while behind:
             await anyio.sleep(START_EXTENSION_S / 3)
             behind = self._tell_folding(head)
 
-    def _tell_folding(self, head: int) -> bool:
+    def _tell_folding(self, head: Position) -> bool:
         """While the read models are behind `head`: extend systemd's start timeout, say how far they are."""
         if self.views.position >= head:
             return False

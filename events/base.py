@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -14,6 +14,16 @@ class DomainEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     SCHEMA_VERSION: ClassVar[int] = 1
+    # The type name its stored events carry (`Recorded.type`), its `type` field's value: what a reader that
+    # has not decoded an event compares with (`recorded.type == AgentActed.TYPE`), never a string literal.
+    TYPE: ClassVar[str]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        field = cls.model_fields.get("type")
+        if field is not None:  # the event models; their shared bases (ReportEvent, ...) have no type
+            cls.TYPE = field.default
 
     @property
     def type_name(self) -> str:

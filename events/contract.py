@@ -116,6 +116,6 @@ class EventStore(Protocol):
         """`subscribe`, a read at a time."""
         ...
 
-    async def wait_for(self, position: int, timeout: float = 30.0) -> None:
+    async def wait_for(self, position: Position, timeout: float = 30.0) -> None:
         """Return once `position` is committed; raise WaitTimeout after `timeout` seconds."""
         ...

@@ -82,7 +82,7 @@ class EventLog(ABC):
         `_committed_rows` and `group_commit.settle`."""
 
     @abstractmethod
-    async def _read_head(self) -> int:
+    async def _read_head(self) -> Position:
         """The highest committed position in the database, by anyone (0 when empty)."""
 
     async def _current_identity(self) -> object:
@@ -265,7 +265,7 @@ class EventLog(ABC):
         committed, self._committed = self._committed, anyio.Event()
         committed.set()
 
-    def appended_elsewhere(self, position: int) -> None:
+    def appended_elsewhere(self, position: Position) -> None:
         """Another process says it committed up to `position`: wake subscribers now, not at their next poll."""
         self._head = max(self._head, position)
         self._wake_subscribers()
@@ -325,7 +325,7 @@ class EventLog(ABC):
             with anyio.move_on_after(POLL_SECONDS):
                 await woken.wait()
 
-    async def wait_for(self, position: int, timeout: float = 30.0) -> None:
+    async def wait_for(self, position: Position, timeout: float = 30.0) -> None:
         """Return once `position` is committed; raise WaitTimeout after `timeout` seconds."""
         try:
             with anyio.fail_after(timeout):

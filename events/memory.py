@@ -14,6 +14,7 @@ from typing import overload
 from .codec import Recorded
 from .group_commit import Pending, Row, plan_group, settle
 from .log import EventLog
+from .positions import Position
 
 
 class AppendOnly(Sequence[Recorded]):
@@ -79,8 +80,8 @@ class MemoryEventStore(EventLog):
         self._committed_rows(rows)
         settle(group, outcomes)
 
-    async def _read_head(self) -> int:
-        return len(self.rows)
+    async def _read_head(self) -> Position:
+        return Position(len(self.rows))
 
     async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,
                           types: Sequence[str] | None = None) -> list[Recorded]:

@@ -27,6 +27,7 @@ from simreportd.errors import StoreFull, StoreNotEmpty, StoreUnusable
 from .codec import Recorded
 from .group_commit import ROW_COLUMNS, Pending, plan_group, settle
 from .log import EventLog, redacted_url
+from .positions import Position
 
 log = logging.getLogger("simreportd.events.postgres")
 
@@ -112,7 +113,7 @@ class PostgresEventStore(EventLog):
     def _notified(self, connection: object, pid: int, channel: str, payload: str) -> None:
         """Another node (or this one) committed up to `payload`: wake our subscribers."""
         try:
-            self.appended_elsewhere(int(payload))
+            self.appended_elsewhere(Position(int(payload)))
         except ValueError:
             return
 
@@ -158,8 +159,8 @@ class PostgresEventStore(EventLog):
                 (r.position, r.event_id, r.stream, r.version, r.type, r.schema_version, r.recorded_at, r.raw_data,
                  r.raw_meta) for r in batch])
 
-    async def _read_head(self) -> int:
-        return int(await self._reader().fetchval(f"SELECT coalesce(max(position), 0) FROM {TABLE}"))
+    async def _read_head(self) -> Position:
+        return Position(int(await self._reader().fetchval(f"SELECT coalesce(max(position), 0) FROM {TABLE}")))
 
     def _reader(self) -> asyncpg.Pool:
         self._check_open()

@@ -28,6 +28,7 @@ from .codec import Recorded
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent
 from .group_commit import Outcome, Pending, Replan, Row, plan_group, settle
 from .log import POLL_SECONDS, EventLog
+from .positions import Position
 
 __all__ = ["ANY_VERSION", "POLL_SECONDS", "AppendResult", "CaughtUp", "NewEvent", "SQLiteEventStore"]
 
@@ -239,10 +240,10 @@ class SQLiteEventStore(EventLog):
         )
         return [Recorded(*row) for row in await conn.execute_fetchall(READ_ALL, params)]
 
-    async def _read_head(self) -> int:
+    async def _read_head(self) -> Position:
         conn = self._reader or self._writer
         assert conn is not None
-        return await _scalar(conn, "SELECT coalesce(max(position), 0) FROM events")
+        return Position(await _scalar(conn, "SELECT coalesce(max(position), 0) FROM events"))
 
     async def stream_summaries(self) -> list[tuple[str, int, int]]:
         """`(stream, version, last position)` for every stream, by stream name."""

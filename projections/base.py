@@ -24,7 +24,7 @@ def by_type_name(table: Mapping[type[DomainEvent], Handler]) -> dict[str, Handle
     Tables are written with the event classes so that a misspelt event is an import error,
     not a handler that silently never runs.
     """
-    return {cls.model_fields["type"].default: handler for cls, handler in table.items()}
+    return {cls.TYPE: handler for cls, handler in table.items()}
 
 
 class Projection(Protocol):

@@ -10,6 +10,8 @@ import hashlib
 import sqlite3
 from collections.abc import Sequence
 
+from simreportd.events.positions import Position
+
 from .base import Projection, index_names, index_statement
 from .sqlite import WRITER_CACHE_KIB, transaction
 
@@ -32,15 +34,15 @@ def stored_fingerprint(conn: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
-def read_checkpoint(conn: sqlite3.Connection) -> int:
+def read_checkpoint(conn: sqlite3.Connection) -> Position:
     """The log position the read models have folded."""
     row = conn.execute("SELECT position FROM projection_checkpoint WHERE name = ?", (NAME,)).fetchone()
-    return int(row[0]) if row else 0
+    return Position(int(row[0]) if row else 0)
 
 
-def checkpoint(conn: sqlite3.Connection) -> int:
+def checkpoint(conn: sqlite3.Connection) -> Position:
     """How far the read models have folded the log: the furthest projection's position."""
-    return int(conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0])
+    return Position(int(conn.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]))
 
 
 def reset(conn: sqlite3.Connection, projections: Sequence[Projection], fingerprint: str) -> None:
@@ -97,7 +99,7 @@ def create_deferred_indexes(conn: sqlite3.Connection, projections: Sequence[Proj
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
 
 
-def digest(conn: sqlite3.Connection, projections: Sequence[Projection]) -> tuple[dict[str, str], int]:
+def digest(conn: sqlite3.Connection, projections: Sequence[Projection]) -> tuple[dict[str, str], Position]:
     """A SHA-256 of each read model's rows, and the position they were read at (one snapshot of the file)."""
     digests = {}
     conn.execute("BEGIN")  # one snapshot of the file: a fold child may commit while the tables are read

@@ -12,6 +12,8 @@ from typing import Any
 from simreportd.events.codec import Recorded
 from simreportd.events.models import (
     InterviewUnlocked,
+    LLMFailed,
+    LLMRequested,
     LLMResponded,
     OutlinePlanned,
     PlanningStarted,
@@ -20,8 +22,10 @@ from simreportd.events.models import (
     ReportFailed,
     ReportRequested,
     ReportResumed,
+    ResponseRejected,
     SectionCompleted,
     SectionStarted,
+    ToolCalled,
     ToolProtocolChosen,
     WriterChanged,
 )
@@ -46,8 +50,8 @@ CREATE TABLE IF NOT EXISTS report_sections (
     ungrounded_quotes INTEGER DEFAULT 0, PRIMARY KEY (report_id, section_index));
 """ + agent_log.SCHEMA
 
-COUNT_COLUMNS = {"LLMRequested": "llm_calls", "LLMFailed": "llm_failures", "ToolCalled": "tool_calls",
-                 "ResponseRejected": "rejections"}
+COUNT_COLUMNS = by_type_name({LLMRequested: "llm_calls", LLMFailed: "llm_failures", ToolCalled: "tool_calls",
+                              ResponseRejected: "rejections"})
 
 
 def mirofish_status(status: str) -> str:
@@ -66,9 +70,9 @@ def partial_label(run: dict[str, Any] | None) -> str | None:
 
 
 PLANNED, SECTIONS_SHARE = 10, 85  # progress once the outline is planned; the share all sections together earn
-STATUS_AFTER = {"ReportRequested": "pending", "PlanningStarted": "planning", "OutlinePlanned": "generating",
-                "SectionCompleted": "generating", "ReportCompleted": "completed", "ReportFailed": "failed",
-                "ReportResumed": "generating"}  # a report's status after each of these events (the view's and frames')
+STATUS_AFTER = by_type_name({  # a report's status after each of these events (the view's and frames')
+    ReportRequested: "pending", PlanningStarted: "planning", OutlinePlanned: "generating", SectionCompleted: "generating",
+    ReportCompleted: "completed", ReportFailed: "failed", ReportResumed: "generating"})
 
 
 def progress_for(completed: int, total: int) -> int:
@@ -107,7 +111,7 @@ class ReportView:
 
     def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = ?, progress = 5, message = 'Planning the outline'"
-               " WHERE report_id = ?", (STATUS_AFTER["PlanningStarted"], d["report_id"]))
+               " WHERE report_id = ?", (STATUS_AFTER[PlanningStarted.TYPE], d["report_id"]))
 
     def _ToolProtocolChosen(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET protocol = ? WHERE report_id = ?", (d["protocol"], d["report_id"]))
@@ -116,7 +120,7 @@ class ReportView:
         sections = d["sections"]
         yield ("UPDATE reports SET status = ?, progress = ?, message = 'Outline planned', title = ?,"
                " summary = ?, outline = ?, sections_total = ? WHERE report_id = ?",
-               (STATUS_AFTER["OutlinePlanned"], PLANNED, d["title"], d["summary"],
+               (STATUS_AFTER[OutlinePlanned.TYPE], PLANNED, d["title"], d["summary"],
                 json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
         for i, section in enumerate(sections, 1):
             yield ("INSERT OR REPLACE INTO report_sections VALUES (?, ?, ?, ?, 'pending', NULL, 0, 0, 0, NULL, NULL,"
@@ -163,7 +167,7 @@ class ReportView:
 
     def _ReportFailed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = ?, error = ?, failed_stage = ?, resumable = ?, message = ?"
-               " WHERE report_id = ?", (STATUS_AFTER["ReportFailed"], d["error"], d["stage"],
+               " WHERE report_id = ?", (STATUS_AFTER[ReportFailed.TYPE], d["error"], d["stage"],
                                         int(d.get("resumable", True)), f"Failed during {d['stage']}", d["report_id"]))
 
     def _WriterChanged(self, d: dict[str, Any], at: str) -> Iterable[Write]:

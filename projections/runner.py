@@ -23,6 +23,7 @@ import anyio
 from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.contract import EventStore
+from simreportd.events.positions import Position
 
 from . import bookkeeping
 from .base import Projection, Write, batch_writes
@@ -68,7 +69,7 @@ class ProjectionRunner:
         self.store, self.path, self.projections = store, path, list(projections)
         self._conn: sqlite3.Connection | None = None
         self._lock = anyio.Lock()
-        self._position = 0
+        self._position = Position(0)
         self._moved = anyio.Event()
         self.limiter = anyio.CapacityLimiter(THREADS_PER_DATABASE)
         self._problem: str | None = None
@@ -188,7 +189,7 @@ class ProjectionRunner:
         self._problem = value
 
     @property
-    def position(self) -> int:
+    def position(self) -> Position:
         """The last event position folded into the read models."""
         return self._position
 
@@ -198,14 +199,14 @@ class ProjectionRunner:
         self.listened_types = None if types is None or self.listened_types is None \
             else self.listened_types | set(types)
 
-    async def rebuild(self) -> int:
+    async def rebuild(self) -> Position:
         """Drop every read model, fold the whole log again; return the position reached."""
         async with self._lock:
             await self.in_thread(self._reset)
-            self._position, self._rebuilds = 0, self._rebuilds + 1
+            self._position, self._rebuilds = Position(0), self._rebuilds + 1
         return await self.catch_up()
 
-    async def catch_up(self) -> int:
+    async def catch_up(self) -> Position:
         """Fold everything committed so far; return the position reached."""
         while batch := await self.store.read_all(self._position, PAGE):
             async with self._lock:
@@ -287,7 +288,7 @@ class ProjectionRunner:
                 backoff = min(backoff * 2, RETRY_MAX_S)
                 continue
             try:
-                await self.store.wait_for(self._position + 1, timeout=FILE_CHECK_S)
+                await self.store.wait_for(Position(self._position + 1), timeout=FILE_CHECK_S)
                 check = False
             except WaitTimeout:
                 check = True  # idle: look at the file too
@@ -313,7 +314,7 @@ class ProjectionRunner:
             except Exception:
                 log.exception("a read-model listener failed on events %d..%d", batch[0].position, batch[-1].position)
 
-    async def wait_for(self, position: int, timeout: float = 30.0) -> None:
+    async def wait_for(self, position: Position, timeout: float = 30.0) -> None:
         """Return once the read models include `position`."""
         try:
             with anyio.fail_after(timeout):
@@ -326,7 +327,7 @@ class ProjectionRunner:
         """A SHA-256 of every read model's rows, so two builds can be compared."""
         return (await self.digest_at())[0]
 
-    async def digest_at(self) -> tuple[dict[str, str], int]:
+    async def digest_at(self) -> tuple[dict[str, str], Position]:
         """`digest`, and the log position the read models had reached: two digests say something only of
         the same position (a simulation being ingested moves it)."""
         async with self._lock:
@@ -337,7 +338,7 @@ class ProjectionRunner:
         if conn.in_transaction:  # SQLite itself ends some failed transactions (a full disk)
             conn.execute("ROLLBACK")
 
-    def _fold_page(self, batch: list[Recorded]) -> int:
+    def _fold_page(self, batch: list[Recorded]) -> Position:
         """Fold one page inside the open transaction, rows and checkpoint together; return the position
         the read models reach with it (below this runner's if another process rebuilt them)."""
         conn = self._require()
@@ -352,7 +353,7 @@ class ProjectionRunner:
         conn.execute("RELEASE page")
         return done if done < self._position else max(done, batch[-1].position)
 
-    def _fold_batch(self, conn: sqlite3.Connection, batch: list[Recorded], guarded: bool) -> int:
+    def _fold_batch(self, conn: sqlite3.Connection, batch: list[Recorded], guarded: bool) -> Position:
         """Fold the events past the checkpoint; return the checkpoint found."""
         done = self._read_checkpoint()  # another process may have folded some: never twice
         if done < self._position:  # another process rebuilt the read models: fold again from there
@@ -394,7 +395,7 @@ class ProjectionRunner:
     def _reset(self) -> None:
         reset(self._require(), self.projections, self.fingerprint)
 
-    def _read_checkpoint(self) -> int:
+    def _read_checkpoint(self) -> Position:
         return read_checkpoint(self._require())
 
     def _require(self) -> sqlite3.Connection:

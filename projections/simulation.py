@@ -28,6 +28,7 @@ from simreportd.events.models import (
     SimulationGenerationStarted,
     acted_action,
 )
+from simreportd.events.positions import Position
 
 from .base import Write, by_type_name
 from .tallies import Sayings, Tally, citation
@@ -113,7 +114,7 @@ UNDO = {"UNFOLLOW": "follow", "UNLIKE_POST": "like", "UNDO_LIKE_POST": "like", "
 
 # The only events but actions whose writes read or write what a run's posts and edges do (every other one
 # writes its own rows: a round's hour, a platform's status, a rejection), so the only ones a run stops at.
-WRITES_POSTS = frozenset({"SimulationDiscovered", "SimulationGenerationStarted"})
+WRITES_POSTS = frozenset({SimulationDiscovered.TYPE, SimulationGenerationStarted.TYPE})
 
 KEY = "simulation_id = ? AND generation = ?"
 AUTHOR_OF_POST = (f"(SELECT agent_id FROM sim_posts WHERE {KEY} AND platform = ? AND post_id = ?"
@@ -148,10 +149,11 @@ class SimulationModel:
         posts and their search rows written together (`Posts`), each statement once for the run."""
         writes: list[Write] = []
         tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(), Sayings()
+        acted = AgentActed.TYPE  # bound once: a pydantic class's attribute costs ~50 ns a lookup, most events are actions
         for recorded in batch:
             d, pos = recorded.data, recorded.position
             key = (d["simulation_id"], d["generation"])
-            if recorded.type != "AgentActed":
+            if recorded.type != acted:
                 if recorded.type in WRITES_POSTS:  # its posts take the ids after the run's
                     writes += [*posts.writes(), *edges.counts()]
                 writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
@@ -164,7 +166,7 @@ class SimulationModel:
             _acted(d, kind, args, key, pos, edges, posts, writes)
         return [*writes, *posts.writes(), *edges.counts(), *tally.writes(), *sayings.writes()]
 
-    def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _SimulationDiscovered(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_generations VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL)",
                (*key, d["folder"], d.get("requirement", ""), json.dumps(d.get("config", {}), sort_keys=True), pos))
         for a in d.get("agents", []):
@@ -179,17 +181,17 @@ class SimulationModel:
                       pos)
         yield from posts.writes()
 
-    def _PlatformStarted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _PlatformStarted(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, agents_count)"
                " VALUES (?, ?, ?, 'running', ?) ON CONFLICT DO UPDATE SET status = 'running'",
                (*key, d["platform"], d.get("agents_count")))
 
-    def _RoundStarted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _RoundStarted(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         yield ("INSERT INTO sim_rounds (simulation_id, generation, platform, round, simulated_hour)"
                " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET simulated_hour = excluded.simulated_hour",
                (*key, d["platform"], d["round"], d.get("simulated_hour")))
 
-    def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         tally, edges, posts = Tally(), EdgeTally(), Posts()  # of one action: the batch fold's reference
         kind, args = acted_action(d)
         tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
@@ -203,27 +205,27 @@ class SimulationModel:
         sayings.add(key, d, kind, args, pos)
         yield from sayings.writes()
 
-    def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _PlatformFinished(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         yield ("INSERT INTO sim_platforms (simulation_id, generation, platform, status, total_rounds, total_actions,"
                " all_rounds_ran) VALUES (?, ?, ?, 'finished', ?, ?, ?) ON CONFLICT DO UPDATE SET status = 'finished',"
                " total_rounds = excluded.total_rounds, total_actions = excluded.total_actions,"
                " all_rounds_ran = excluded.all_rounds_ran",
                (*key, d["platform"], d["total_rounds"], d.get("total_actions"), int(d["all_rounds_ran"])))
 
-    def _SimulationCompleted(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _SimulationCompleted(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         yield (f"UPDATE sim_generations SET status = 'completed', all_rounds_ran = ?, completed_position = ?"
                f" WHERE {KEY}", (int(d["all_rounds_ran"]), pos, *key))
 
-    def _EnvironmentStatusChanged(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _EnvironmentStatusChanged(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO sim_env VALUES (?, ?, ?, ?, ?, ?, ?)",
                (*key, d["status"], int(d.get("twitter_available", False)), int(d.get("reddit_available", False)),
                 d.get("pid"), pos))
 
-    def _IngestRejected(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _IngestRejected(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         yield ("INSERT INTO sim_rejections VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                (pos, *key, d["file"], d["offset"], d["reason"], d["excerpt"], d.get("lines", 1)))
 
-    def _AgentInterviewed(self, d: dict[str, Any], key: tuple[str, int], pos: int) -> Iterable[Write]:
+    def _AgentInterviewed(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         """An interview the simulator's database recorded after the run: shown with the run, never an action."""
         yield ("INSERT INTO sim_interviews VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                (pos, *key, d["platform"], d["agent_id"], d.get("agent_name", ""), d.get("prompt", ""),
@@ -238,7 +240,7 @@ class SimulationModel:
     types = frozenset(HANDLERS)
 
 
-def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, int], pos: int,
+def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, int], pos: Position,
            edges: EdgeTally, posts: Posts, writes: list[Write]) -> None:
     """An action's writes but its counters (`kind` and `args` as `acted_action` reads them), added to `writes`:
     the statement it posted (into `posts`), the edge it made (counted in `edges`) or undid."""
@@ -262,7 +264,7 @@ def _acted(d: dict[str, Any], kind: str, args: dict[str, Any], key: tuple[str, i
 CREATES_POST = frozenset({"CREATE_POST", "QUOTE_POST"})
 
 
-def _created_post(platform: str, kind: str, args: dict[str, Any], pos: int) -> str | None:
+def _created_post(platform: str, kind: str, args: dict[str, Any], pos: Position) -> str | None:
     """The ref of the post or quote an action creates, if it creates one."""
     if kind not in CREATES_POST:
         return None
@@ -288,7 +290,7 @@ class Posts:
         self.authors: dict[tuple[Any, ...], int] = {}
 
     def add(self, key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, parent: Any, agent: int,
-            r: int | None, content: Any, quoted: Any, quoted_author: Any, pos: int) -> None:
+            r: int | None, content: Any, quoted: Any, quoted_author: Any, pos: Position) -> None:
         text = str(content or "")
         post_id = post_id if isinstance(post_id, int) else None
         self.rows.append((*key, p, ref, kind, post_id, parent if isinstance(parent, int) else None, agent, r, text,
@@ -323,13 +325,13 @@ EDGE = (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF
 
 
 def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any],
-          pos: int, edges: EdgeTally, posts: Posts) -> Write:
+          pos: Position, edges: EdgeTally, posts: Posts) -> Write:
     """The edge; `edges` counts it into its link, its target agent's engagement and its target post's. Its
     target post's author: the first such post written, else the first of the run's posts not written yet."""
     edge, id_key, name_key = EDGES[kind]
     target_id = args.get(id_key) if id_key else None
     name = str(args.get(name_key) or "") if name_key else ""
-    target_ref = citation("post", p, target_id, 0) if isinstance(target_id, int) else None
+    target_ref = citation("post", p, target_id, Position(0)) if isinstance(target_id, int) else None
     edges.add(pos, (*key, p, target_id, target_ref) if target_ref is not None else None)
     return EDGE, (pos, *key, p, r, edge, agent, *key, p, target_id, posts.author(key, p, target_id), *key, name,
                   _target_agent(edge, args), name, target_ref)
@@ -362,7 +364,7 @@ class EdgeTally:
         self.posts: Counter[tuple[Any, ...]] = Counter()  # (simulation, generation, platform, post_id, ref) -> edges
         self.refs: set[str] = set()
 
-    def add(self, pos: int, post: tuple[Any, ...] | None) -> None:
+    def add(self, pos: Position, post: tuple[Any, ...] | None) -> None:
         self.span = (self.span[0] if self.span else pos, pos)
         if post is not None:
             self.posts[post] += 1
@@ -392,7 +394,7 @@ def _undone_target(edge: str, args: dict[str, Any], p: str) -> tuple[str | None,
     target's id alone (OASIS's `followee_id`) matches on that id, not on every follow without a name."""
     name = args.get("target_user_name") or args.get("post_author_name") or ""
     target_id = _target_agent(edge, args) if not name else None
-    return (None if target_id is not None else name), citation("post", p, args.get("post_id"), 0), target_id
+    return (None if target_id is not None else name), citation("post", p, args.get("post_id"), Position(0)), target_id
 
 
 def _undo(key: tuple[str, int], p: str, agent: int, edge: str,

@@ -10,10 +10,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from simreportd.events.positions import Position
+
 from .base import Write
 
 
-def citation(kind: str, platform: str, native_id: Any, position: int) -> str:
+def citation(kind: str, platform: str, native_id: Any, position: Position) -> str:
     """Citation id: the simulator's own id when it gave one, else one made from the event position."""
     return f"{kind}:{platform}:{native_id}" if isinstance(native_id, int) else f"{kind}:{platform}:e{position}"
 
@@ -106,7 +108,7 @@ class Sayings:
     def __init__(self) -> None:
         self.rows: dict[tuple[Any, ...], list[Any]] = {}
 
-    def add(self, key: tuple[str, int], d: dict[str, Any], kind: str, args: dict[str, Any], pos: int) -> None:
+    def add(self, key: tuple[str, int], d: dict[str, Any], kind: str, args: dict[str, Any], pos: Position) -> None:
         """Count the action `d` (of `kind`, with `args`) if it says something."""
         said = STATEMENTS.get(kind)
         text = str(args.get(said[3]) or "") if said else ""

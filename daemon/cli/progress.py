@@ -9,6 +9,7 @@ from typing import TextIO
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 from simreportd.events.models import (
+    AgentActed,
     InterviewUnlocked,
     LLMFailed,
     OutlinePlanned,
@@ -60,7 +61,7 @@ async def follow_run(store: EventLog, simulation_id: str, out: TextIO) -> None:
                   "waiting for it to complete. Ctrl-C stops waiting; `--now` reports on what is there.",
                   file=out, flush=True)
             continue
-        if item.type == "AgentActed":  # most of the stream: counted without reading its data
+        if item.type == AgentActed.TYPE:  # most of the stream: counted without reading its data
             actions += 1
             continue
         event = item.event

@@ -101,7 +101,7 @@ class IngestState:
     def apply_recorded(self, recorded: Recorded) -> None:
         """Fold one recorded event; an action (most of a stream) from its data, without building the model:
         `apply` on a million recorded actions took most of a restart's time."""
-        if recorded.type == "AgentActed":
+        if recorded.type == AgentActed.TYPE:
             self.apply_action(recorded.data)
         else:
             self.apply(recorded.event)

@@ -22,7 +22,7 @@ from simreportd.agent.providers import LLMProvider
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
 from simreportd.events.contract import EventStore
-from simreportd.events.models import InterviewAnswered, InterviewRequested, LLMRequested
+from simreportd.events.models import InterviewAnswered, InterviewRequested, InterviewUnlocked, LLMRequested
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.sqlite import in_thread, reading
@@ -211,7 +211,7 @@ class Interviewer:
             report_id = await self._in_thread(self._latest_report, target)
             events = await self.store.read_stream(report_stream(report_id))
         requested = events[0].data
-        if not any(r.type == "InterviewUnlocked" for r in events):
+        if not any(r.type == InterviewUnlocked.TYPE for r in events):
             standing = core.fold([r.event for r in events], requested["report_id"]).standing()
             raise InterviewLocked(f"report {requested['report_id']} {standing}; interviews unlock when it "
                                   "completes: try again then")
