@@ -21,6 +21,7 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
     report = report_queries.report_row(conn, report_id)
     if report is None:
         return None
+    del report["partial_labels"]  # the fold's: `partial` is the label in the report's language
     report["sections"] = report_queries.sections(conn, report_id)
     report["log"] = report_queries.agent_log(conn, report_id)
     report["console"] = report_queries.console_log(conn, report_id)
