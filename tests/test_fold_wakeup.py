@@ -1,6 +1,6 @@
 """The inline fold (`[service] fold = "inline"`) wakes at every commit, even one that lands while it is
-reading the log's head: a wake-up lost there left it asleep until its next poll, and the live dashboard,
-told of the report's last section by then, showed it pending."""
+reading the log's head: a wake-up lost there left it asleep until its next poll, half a second behind the log
+(the store's head went back to what the read saw)."""
 
 from __future__ import annotations
 
