@@ -275,7 +275,8 @@ class EventLog(ABC):
     async def last_position(self) -> Position:
         """The highest committed position (0 for an empty store), including other processes' appends."""
         self._check_open()
-        self._head = max(self._head, await self._read_head())
+        stored = await self._read_head()  # read first: a commit during the read moved `_head` past what it saw
+        self._head = max(self._head, stored)
         return Position(self._head)
 
     async def subscribe(
@@ -329,8 +330,10 @@ class EventLog(ABC):
         """Return once `position` is committed; raise WaitTimeout after `timeout` seconds."""
         try:
             with anyio.fail_after(timeout):
-                while await self.last_position() < position:
-                    woken = self._committed
+                while True:
+                    woken = self._committed  # taken before the head is read: a commit during the read wakes it
+                    if await self.last_position() >= position:
+                        return
                     with anyio.move_on_after(POLL_SECONDS):
                         await woken.wait()
         except TimeoutError:

@@ -9,12 +9,11 @@ is its `Report.to_dict()` with MiroFish's five statuses, our quality verdict in 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from typing import Any
 
 from . import report_queries
-from .report import mirofish_status, shown_progress
+from .report import mirofish_status, shown_progress, title_language
 
 
 def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | None:
@@ -22,15 +21,15 @@ def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | No
     report = report_queries.report_row(conn, report_id)
     if report is None:
         return None
+    del report["partial_labels"]  # the fold's: `partial` is the label in the report's language
     report["sections"] = report_queries.sections(conn, report_id)
     report["log"] = report_queries.agent_log(conn, report_id)
     report["console"] = report_queries.console_log(conn, report_id)
     return report
 
 
-HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# The words the files add around the report's own text, in the report's language (its title's: a report on a
-# Chinese run is titled and written in Chinese). The problems themselves are the checks' words, in English.
+# The words the files add around the report's own text, in the report's language (`title_language`). The
+# problems themselves are the checks' words, in English.
 WORDS = {
     "en": {"this_report": "This report", "this_section": "This section",
            "warning": ("> **Warning: {what} is degraded**: it did not meet simreportd's quality rules, so check it "
@@ -46,7 +45,7 @@ WORDS = {
 
 def words(report: dict[str, Any]) -> dict[str, str]:
     """The file's own words in the report's language: Chinese when its title has Han characters."""
-    return WORDS["zh" if HAN.search(report.get("title") or "") else "en"]
+    return WORDS[title_language(report.get("title"))]
 
 
 def notice(report: dict[str, Any], section: dict[str, Any] | None = None) -> str:

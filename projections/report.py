@@ -6,8 +6,9 @@ console logs (docs/formats.md#the-agent-log).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from simreportd.events.codec import Recorded
 from simreportd.events.models import (
@@ -42,7 +43,7 @@ CREATE TABLE IF NOT EXISTS reports (
     rejections INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, tokens_estimated INTEGER,
     error TEXT, failed_stage TEXT, resumable INTEGER, created_at TEXT, completed_at TEXT, updated_at TEXT,
     last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0, partial TEXT, problems TEXT DEFAULT '[]',
-    deleted INTEGER DEFAULT 0);
+    deleted INTEGER DEFAULT 0, partial_labels TEXT);
 CREATE TABLE IF NOT EXISTS report_sections (
     report_id TEXT, section_index INTEGER, title TEXT, description TEXT, status TEXT, content TEXT,
     tool_calls INTEGER, iterations INTEGER, forced INTEGER, completed_at TEXT, position INTEGER,
@@ -59,14 +60,37 @@ def mirofish_status(status: str) -> str:
     return "completed" if status == "completed_degraded" else status
 
 
-def partial_label(run: dict[str, Any] | None) -> str | None:
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+Language = Literal["en", "zh"]
+
+
+def title_language(title: str | None) -> Language:
+    """A report's language, as its files and labels follow it: Chinese when its title has Han characters (a
+    report on a Chinese run is titled and written in Chinese), else English."""
+    return "zh" if HAN.search(title or "") else "en"
+
+
+def partial_label(run: dict[str, Any] | None, language: Language = "en") -> str | None:
     """What a report on an unfinished run says about itself, from its ReportRequested (None: the run had ended)."""
     if run is None:
         return None
-    rounds = " and ".join(f"round {n} on {platform}" for platform, n in sorted(run["rounds"].items()))
+    rounds = sorted(run["rounds"].items())
+    if language == "zh":
+        upto = "和".join(f" {platform} 第 {n} 轮" for platform, n in rounds)
+        return (f"部分报告：撰写时模拟仍在进行，依据{'截至' + upto if upto else '第一轮结束前'}记录的 {run['actions']} "
+                "条行动写成。之后的轮次未包含在内。")
+    upto = " and ".join(f"round {n} on {platform}" for platform, n in rounds)
     return (f"Partial report: written while the simulation was still running, from the {run['actions']} actions "
-            f"recorded {'up to ' + rounds if rounds else 'before its first round ended'}. Later rounds are not "
+            f"recorded {'up to ' + upto if upto else 'before its first round ended'}. Later rounds are not "
             "included.")
+
+
+def partial_labels(run: dict[str, Any] | None) -> str | None:
+    """The label in every language, as JSON: the report's language is known only once its outline is planned
+    (`_OutlinePlanned` then shows the label in it); until then the label is English."""
+    if run is None:
+        return None
+    return json.dumps({language: partial_label(run, language) for language in ("en", "zh")}, ensure_ascii=False)
 
 
 PLANNED, SECTIONS_SHARE = 10, 85  # progress once the outline is planned; the share all sections together earn
@@ -105,9 +129,11 @@ class ReportView:
 
     def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO reports VALUES (?1, ?2, ?3, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
-               " 0, 0, 0, ?4, ?5, ?6, ?7, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?8, NULL, ?8, 0, 0, ?9, '[]', 0)",
+               " 0, 0, 0, ?4, ?5, ?6, ?7, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?8, NULL, ?8, 0, 0, ?9, '[]', 0,"
+               " ?10)",
                (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
-                d.get("trigger", ""), d.get("forked_from"), at, partial_label(d.get("partial"))))
+                d.get("trigger", ""), d.get("forked_from"), at, partial_label(d.get("partial")),
+                partial_labels(d.get("partial"))))
 
     def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET status = ?, progress = 5, message = 'Planning the outline'"
@@ -122,6 +148,8 @@ class ReportView:
                " summary = ?, outline = ?, sections_total = ? WHERE report_id = ?",
                (STATUS_AFTER[OutlinePlanned.TYPE], PLANNED, d["title"], d["summary"],
                 json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
+        yield ("UPDATE reports SET partial = json_extract(partial_labels, ?) WHERE report_id = ?"
+               " AND partial_labels IS NOT NULL", (f"$.{title_language(d['title'])}", d["report_id"]))
         for i, section in enumerate(sections, 1):
             yield ("INSERT OR REPLACE INTO report_sections VALUES (?, ?, ?, ?, 'pending', NULL, 0, 0, 0, NULL, NULL,"
                    " '[]', '{}', 0, 0)",

@@ -1,6 +1,9 @@
 """A store on a real small file system that fills up during a report: the report waits, `/healthz` says the disk
 is full, and once space is freed the report completes and `/healthz` is ok again, without a restart.
 
+The report's model is held while the disk is filled (`FakeLLM(held=True)`), so the report is under way and cannot
+finish before the disk is full, however fast the machine: its next append is the first to find no room.
+
 The file system is an 8 MiB tmpfs, mounted for the test (root, or a user allowed to mount, is needed: the test
 is skipped otherwise, and tests/test_store_guard.py covers the same path with SQLite's `max_page_count`)."""
 
@@ -18,6 +21,7 @@ import pytest
 from simreportd.events.streams import report_stream
 
 from .conftest import TIMEOUT, make_config
+from .fake_llm import FakeLLM
 from .test_server import Running, http
 
 pytestmark = pytest.mark.anyio
@@ -57,27 +61,31 @@ async def report_events(running: Running, report_id: str) -> list[str]:
 
 async def test_a_report_stuck_on_a_full_file_system_completes_once_space_is_freed(
         tmp_path: Path, small_sim: Path, small_disk: Path) -> None:
-    config = make_config(tmp_path, reports={"auto": False}, server={"port": 0})
-    config = config.with_paths(store=small_disk / "events.sqlite3", roots=[tmp_path / "sims"],
-                               output_dir=tmp_path / "reports")
-    async with Running(config, [small_sim]) as r:
-        await r.daemon.watcher.check(small_sim)
-        await r.daemon.store._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every append must grow the WAL
-        report_id = await r.daemon.reports.request(small_sim.name)
-        with anyio.fail_after(TIMEOUT):  # during the report: once it has begun writing
-            while "PlanningStarted" not in await report_events(r, report_id):
-                await anyio.sleep(0.01)
-        filler = fill(small_disk)
-        with anyio.fail_after(TIMEOUT):
-            while r.daemon.store.problem is None:
-                await anyio.sleep(0.05)
-        status, health = await asyncio.to_thread(http, f"http://{r.base}/healthz")
-        assert "ReportCompleted" not in await report_events(r, report_id)  # stuck
-        filler.unlink()  # space freed: nothing asks for the report again
-        with anyio.fail_after(TIMEOUT):
-            while "ReportCompleted" not in await report_events(r, report_id):
-                await anyio.sleep(0.05)
-            while (healed := await asyncio.to_thread(http, f"http://{r.base}/healthz"))[1]["status"] != "ok":
-                await anyio.sleep(0.1)
-        assert "ReportFailed" not in await report_events(r, report_id)
+    with FakeLLM(held=True) as llm:
+        config = make_config(tmp_path, reports={"auto": False}, server={"port": 0},
+                             llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"})
+        config = config.with_paths(store=small_disk / "events.sqlite3", roots=[tmp_path / "sims"],
+                                   output_dir=tmp_path / "reports")
+        async with Running(config, [small_sim]) as r:
+            await r.daemon.watcher.check(small_sim)
+            await r.daemon.store._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every append must grow the WAL
+            report_id = await r.daemon.reports.request(small_sim.name)
+            with anyio.fail_after(TIMEOUT):  # during the report: it has begun, and waits for its model's answer
+                while not llm.requests:
+                    await anyio.sleep(0.01)
+            filler = fill(small_disk)
+            llm.released.set()  # the answer comes: appending it finds the disk full
+            with anyio.fail_after(TIMEOUT):
+                while r.daemon.store.problem is None:
+                    await anyio.sleep(0.05)
+            status, health = await asyncio.to_thread(http, f"http://{r.base}/healthz")
+            assert "PlanningStarted" in (stuck := await report_events(r, report_id))
+            assert "ReportCompleted" not in stuck
+            filler.unlink()  # space freed: nothing asks for the report again
+            with anyio.fail_after(TIMEOUT):
+                while "ReportCompleted" not in await report_events(r, report_id):
+                    await anyio.sleep(0.05)
+                while (healed := await asyncio.to_thread(http, f"http://{r.base}/healthz"))[1]["status"] != "ok":
+                    await anyio.sleep(0.1)
+            assert "ReportFailed" not in await report_events(r, report_id)
     assert "degraded" in str(health) and "full" in str(health) and healed[0] == 200, (status, health)

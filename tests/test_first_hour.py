@@ -194,8 +194,8 @@ def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial
     partial_id = now.stdout.strip().splitlines()[-1]
     folder = tmp_path / "reports" / partial_id
     label = json.loads((folder / "meta.json").read_text())["partial"]
-    assert label.startswith("Partial report: written while the simulation was still running, from the ")
-    assert "up to round 2 on reddit and round 2 on twitter" in label
+    assert label.startswith("部分报告：撰写时模拟仍在进行，依据截至 ")  # the run's language, as the report's
+    assert "reddit 第 2 轮和 twitter 第 2 轮" in label
     assert f"> **{label}**" in (folder / "full_report.md").read_text()
     assert "上2轮中的" in (folder / "full_report.md").read_text()  # over 2 rounds, in the run's Chinese
 
@@ -210,7 +210,7 @@ def test_report_waits_for_a_running_simulation_and_now_writes_a_labelled_partial
     assert "round 6 ingested" in said and "Simulation sim_live completed: 6 rounds" in said
     full = Path(re.search(r"full report  (\S+)", said).group(1)).parent  # type: ignore[union-attr]
     assert full.name != partial_id and "partial" not in json.loads((full / "meta.json").read_text())
-    assert "Partial report" not in (full / "full_report.md").read_text()
+    assert "部分报告" not in (text := (full / "full_report.md").read_text()) and "Partial report" not in text
 
     replayed = simreportd("-c", str(config), "replay", partial_id, "--verify")
     assert replayed.returncode == 0 and "0 divergences" in replayed.stdout, replayed.stdout + replayed.stderr
