@@ -60,10 +60,15 @@ class Exporter:
             await self._export_due()
 
     async def _export_due(self) -> None:
-        due, self._due = sorted(self._due), set()
-        for report_id in due:
+        """Write each due folder; a report stays due until its write ends, so a write cancelled by a stopping
+        daemon is still done by `flush` (a change during the write makes it due again)."""
+        for report_id in sorted(self._due):
+            self._due.discard(report_id)
             try:
                 await self.export(report_id)
+            except anyio.get_cancelled_exc_class():
+                self._due.add(report_id)
+                raise
             except NotFound:
                 pass  # a stream without a ReportRequested has nothing to export
             except Exception:

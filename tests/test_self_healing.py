@@ -14,10 +14,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.daemon.exporter import write_if_changed
+from simreportd.daemon.exporter import Exporter, write_if_changed
 from simreportd.daemon.healing_snapshots import HealingSnapshots
 from simreportd.daemon.ingest.state import IngestState
-from simreportd.events.models import AgentActed, SimulationDiscovered
+from simreportd.events.models import AgentActed, ReportRequested, SimulationDiscovered
 from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner
@@ -183,3 +183,21 @@ def test_corrupt_derived_files_never_stop_status_rebuild_or_run_and_a_deleted_on
     assert daemon.wait(timeout=TIMEOUT) == 0
     log = daemon.log_path.read_text()  # type: ignore[attr-defined]
     assert "Exception Group" not in log and "fold_child" not in log, log  # no task crashed, the child never ended
+
+
+async def test_a_folder_whose_write_a_stopping_daemon_cancelled_is_still_written_by_the_flush(
+        store: SQLiteEventStore, tmp_path: Path) -> None:
+    """The exporter takes a report off its due list when it writes it; a write cancelled before it began (a
+    SIGTERM at that moment) left the folder behind its view for good, as test_shutdown saw under load."""
+    await store.append("report-r1", [ReportRequested(report_id="r1", simulation_id="p", generation=1)])
+    views, output = tmp_path / "views.sqlite3", tmp_path / "reports"
+    async with ProjectionRunner(store, views, projections()) as runner:
+        await runner.catch_up()
+    exporter = Exporter(views, output)
+    exporter.changed(["r1"])
+    with anyio.CancelScope() as scope:
+        scope.cancel()  # the daemon stops as the exporter begins its round
+        await exporter._export_due()
+    assert not (output / "r1").exists()
+    await exporter.flush()
+    assert json.loads((output / "r1" / "progress.json").read_text(encoding="utf-8"))["status"]
