@@ -35,7 +35,7 @@ from starlette.websockets import WebSocket
 from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed
 from simreportd.events.codec import Recorded
-from simreportd.events.models import EVENT_TYPES, DomainEvent, OutlinePlanned, ReportRequested
+from simreportd.events.models import OutlinePlanned, ReportRequested
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import is_report_stream
 
@@ -353,20 +353,15 @@ class Fanout:
         if not is_report_stream(recorded.stream):
             return None
         report_id = recorded.data["report_id"]
-        if is_a(recorded, OutlinePlanned) and report_id in self.reports:
+        if recorded.type == OutlinePlanned.TYPE and report_id in self.reports:
             self.reports[report_id] = ReportInfo(self.reports[report_id].simulation_id, sections(recorded))
         if report_id not in self.reports:
             events = await self.daemon.store.read_stream(recorded.stream)
-            outline = [r for r in events if is_a(r, OutlinePlanned) and r.position <= recorded.position]
-            requested = next((r.event for r in events if is_a(r, ReportRequested)), None)
+            outline = [r for r in events if r.type == OutlinePlanned.TYPE and r.position <= recorded.position]
+            requested = next((r.event for r in events if r.type == ReportRequested.TYPE), None)
             simulation_id = requested.simulation_id if isinstance(requested, ReportRequested) else ""
             self.reports[report_id] = ReportInfo(simulation_id, sections(outline[-1]) if outline else 0)
         return self.reports[report_id]
-
-
-def is_a(recorded: Recorded, cls: type[DomainEvent]) -> bool:
-    """Whether `recorded` is a `cls` event: the class its type name names, compared without decoding it."""
-    return EVENT_TYPES.get(recorded.type) is cls
 
 
 def sections(recorded: Recorded) -> int:
