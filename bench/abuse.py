@@ -16,8 +16,9 @@ pages the daemon's trim returns (pymalloc keeps a 1 MiB arena while one object i
 
 Printed per round: how many websockets were accepted, closed with 1013 (beyond the websocket
 limit) or refused, the median and slowest answer to the authorised request during the flood, the daemon's
-log lines during it, its RSS at the peak and after the clients left (from /proc), and whether
-ingest still worked (a simulation written during the flood is ingested).
+log lines during it, its peak RSS (VmHWM, reset as each round starts: the most it held at any moment of
+the round, its clients leaving included, not a sample) and its RSS after the clients left (from /proc),
+and whether ingest still worked (a simulation written during the flood is ingested).
 """
 
 from __future__ import annotations
@@ -50,11 +51,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident memory now (VmRSS) or at its peak since `reset_peak` (VmHWM), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def reset_peak(pid: int) -> None:
+    """Start VmHWM again from the RSS now (Linux: 5 to clear_refs), so each round's peak is its own."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 def simreportd(*args: str, cwd: Path) -> None:
@@ -135,7 +142,7 @@ def slowest_answer(seconds: float) -> float:
     return max(answers(seconds), default=0.0)
 
 
-async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: str) -> dict[str, object]:
+async def flood(count: int, idle_count: int, work: Path, simulation: str) -> dict[str, object]:
     """One flood: the sockets, the websockets, a simulation written meanwhile; then every client leaves."""
     held: list = []
     outcome = {"accepted": 0}
@@ -145,7 +152,6 @@ async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: s
     simreportd("simulate", str(work / "sims" / simulation), "--agents", "8", "--rounds", "3", cwd=work)
     connected: list[float] = []
     times = sorted(await asyncio.to_thread(answers, FLOOD_S, connected))
-    peak = rss_mb(pid)
     for ws in held:
         if ws.close_code is not None:  # closed by the daemon after the subscribe was sent
             outcome["accepted"] -= 1
@@ -155,8 +161,7 @@ async def flood(count: int, idle_count: int, pid: int, work: Path, simulation: s
         sock.close()
     return {"outcome": outcome, "idle sockets held": len(sockets),
             "answers s (median, slowest)": [round(times[len(times) // 2], 3), round(times[-1], 3)],
-            "of which connecting s (slowest)": round(max(connected, default=0.0), 3),
-            "peak RSS MB": round(peak, 1)}
+            "of which connecting s (slowest)": round(max(connected, default=0.0), 3)}
 
 
 def get(path: str) -> dict:
@@ -195,11 +200,13 @@ def rounds(count: int, idle_count: int, daemon: subprocess.Popen, work: Path) ->
     results = []
     for n in range(1, ROUNDS + 1):
         lines_before, started = len(log.read_text().splitlines()), time.monotonic()
-        figures = asyncio.run(flood(count, idle_count, daemon.pid, work, f"sim_during_{n}"))
+        reset_peak(daemon.pid)
+        figures = asyncio.run(flood(count, idle_count, work, f"sim_during_{n}"))
         figures["log lines during the flood"] = len(log.read_text().splitlines()) - lines_before
         figures["flood minutes"] = round((time.monotonic() - started) / 60, 2)
         time.sleep(SETTLE_S)
-        results.append({"round": n, **figures, "RSS after MB": round(rss_mb(daemon.pid), 1),
+        results.append({"round": n, **figures, "peak RSS MB": round(rss_mb(daemon.pid, "VmHWM"), 1),
+                        "RSS after MB": round(rss_mb(daemon.pid), 1),
                         "ingested during the flood": ingested(f"sim_during_{n}")})
     return results
 

@@ -146,6 +146,7 @@ class ServerConfig(Section):
     max_connections: int = Field(default=900, ge=1)
     max_connections_per_client: int = Field(default=100, ge=1)
     http_reserve: int = Field(default=64, ge=0)
+    send_buffer_mb: int = Field(default=64, ge=1)
 
     def refuse_if_exposed(self) -> None:
         """A host beyond loopback needs a token: refused when the config is read (at start and at SIGHUP),

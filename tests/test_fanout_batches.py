@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -72,6 +73,8 @@ async def test_a_crowd_subscribing_from_the_start_reads_its_history_a_few_at_a_t
 
     async def counted(*args: object, **kwargs: object) -> object:
         nonlocal reading, most
+        if sys._getframe(1).f_code.co_name != "_catch_up":  # the broadcaster's and the read models' own reads
+            return await read_all(*args, **kwargs)  # type: ignore[arg-type]
         reading += 1
         most = max(most, reading)
         try:

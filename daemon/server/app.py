@@ -62,7 +62,7 @@ class Server:
     def __init__(self, daemon: Host, config: ServerConfig) -> None:
         config.refuse_if_exposed()
         self.daemon, self.config = daemon, config
-        self.fanout = Fanout(daemon)
+        self.fanout = Fanout(daemon, config.send_buffer_mb << 20)
         self.sockets: list[socket.socket] = []
         self._uvicorn: EmbeddedUvicorn | None = None
         self._stopped = anyio.Event()

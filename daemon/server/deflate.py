@@ -33,7 +33,8 @@ class SmallFramesPlainFactory(ServerPerMessageDeflateFactory):
     """Negotiates permessage-deflate as websockets does by default, then skips small frames."""
 
     def __init__(self) -> None:
-        super().__init__(server_max_window_bits=12, client_max_window_bits=12, compress_settings={"memLevel": 5})
+        super().__init__(server_no_context_takeover=True, client_no_context_takeover=True, server_max_window_bits=12,
+                         client_max_window_bits=12, compress_settings={"memLevel": 5})
 
     def process_request_params(self, params: Sequence[tuple[str, str | None]],
                                accepted_extensions: Sequence[Extension]) -> tuple[list[tuple[str, str | None]], Any]:

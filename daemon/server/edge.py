@@ -166,6 +166,23 @@ class AcceptErrorsOnce(logging.Filter):
         return True
 
 
+class OncePerPeriod:
+    """A warning that may happen thousands of times a minute under a flood (a refusal, a disconnection):
+    logged at most once per period, with how many times it happened since the last line and the latest why."""
+
+    def __init__(self, logger: logging.Logger, what: str, period_s: float = REFUSAL_LOG_PERIOD_S) -> None:
+        self.logger, self.what, self.period_s = logger, what, period_s  # `what` has one %d: the count
+        self.times, self.logged_at = 0, -period_s
+
+    def count(self, latest: str) -> None:
+        self.times += 1
+        now = time.monotonic()
+        if now - self.logged_at >= self.period_s:
+            self.logger.warning("%s since the last such line (one every %g s at most); the latest: %s",
+                                self.what % self.times, self.period_s, latest)
+            self.times, self.logged_at = 0, now
+
+
 class ConnectionLimits:
     """`[server] max_connections`, `max_connections_per_client` and `http_reserve`, checked as each connection
     opens and as one asks to become a websocket.
@@ -179,10 +196,9 @@ class ConnectionLimits:
 
     def __init__(self, total: int, per_client: int, http_reserve: int = 0,
                  period_s: float = REFUSAL_LOG_PERIOD_S) -> None:
-        self.total, self.per_client, self.period_s = total, per_client, period_s
+        self.total, self.per_client = total, per_client
         self.websockets = total - min(http_reserve, total // 2)
-        self.refused = 0  # since the last log line
-        self.logged_at = -period_s
+        self.refusals = OncePerPeriod(log, "refused %d connection(s)", period_s)
         self.opened = 0  # connections admitted or refused since the start
 
     def admit(self, client: str | None, open_clients: Iterable[str | None]) -> Refusal | None:
@@ -197,7 +213,7 @@ class ConnectionLimits:
                                                            "([server] max_connections_per_client); try again later")
         else:
             return None
-        self._count(refusal)
+        self.refusals.count(refusal.message)
         return refusal
 
     def admit_websocket(self, open_websockets: int) -> Refusal | None:
@@ -206,13 +222,5 @@ class ConnectionLimits:
             return None
         refusal = Refusal(503, "websockets_full", f"the server holds its limit of {self.websockets} websockets "
                                                   "([server] max_connections minus http_reserve); try again later")
-        self._count(refusal)
+        self.refusals.count(refusal.message)
         return refusal
-
-    def _count(self, refusal: Refusal) -> None:
-        self.refused += 1
-        now = time.monotonic()
-        if now - self.logged_at >= self.period_s:
-            log.warning("refused %d connection(s) since the last such line (one every %g s at most); the latest: %s",
-                        self.refused, self.period_s, refusal.message)
-            self.refused, self.logged_at = 0, now

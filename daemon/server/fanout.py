@@ -14,12 +14,18 @@ commits behind it, and so the next read grew).
 Everything else (history, replies, frames behind those) goes through the session's bounded
 queue and its sender task, so order is kept. A client that stops reading is disconnected
 (code 4008) when its queue or its unsent bytes pass a bound, instead of slowing anyone else.
+
+What all the clients together hold in the daemon (frames queued, and written but not yet sent) has
+one owner, `SendBudget`, and one limit, `[server] send_buffer_mb`: past it the clients holding the
+most are disconnected (4008) until it is kept again, so that a crowd that subscribes and does not
+read costs bounded memory whatever the per-client bounds add up to.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 import anyio
@@ -29,11 +35,13 @@ from starlette.websockets import WebSocket
 from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed
 from simreportd.events.codec import Recorded
+from simreportd.events.models import OutlinePlanned, ReportRequested
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import is_report_stream
 
 from .commands import client_address, perform
 from .connections import FRAMES_EXTENSION, TextFrames
+from .edge import OncePerPeriod
 from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, parse_message
 
 log = logging.getLogger("simreportd.daemon.server.fanout")
@@ -49,10 +57,36 @@ HISTORY_READERS = 8  # subscribers whose next page of history is read and encode
 # from position 0 takes its turns, and the event loop keeps time for plain requests (bench/abuse.py)
 HISTORY_PAGES = (20, 500)  # events of history read at once for one client: a page doubles while the client
 # keeps up and drops to the least when it has to be waited for (decoded events cost ~10x their frames)
-HISTORY_BYTES = 64 * 1024  # history frames queued for a client before its history reader waits for it
+HISTORY_BYTES = 64 * 1024  # history frames queued for a client before its history reader waits for it; a page
+# of history is encoded up to this many bytes too, so a client that does not read holds at most twice it
 
 
 SubscriptionKey = tuple[frozenset[str], str | None, str | None]  # what a subscription's frames depend on
+
+
+class SendBudget:
+    """What all the websocket clients hold in the daemon, and its limit (`[server] send_buffer_mb`).
+
+    `used` counts the frames queued for every session, as they are queued and sent; the bytes
+    written to a connection and not yet sent are read from it when the budget is kept (`keep`),
+    once per read of the log and whenever `used` alone passes the limit.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+        self.disconnected = OncePerPeriod(log, "disconnected %d websocket client(s) that did not read (code 4008)")
+
+    def keep(self, sessions: Iterable[Session]) -> None:
+        """Disconnect the clients holding the most until the others together hold no more than the limit
+        (what a disconnected client holds is on its way out: it counts no more)."""
+        held = [(session.held(), session) for session in sessions if not session.too_slow.is_set()]
+        total = sum(size for size, _ in held)
+        for size, session in sorted(held, key=lambda pair: pair[0], reverse=True):
+            if total <= self.limit:
+                return
+            session.disconnect(f"it held {size} bytes when all clients held {total}, more than "
+                               f"[server] send_buffer_mb = {self.limit >> 20}")
+            total -= size
 
 
 class FrameSink(Protocol):
@@ -70,8 +104,8 @@ class FrameSink(Protocol):
 class Session:
     """One websocket client: its subscription, its history/live hand-over, its bounded queue."""
 
-    def __init__(self, websocket: WebSocket, sink: FrameSink, queue_frames: int) -> None:
-        self.websocket, self.sink = websocket, sink
+    def __init__(self, websocket: WebSocket, sink: FrameSink, queue_frames: int, budget: SendBudget) -> None:
+        self.websocket, self.sink, self.budget = websocket, sink, budget
         self.queue, self.outbox = anyio.create_memory_object_stream[bytes](queue_frames)  # encoded frames
         self.too_slow = anyio.Event()
         self.sub: Subscribe | None = None
@@ -80,7 +114,7 @@ class Session:
         self.buffer: list[EventFrames] = []
         self.overflowed = False
         self.queued = 0  # frames in the queue or being sent from it: live frames may skip it only at 0
-        self.queued_bytes = 0  # their size: what this client costs in memory, bounded for its history
+        self.queued_bytes = 0  # their size: what this client costs in memory (counted in `budget` too)
         self._room = anyio.Event()
 
     def start(self, sub: Subscribe) -> None:
@@ -124,13 +158,12 @@ class Session:
             await self._room.wait()
         return waited
 
-    async def send_history(self, data: bytes) -> None:
-        """Queue a frame of the history: it may wait for the client, live frames never do. A client that
-        does not read holds at most HISTORY_BYTES of history here (and a page), however long the log."""
-        await self.room()
-        await self.queue.send(data)
-        self.queued += 1
-        self.queued_bytes += len(data)
+    async def send_history(self, page: list[bytes]) -> None:
+        """Queue a page of the history (read once `room` was made): it may wait for the client, live frames
+        never do. A client that does not read holds at most 2 x HISTORY_BYTES of history, however long the log."""
+        for data in page:
+            await self.queue.send(data)
+            self._count(1, len(data))
 
     def push(self, frame: dict[str, Any]) -> None:
         """Queue a reply to this client alone."""
@@ -141,10 +174,17 @@ class Session:
         async for data in self.outbox:
             if not await self.sink.send_texts([data]):
                 return
-            self.queued -= 1
-            self.queued_bytes -= len(data)
+            self._count(-1, -len(data))
             if self.queued_bytes <= HISTORY_BYTES:
                 self._room.set()
+
+    def held(self) -> int:
+        """Bytes this client costs the daemon now: frames queued, and written to it but not yet sent."""
+        return self.queued_bytes + self.sink.unsent_bytes()
+
+    def drop(self) -> None:
+        """Give back to the budget what is queued for a client that is gone or being closed."""
+        self._count(-self.queued, -self.queued_bytes)
 
     async def close_when_too_slow(self) -> None:
         await self.too_slow.wait()
@@ -164,7 +204,7 @@ class Session:
         unsent = self.sink.unsent_bytes()
         if unsent <= UNSENT_BYTES:
             return False
-        self._too_slow(unsent, "bytes")
+        self.disconnect(f"fell {unsent} bytes behind")
         return True
 
     def _enqueue(self, data: bytes) -> None:
@@ -172,15 +212,22 @@ class Session:
             return
         try:
             self.queue.send_nowait(data)
-            self.queued += 1
-            self.queued_bytes += len(data)
+            self._count(1, len(data))
         except anyio.WouldBlock:
-            self._too_slow(self.queue.statistics().current_buffer_used, "frames")
+            self.disconnect(f"fell {self.queue.statistics().current_buffer_used} frames behind")
 
-    def _too_slow(self, behind: int, unit: str) -> None:
+    def _count(self, frames: int, size: int) -> None:
+        self.queued += frames
+        self.queued_bytes += size
+        self.budget.used += size
+
+    def disconnect(self, why: str) -> None:
+        """Disconnect this client (4008, by its own task); counted in one log line per period for all of them."""
+        if self.too_slow.is_set():
+            return
         self.sub = None
-        log.warning("disconnecting a websocket client that fell %d %s behind", behind, unit)
-        self.too_slow.set()  # the session's own task closes the connection
+        self.budget.disconnected.count(why)
+        self.too_slow.set()
 
 
 async def close(session: Session, code: int, reason: str) -> None:
@@ -194,8 +241,9 @@ async def close(session: Session, code: int, reason: str) -> None:
 class Fanout:
     """Every websocket session of the server, and the broadcaster that feeds them from the log."""
 
-    def __init__(self, daemon: Host) -> None:
+    def __init__(self, daemon: Host, send_buffer: int = 64 << 20) -> None:
         self.daemon = daemon
+        self.budget = SendBudget(send_buffer)
         self.sessions: set[Session] = set()
         self.reports: dict[str, ReportInfo] = {}
         self.closing = False
@@ -205,7 +253,8 @@ class Fanout:
     async def serve(self, websocket: WebSocket) -> None:
         """One connection (the `/ws` route): its sender, its history reader and its commands in one task group."""
         await websocket.accept()
-        session = Session(websocket, websocket.scope["extensions"][FRAMES_EXTENSION]["sink"], QUEUE_FRAMES)
+        session = Session(websocket, websocket.scope["extensions"][FRAMES_EXTENSION]["sink"], QUEUE_FRAMES,
+                          self.budget)
         if self.closing:
             await close(session, GOING_AWAY, "the server is stopping")
             return
@@ -218,6 +267,7 @@ class Fanout:
                 tasks.cancel_scope.cancel()
         finally:
             self.sessions.discard(session)
+            session.drop()
             if self.closing and not self.sessions:
                 self.ended.set()
 
@@ -258,18 +308,33 @@ class Fanout:
                 page = HISTORY_PAGES[0] if waited else min(HISTORY_PAGES[1], page * 2)
                 async with self.history_reads:  # sent outside it: a slow client holds no place
                     batch = await self.daemon.store.read_all(position, page)
-                    pages = [(r.position, EventFrames(r, await self.report_info(r)).for_subscription(sub))
-                             for r in batch]
-                full, batch = len(batch) == page, []  # the page as frames only: they are smaller
-                for at, frames in pages:
-                    for data in frames:
-                        await session.send_history(data)
-                    position = session.last = at
-                if not full and not session.overflowed:
+                    frames, at, taken = await self._history_page(batch, sub)
+                read, batch = len(batch), []  # only the frames are kept while the client is waited for
+                await session.send_history(frames)
+                if self.budget.used > self.budget.limit:
+                    self.budget.keep(self.sessions)
+                position = session.last = at if taken else position
+                if taken < read:  # the page's bytes were reached: read no more events than fitted
+                    page = max(HISTORY_PAGES[0], taken)
+                elif read < page and not session.overflowed:
                     break
                 session.overflowed = False
-            await session.send_history(encode({"type": "caught_up", "position": position}))
+            await session.send_history([encode({"type": "caught_up", "position": position})])
             session.go_live()
+
+    async def _history_page(self, batch: list[Recorded], sub: Subscribe) -> tuple[list[bytes], int, int]:
+        """The frames of a page of history, up to HISTORY_BYTES (and at least one event's): the frames, the
+        position of the last event they cover, and how many events of `batch` they cover."""
+        frames: list[bytes] = []
+        size = at = taken = 0
+        for recorded in batch:
+            if size >= HISTORY_BYTES:
+                break
+            more = EventFrames(recorded, await self.report_info(recorded)).for_subscription(sub)
+            frames += more
+            size += sum(map(len, more))
+            at, taken = recorded.position, taken + 1
+        return frames, at, taken
 
     async def broadcast(self, after: int) -> None:
         """Follow the log from `after` and offer each event to every session, until the store closes."""
@@ -281,20 +346,25 @@ class Fanout:
                 shared: dict[SubscriptionKey, TextFrames] = {}  # encoded once for every client
                 for session in list(self.sessions):
                     session.offer(read, shared)
+                self.budget.keep(self.sessions)
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""
         if not is_report_stream(recorded.stream):
             return None
         report_id = recorded.data["report_id"]
-        if recorded.type == "OutlinePlanned" and report_id in self.reports:
-            self.reports[report_id] = ReportInfo(self.reports[report_id].simulation_id,
-                                                 len(recorded.data["sections"]))
+        if recorded.type == OutlinePlanned.TYPE and report_id in self.reports:
+            self.reports[report_id] = ReportInfo(self.reports[report_id].simulation_id, sections(recorded))
         if report_id not in self.reports:
             events = await self.daemon.store.read_stream(recorded.stream)
-            outline = [r for r in events if r.type == "OutlinePlanned" and r.position <= recorded.position]
-            total = len(outline[-1].data["sections"]) if outline else 0
-            requested = [r for r in events if r.type == "ReportRequested"]
-            simulation_id = requested[0].data["simulation_id"] if requested else ""
-            self.reports[report_id] = ReportInfo(simulation_id, total)
+            outline = [r for r in events if r.type == OutlinePlanned.TYPE and r.position <= recorded.position]
+            requested = next((r.event for r in events if r.type == ReportRequested.TYPE), None)
+            simulation_id = requested.simulation_id if isinstance(requested, ReportRequested) else ""
+            self.reports[report_id] = ReportInfo(simulation_id, sections(outline[-1]) if outline else 0)
         return self.reports[report_id]
+
+
+def sections(recorded: Recorded) -> int:
+    """The number of sections an OutlinePlanned event plans (decoded: a stored v1 outline is upcast)."""
+    outline = recorded.event
+    return len(outline.sections) if isinstance(outline, OutlinePlanned) else 0
