@@ -33,7 +33,7 @@ import anyio.abc
 from starlette.websockets import WebSocket
 
 from simreportd.daemon.host import Host
-from simreportd.errors import StoreClosed
+from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.models import OutlinePlanned, ReportRequested
 from simreportd.events.store import CaughtUp
@@ -57,6 +57,8 @@ HISTORY_READERS = 8  # subscribers whose next page of history is read and encode
 # from position 0 takes its turns, and the event loop keeps time for plain requests (bench/abuse.py)
 HISTORY_PAGES = (20, 500)  # events of history read at once for one client: a page doubles while the client
 # keeps up and drops to the least when it has to be waited for (decoded events cost ~10x their frames)
+FOLDED_WAIT_S = 5.0  # how long a report's frames wait for the read models to fold its events (a stalled fold:
+# a full disk, a rebuild) before they go anyway
 HISTORY_BYTES = 64 * 1024  # history frames queued for a client before its history reader waits for it; a page
 # of history is encoded up to this many bytes too, so a client that does not read holds at most twice it
 
@@ -342,11 +344,19 @@ class Fanout:
             async for batch in self.daemon.store.subscribe_batches(after=after):
                 if isinstance(batch, CaughtUp):
                     continue
+                if reported := [r.position for r in batch if is_report_stream(r.stream)]:
+                    await self._folded(reported[-1])
                 read = [EventFrames(recorded, await self.report_info(recorded)) for recorded in batch]
                 shared: dict[SubscriptionKey, TextFrames] = {}  # encoded once for every client
                 for session in list(self.sessions):
                     session.offer(read, shared)
                 self.budget.keep(self.sessions)
+
+    async def _folded(self, position: int) -> None:
+        """Wait until the read models include `position`: a report's frame makes a client read the report view
+        (the dashboard fetches the report at each), which must then show what the frame announced."""
+        with contextlib.suppress(WaitTimeout):
+            await self.daemon.views.wait_for(position, timeout=FOLDED_WAIT_S)
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""

@@ -1,0 +1,44 @@
+"""A report's frame goes out once the read models include its event: a client that reads the report view when
+told (the dashboard fetches the report at each frame) sees what the frame announced. Sent straight from the
+log, the frame beat the fold, and the live dashboard stayed on a pending section once the report's last frames
+had come (1 run in 4 with the fold inline)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from websockets.asyncio.client import connect
+
+from simreportd.events.models import ReportRequested
+from simreportd.events.streams import report_stream
+
+from .conftest import TIMEOUT
+from .test_server import Running, frames_until, server_config
+
+pytestmark = pytest.mark.anyio
+HELD_S = 1.0  # how long the fold is held: a frame sent from the log alone comes in milliseconds
+
+
+@pytest.mark.parametrize("fold", ["inline", "child"])
+async def test_a_report_frame_waits_for_the_read_models_to_fold_its_event(
+        tmp_path: Path, small_sim: Path, fold: str) -> None:
+    config = server_config(tmp_path)
+    config = config.model_copy(update={"service": config.service.model_copy(update={"fold": fold})})
+    async with Running(config, [small_sim]) as r, connect(f"ws://{r.base}/ws") as ws:
+        await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"], "after": None}))
+        await frames_until(ws, "caught_up")
+        views = r.daemon.views
+        async with views._lock:  # the fold cannot move the read models meanwhile
+            appended = await r.daemon.store.append(report_stream("r_held"), [
+                ReportRequested(report_id="r_held", simulation_id="sim_small", generation=1)])
+            position = appended.positions[-1]
+            with anyio.move_on_after(HELD_S):
+                early = json.loads(await ws.recv())
+                pytest.fail(f"a frame came while the read models were at {views.position}, before {position}: {early}")
+        frame = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+        seen_at = views.position
+    assert frame["type"] == "report_status" and frame["position"] == position and seen_at >= position
