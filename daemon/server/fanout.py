@@ -36,6 +36,7 @@ from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.models import OutlinePlanned, ReportRequested
+from simreportd.events.positions import Position
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import is_report_stream
 
@@ -352,7 +353,7 @@ class Fanout:
                     session.offer(read, shared)
                 self.budget.keep(self.sessions)
 
-    async def _folded(self, position: int) -> None:
+    async def _folded(self, position: Position) -> None:
         """Wait until the read models include `position`: a report's frame makes a client read the report view
         (the dashboard fetches the report at each), which must then show what the frame announced."""
         with contextlib.suppress(WaitTimeout):
