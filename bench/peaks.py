@@ -1,0 +1,91 @@
+"""Peak resident memory of every process a bench runs, read from Linux's /proc while they run.
+
+This process's peak is exact for a phase: its high-water mark (VmHWM) is reset when the phase starts and read
+when it ends. Its children (a daemon's fold child, a CLI command and the fold child it starts) are found by
+walking /proc and their high-water marks read every `EVERY_S` until the phase ends; a child that grows in the
+last poll interval before it exits is under-read by that growth, so the largest ended child's exact peak
+(`largest_ended_child`, from getrusage) is printed beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import threading
+from pathlib import Path
+from types import TracebackType
+
+EVERY_S = 0.05
+FOLD_CHILD = "simreportd.daemon.fold_child"
+HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
+
+
+def high_water_mb(pid: int) -> float | None:
+    """The process's peak resident memory so far in MB, or None once it has gone."""
+    try:
+        found = HWM.search(Path(f"/proc/{pid}/status").read_text())
+    except OSError:
+        return None
+    return int(found.group(1)) / 1024 if found else None
+
+
+def children(pid: int) -> list[int]:
+    """The process's children (every thread's), or none once it has gone."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return []
+    found = []
+    for task in tasks:
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def role(pid: int) -> str:
+    """What a child process is: a daemon's fold child, or the command the bench started ("command")."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    return "fold child" if FOLD_CHILD.encode() in argv else "command"
+
+
+def largest_ended_child() -> float:
+    """The largest peak in MB of this process's children that have ended and been waited for (exact)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+class Peaks:
+    """The peak RSS in MB of this process and of every process under it while the `with` block runs,
+    keyed by role ("this process", "fold child", "command"): the largest of each role."""
+
+    def __init__(self) -> None:
+        self.mb: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> Peaks:
+        Path("/proc/self/clear_refs").write_text("5")  # resets this process's VmHWM to its RSS now
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._note("this process", high_water_mb(os.getpid()))
+
+    def _poll(self) -> None:
+        while not self._stop.wait(EVERY_S):
+            pending = children(os.getpid())
+            while pending:
+                pid = pending.pop()
+                self._note(role(pid), high_water_mb(pid))
+                pending += children(pid)
+
+    def _note(self, name: str, mb: float | None) -> None:
+        if mb is not None and name != "gone":
+            self.mb[name] = max(mb, self.mb.get(name, 0.0))
