@@ -2,16 +2,16 @@
 
 This process's peak is exact for a phase: its high-water mark (VmHWM) is reset when the phase starts and read
 when it ends. Its children (a daemon's fold child, a CLI command and the fold child it starts) are found by
-walking /proc and their high-water marks read every `EVERY_S` until the phase ends; a child that grows in the
-last poll interval before it exits is under-read by that growth, so the largest ended child's exact peak
-(`largest_ended_child`, from getrusage) is printed beside them.
+walking /proc and their high-water marks read every `EVERY_S` until the phase ends: a child that grows in the
+last interval before it exits is under-read by that growth. getrusage's ru_maxrss is no help for children: a
+child forked from a big process counts the parent's pages as its own until it execs, so a 60 MB command
+started by a 250 MB bench reads 250 MB (so did this script's fold-child row before /proc was read).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import resource
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -19,12 +19,22 @@ from types import TracebackType
 EVERY_S = 0.05
 FOLD_CHILD = "simreportd.daemon.fold_child"
 HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
+RSS = re.compile(r"^VmRSS:\s+(\d+) kB", re.MULTILINE)
 
 
 def high_water_mb(pid: int) -> float | None:
     """The process's peak resident memory so far in MB, or None once it has gone."""
+    return status_mb(pid, HWM)
+
+
+def resident_mb(pid: int) -> float | None:
+    """The process's resident memory now in MB, or None once it has gone."""
+    return status_mb(pid, RSS)
+
+
+def status_mb(pid: int, field: re.Pattern[str]) -> float | None:
     try:
-        found = HWM.search(Path(f"/proc/{pid}/status").read_text())
+        found = field.search(Path(f"/proc/{pid}/status").read_text())
     except OSError:
         return None
     return int(found.group(1)) / 1024 if found else None
@@ -54,22 +64,19 @@ def role(pid: int) -> str:
     return "fold child" if FOLD_CHILD.encode() in argv else "command"
 
 
-def largest_ended_child() -> float:
-    """The largest peak in MB of this process's children that have ended and been waited for (exact)."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-
-
 class Peaks:
     """The peak RSS in MB of this process and of every process under it while the `with` block runs,
     keyed by role ("this process", "fold child", "command"): the largest of each role."""
 
     def __init__(self) -> None:
         self.mb: dict[str, float] = {}
+        self.started_mb = 0.0  # this process's resident memory when the block started: the peak's floor
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def __enter__(self) -> Peaks:
         Path("/proc/self/clear_refs").write_text("5")  # resets this process's VmHWM to its RSS now
+        self.started_mb = resident_mb(os.getpid()) or 0.0
         self._thread.start()
         return self
 
