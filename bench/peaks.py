@@ -1,5 +1,8 @@
 """Peak resident memory of every process a bench runs, read from Linux's /proc while they run.
 
+Used by bench/all.py; also run by hand on any command: `python bench/peaks.py simreportd report SIM_DIR --wait`
+prints the peak RSS of the command and of its fold child.
+
 This process's peak is exact for a phase: its high-water mark (VmHWM) is reset when the phase starts and read
 when it ends. Its children (a daemon's fold child, a CLI command and the fold child it starts) are found by
 walking /proc and their high-water marks read every `EVERY_S` until the phase ends: a child that grows in the
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -96,3 +101,18 @@ class Peaks:
     def _note(self, name: str, mb: float | None) -> None:
         if mb is not None and name != "gone":
             self.mb[name] = max(mb, self.mb.get(name, 0.0))
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        raise SystemExit("usage: python bench/peaks.py COMMAND [ARGUMENTS...]")
+    with Peaks() as peaks:
+        code = subprocess.run(sys.argv[1:], check=False).returncode
+    for name, mb in peaks.mb.items():
+        if name != "this process":
+            print(f"peak RSS, the {name}: {mb:.0f} MB")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
