@@ -199,15 +199,13 @@ async def end_to_end(root: Path, folder: Path, fold: str) -> float:
     return time.perf_counter() - started
 
 
-def report_by_cli(root: Path, folder: Path) -> Spent:
-    """Wall and CPU seconds of `simreportd report --wait` (offline writer) on the written folder, a fresh store
-    in `root` (its working folder: no config.toml, the defaults): the command a user runs, in its own process,
-    which ingests, folds in its child and reports."""
+def report_by_cli(root: Path, folder: Path) -> None:
+    """`simreportd report --wait` (offline writer) on the written folder, a fresh store in `root` (its working
+    folder: no config.toml, the defaults): the command a user runs, in its own process, which ingests, folds in
+    its child and reports."""
     root.mkdir(parents=True)
-    started, cpu = time.perf_counter(), cpu_now()
     subprocess.run([sys.executable, "-m", "simreportd.entry", "report", str(folder), "--wait", "--provider", "offline"],
                    cwd=root, stdout=subprocess.DEVNULL, check=True)
-    return Spent(time.perf_counter() - started, cpu_now() - cpu)
 
 
 async def following_the_simulator(root: Path, folder: Path, rate: int) -> float:
