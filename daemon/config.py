@@ -11,13 +11,14 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simreportd.errors import ConfigError
-from simreportd.events.log import EventLog, redacted_url
-from simreportd.events.store import SQLiteEventStore
+
+if TYPE_CHECKING:  # the store is imported when opened: `simreportd simulate` and `--version` need not load it
+    from simreportd.events.log import EventLog
 
 ENV_PREFIX = "SIMREPORTD_"
 
@@ -51,6 +52,8 @@ class StoreConfig(Section):
     @property
     def where(self) -> str:
         """The event store as messages name it: the PostgreSQL URL without its password, or the SQLite file."""
+        from simreportd.events.log import redacted_url
+
         return redacted_url(self.url) if self.url else str(self.path)
 
     def open(self, create: bool = True) -> EventLog:
@@ -62,6 +65,8 @@ class StoreConfig(Section):
             )
 
             return PostgresEventStore(self.url, os.environ.get(self.password_env) or None)
+        from simreportd.events.store import SQLiteEventStore
+
         return SQLiteEventStore(self.path, self.synchronous, create)
 
 

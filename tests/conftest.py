@@ -16,13 +16,25 @@ TIMEOUT = float(os.environ.get("SIMREPORTD_TEST_TIMEOUT", "60"))
 PYTHON = sys.executable
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the tests that spawn real processes (marked slow) first, each file's tests still together.
+# The modules whose tests run longest, mostly waiting on real processes (30 + 20 stops at random moments, three
+# daemons sharing a report, kill -9 mid-report): they start the run, so the other workers' tests run beside
+# them rather than after them.
+LONGEST_FIRST = ("test_shutdown.py", "test_store_postgres.py", "test_kill.py")
 
-    pytest-xdist (`-n` in pyproject) starts each worker on a share of this list and lets idle
-    workers take tests from the end of the others' shares, so the long ones must not come last.
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the longest modules first, then the other tests that spawn real processes (marked slow), each file's
+    tests still together.
+
+    pytest-xdist (`-n` in pyproject) starts each worker on a contiguous share of this list and lets idle
+    workers take tests from the end of the others' shares, so the long ones must not come last: a torture
+    that starts two minutes in ends the run two minutes later than one that starts it.
     """
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items.sort(key=lambda item: (first_rank(item.path.name), item.get_closest_marker("slow") is None))
+
+
+def first_rank(module: str) -> int:
+    return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
 @pytest.fixture

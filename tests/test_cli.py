@@ -105,3 +105,23 @@ def test_resume_of_a_completed_report_is_refused_clearly(demo: tuple) -> None:
     out, report_id, _ = demo
     result = simreportd("-c", str(write_config(out, auto=False)), "resume", report_id)
     assert result.returncode == 2 and "has completed; nothing to resume" in result.stderr and "simreportd fork" in result.stderr
+
+
+# What a command that neither writes a report nor serves must not load: most of a second of imports in each
+# process that runs it (the suite starts hundreds), so main.py imports a command's module only when it runs.
+HEAVY = ("simreportd.daemon.service", "simreportd.daemon.server", "simreportd.agent", "openai", "uvicorn", "starlette")
+PROBE = f"""import sys
+from simreportd.daemon.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))"""
+
+
+def test_commands_that_need_no_daemon_do_not_import_it(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    for args in (["--version"], ["simulate", str(tmp_path / "sims" / "s"), "--agents", "4", "--rounds", "2"],
+                 ["-c", str(config), "status"], ["-c", str(config), "events"]):
+        result = subprocess.run([PYTHON, "-c", PROBE, *args], capture_output=True, text=True, timeout=TIMEOUT)
+        assert result.stdout.splitlines()[-1] == "[]", (args, result.stdout[-2000:], result.stderr[-2000:])

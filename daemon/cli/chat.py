@@ -18,6 +18,7 @@ from simreportd.errors import ChatFailed, SimreportdError
 
 from .choose import executor_for
 from .executor import Asker, Frame
+from .say import say
 
 EXIT_WORDS = frozenset({"exit", "quit", ":q"})
 
@@ -82,7 +83,3 @@ def show_answer(frame: Frame) -> None:
         say("  WARNING: this answer rests on no evidence from the simulation: check it before relying on it")
     if unsupported := frame.get("unsupported"):
         say(f"  {len(unsupported)} sentence(s) with figures or names not in the evidence were removed")
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

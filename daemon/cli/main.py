@@ -20,18 +20,21 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from simreportd import __version__
-from simreportd.daemon.cli import chat, commands
-from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.interpreter import tune_gc
 from simreportd.daemon.logs import setup_logging
 from simreportd.errors import SimreportdError
 from simreportd.stop_request import stop_requested
 
-Handler = Callable[[argparse.Namespace, Config], Awaitable[int] | int]
+if TYPE_CHECKING:
+    from simreportd.daemon.config import Config
+
+STORE_COMMANDS = ("events", "status", "migrate")  # daemon/cli/store_commands.py
+Handler = Callable[[argparse.Namespace, "Config"], Any]  # returns an exit code, or a coroutine that does
 
 
 log = logging.getLogger("simreportd.daemon.cli.main")
@@ -41,14 +44,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     tune_gc()
+    from simreportd.daemon.config import load_config
+
     try:
         config = load_config(config_path(args))
         config = config.model_copy(update={"log": config.log.model_copy(update={"level": console_level(args, config)})})
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
-        if not inspect.iscoroutinefunction(args.handler):
+        handler = handler_for(args.command)
+        if not inspect.iscoroutinefunction(handler):
             _restore_default_signals()
-            return 0 if stop_requested() else args.handler(args, config)
-        return anyio.run(_until_signalled, args.handler, args, config, backend="asyncio")
+            if stop_requested():
+                return 0
+            code: int = handler(args, config)
+            return code
+        return anyio.run(_until_signalled, handler, args, config, backend="asyncio")
     except BrokenPipeError:
         return _reader_gone()
     except SimreportdError as exc:
@@ -56,6 +65,29 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+
+
+def handler_for(command: str) -> Handler:
+    """The function of `command`, its module imported only now: `--version`, `simulate` and `status` do not load
+    the daemon, the agent and the server, which take most of a second to import."""
+    handler: Handler
+    if command == "simulate":
+        from simreportd.daemon.cli.simulate import simulate
+
+        handler = simulate
+    elif command == "chat":
+        from simreportd.daemon.cli.chat import chat
+
+        handler = chat
+    elif command in STORE_COMMANDS:
+        from simreportd.daemon.cli import store_commands
+
+        handler = getattr(store_commands, command)
+    else:
+        from simreportd.daemon.cli import commands
+
+        handler = getattr(commands, command)
+    return handler
 
 
 def console_level(args: argparse.Namespace, config: Config) -> str:
@@ -76,6 +108,8 @@ def _reader_gone() -> int:
 
 
 def config_path(args: argparse.Namespace) -> Path | None:
+    from simreportd.daemon.config import find_config
+
     return find_config(getattr(args, "config", None))
 
 
@@ -150,20 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"simreportd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, handler: Handler, text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common], help=text, description=text)
-        p.set_defaults(handler=handler)
-        return p
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], help=text, description=text)
 
-    command("run", commands.run, "Run the daemon: watch [watch] roots, ingest, write reports.")
-    p = command("demo", commands.demo, "Simulate a run, ingest it and write its report, all under DIR "
+    command("run", "Run the daemon: watch [watch] roots, ingest, write reports.")
+    p = command("demo", "Simulate a run, ingest it and write its report, all under DIR "
                 "(no API key, no network needed).")
     p.add_argument("dir", nargs="?", default="simreportd-demo", metavar="DIR",
                    help="the folder it writes everything into: simulations/, state/ (the event store), reports/ "
                    "and a config.toml to run the daemon on them (default: ./%(default)s; run again, it reuses "
                    "the report there)")
     writer_options(p, "write the demo report with")
-    p = command("simulate", commands.simulate, "Write a realistic MiroFish simulation folder into DIR.")
+    p = command("simulate", "Write a realistic MiroFish simulation folder into DIR.")
     p.add_argument("dir", metavar="DIR", help="the simulation folder to write (its name is the simulation id)")
     p.add_argument("--agents", type=int, default=24, metavar="N", help="simulated agents (default: %(default)s)")
     p.add_argument("--rounds", type=int, default=12, metavar="R", help="rounds per platform (default: %(default)s)")
@@ -179,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "run with its story; mirofish: what MiroFish's runner over OASIS v0.2.5 really writes (seed posts "
                    "logged twice, dropped targets, idle rounds, interviews in the databases, Chinese text), with "
                    "its truth in mirofish_truth.json (default: %(default)s)")
-    p = command("report", commands.report, "Ingest SIM_DIR and generate its report, once the run has completed.")
+    p = command("report", "Ingest SIM_DIR and generate its report, once the run has completed.")
     p.add_argument("sim_dir", metavar="SIM_DIR", help="the simulation folder (holding simulation_config.json or "
                    "twitter/actions.jsonl)")
     p.add_argument("--wait", action="store_true", help="write the report here and return when it ends; print its "
@@ -190,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="write a new report even if the run has a completed one "
                    "(without it, the run's report is returned: the one being written or the one written)")
     strict(p)
-    p = command("resume", commands.resume, "Continue a failed report from its last recorded step, with the "
+    p = command("resume", "Continue a failed report from its last recorded step, with the "
                 "provider and model it was written with unless --provider/--model ask for another.")
     report_id(p, "the failed report to continue")
     p.add_argument("--provider", choices=["openai", "offline"], help="continue with this provider instead "
@@ -201,14 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="continue with this LLM request timeout "
                    "(recorded)")
     strict(p)
-    p = command("replay", commands.replay, "Re-run a completed report (or a chat) with LLM answers served from "
+    p = command("replay", "Re-run a completed report (or a chat) with LLM answers served from "
                 "the log and tools re-run against the rebuilt simulation model; compare every step.")
     p.add_argument("report_id", nargs="?", metavar="REPORT_ID|CHAT_ID", help="the completed report (or the chat, "
                    "chat_...) to reproduce; `simreportd status` lists the reports")
     p.add_argument("--verify", action="store_true", help="exit 1 and show the first divergence, if any")
     p.add_argument("--all", action="store_true", help="replay every completed report; print a summary table")
     p.add_argument("--into", metavar="PATH", help="the store to replay into (default: a scratch file)")
-    p = command("fork", commands.fork, "Start a new report from a report's events up to POSITION, continued live.")
+    p = command("fork", "Start a new report from a report's events up to POSITION, continued live.")
     report_id(p, "the report to fork")
     p.add_argument("--at", type=int, required=True, metavar="POSITION", help="a position in the event log (the "
                    "`position` field of `simreportd events --stream report-REPORT_ID`) between the report's first "
@@ -216,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="the model the fork continues with (default: [llm] model)")
     p.add_argument("--provider", choices=["openai", "offline"], help="the provider the fork continues with "
                    "(default: [llm] provider)")
-    p = command("interview", commands.interview, "Ask a simulated agent a question once its report is complete "
+    p = command("interview", "Ask a simulated agent a question once its report is complete "
                 "(live when the simulation is still running, else in persona).")
     p.add_argument("target", metavar="SIMULATION_ID|REPORT_ID", help="a simulation (its latest report's run) "
                    "or a report, once that report has completed; `simreportd status` lists both")
@@ -225,17 +257,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--platform", choices=["twitter", "reddit"], help="a live interview asks the agent on this "
                    "platform only (default: on both, as MiroFish does); in persona it changes nothing")
     p.add_argument("question", help="the question, in quotes")
-    p = command("chat", chat.chat, "Ask follow-up questions about a completed report: one per line, or at a prompt "
+    p = command("chat", "Ask follow-up questions about a completed report: one per line, or at a prompt "
                 "when stdin is a terminal. Answers cite the simulation's ids; the chat is recorded as stream "
                 "chat-CHAT_ID.")
     report_id(p, "the completed report to ask about")
     p.add_argument("--chat", metavar="CHAT_ID", help="continue this chat instead of opening a new one")
-    command("rebuild", commands.rebuild, "Drop every read model and export, replay the log, compare digests "
+    command("rebuild", "Drop every read model and export, replay the log, compare digests "
             "(exit 1: a read model changed; 3: the log grew meanwhile, not compared).")
-    p = command("export", commands.export, "Write a report's MiroFish-compatible folder into DIR.")
+    p = command("export", "Write a report's MiroFish-compatible folder into DIR.")
     report_id(p, "the report to export")
     p.add_argument("dir", metavar="DIR", help="the folder to write it into (made if missing)")
-    p = command("events", commands.events, "Print events as JSON lines.")
+    p = command("events", "Print events as JSON lines.")
     p.add_argument("--after", type=int, default=0, metavar="N", help="only events after log position N (the "
                    "`position` field; default: from the first)")
     p.add_argument("--stream", metavar="S", help="only this stream: simulation-SIM_ID, report-REPORT_ID or "
@@ -243,10 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", dest="types", action="append", metavar="T", help="only events of this type, e.g. "
                    "SectionCompleted (repeat it for several; docs/events.md lists them)")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
-    p = command("migrate", commands.migrate, "Copy the SQLite event store into an empty PostgreSQL database, "
+    p = command("migrate", "Copy the SQLite event store into an empty PostgreSQL database, "
                 "positions and ids intact, and verify it.")
     p.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/database")
-    p = command("status", commands.status, "Show the store, simulations and reports.")
+    p = command("status", "Show the store, simulations and reports.")
     p.add_argument("--json", action="store_true", help="print it as one JSON object")
     return parser
 
