@@ -7,6 +7,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio import TASK_STATUS_IGNORED
@@ -19,7 +20,6 @@ from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.environment import FolderEnvironment
 from simreportd.daemon.interviews.interviewer import Interviewer
-from simreportd.daemon.server.app import Server
 from simreportd.errors import StoreReplaced
 from simreportd.events.codec import Recorded
 from simreportd.events.positions import Position
@@ -39,6 +39,9 @@ from .lock import StoreLock
 from .reports import ReportScheduler
 from .systemd import notify, watchdog_interval
 from .writers import Writers
+
+if TYPE_CHECKING:
+    from simreportd.daemon.server.app import Server
 
 log = logging.getLogger("simreportd.daemon.service")
 FINAL_FOLD_EVENTS, FINAL_FOLD_TIMEOUT_S = 5000, 5.0  # more is folded at the next start, not at a stop
@@ -106,6 +109,8 @@ class Daemon:
         `follow`, reports run only when asked for (a CLI command's own report)."""
         async with contextlib.AsyncExitStack() as stack:
             if serve:
+                from simreportd.daemon.server.app import Server  # the web stack only when serving (CLI commands do not)
+
                 self.server = await stack.enter_async_context(Server(self, self.config.server))
                 self.lock.advertise(f"http://{self.config.server.host}:{self.server.port}/")
                 assert self.serving is not None

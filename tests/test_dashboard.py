@@ -52,9 +52,8 @@ CHART_TICKS = """fetch(document.querySelector('#simulations img.chart').src).the
 
 
 async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tmp_path: Path) -> None:
-    simulator = cli("simulate", str(tmp_path / "sims" / "sim_live"), "--agents", "12", "--rounds", "6", "--live",
-                    "--round-seconds", "0.4")
     seen: list[dict] = []
+    simulator = None
     try:
         with FakeLLM(latency_s=0.12) as llm:
             config = make_config(tmp_path, server={"port": 0}, watch={"roots": [tmp_path / "sims"],
@@ -67,6 +66,10 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
                 assert daemon.server is not None
                 async with Chromium(tmp_path / "profile") as browser:
                     await browser.goto(f"http://127.0.0.1:{daemon.server.port}/")
+                    # The run starts once the page is up, so a loaded machine's slow browser start cannot
+                    # outlast it (the chart must be seen while the run is ingested).
+                    simulator = cli("simulate", str(tmp_path / "sims" / "sim_live"), "--agents", "12", "--rounds", "6",
+                                    "--live", "--round-seconds", "0.4")
                     deadline = time.monotonic() + TIMEOUT * 2
                     while True:
                         state = await browser.evaluate(STATE)  # None while the page is still loading
@@ -101,8 +104,9 @@ async def test_sections_trace_chart_and_interview_box_appear_without_a_reload(tm
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
     finally:
-        simulator.terminate()
-        simulator.wait(timeout=TIMEOUT)
+        if simulator is not None:
+            simulator.terminate()
+            simulator.wait(timeout=TIMEOUT)
     final = seen[-1]
     assert final["hash"] == f"#/reports/{report_id}" and bookmarked["hash"] == final["hash"]
     assert "sim_live (generation 1)" in final["listMeta"] and "scripted" in final["listMeta"]
