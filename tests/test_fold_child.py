@@ -173,3 +173,25 @@ def test_a_fold_child_whose_daemon_stops_before_sending_its_spec_exits_0_without
     child = subprocess.run([sys.executable, "-m", "simreportd.daemon.fold_child"], stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=TIMEOUT)
     assert (child.returncode, child.stderr) == (0, b"")
+
+
+@pytest.mark.anyio
+async def test_a_command_that_ingests_then_writes_its_report_folds_both_in_one_fold_child(tmp_path: Path) -> None:
+    """`simreportd report DIR --wait` with no daemon running: the fold child that folds the ingest folds the report
+    too. Stopping it after the ingest and starting another made the second refold from the checkpoint the first
+    left (at 1M actions, 400k events behind)."""
+    from simreportd.daemon.cli.choose import executor_for
+
+    folder = tmp_path / "sims" / "sim_once"
+    simulate(folder, agents=12, rounds=6, seed=3)
+    config = make_config(tmp_path, reports={"auto": False})
+    async with executor_for(config, "report", folders=[folder]) as work:
+        await work.ingest(folder, until_complete=True)
+        await anyio.to_thread.run_sync(wait_until, lambda: fold_children(os.getpid()), "the fold child")
+        first = fold_children(os.getpid())
+        report_id, standing = await work.request_report(folder, False, "offline", None, True)
+        state = await work.follow(report_id)
+        after = fold_children(os.getpid())
+    assert standing == "new" and state.report_completed
+    assert after == first and len(first) == 1
+    assert not fold_children(os.getpid())  # stopped with the command

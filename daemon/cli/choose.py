@@ -20,5 +20,5 @@ async def executor_for(config: Config, command: str, folders: Sequence[Path] = (
     if holder := running_daemon(config):
         yield HandedOverExecutor(holder, config)
         return
-    async with Daemon(config, folders=folders, command=command) as daemon:
-        yield LocalExecutor(daemon)
+    async with Daemon(config, folders=folders, command=command) as daemon, contextlib.AsyncExitStack() as lifetime:
+        yield LocalExecutor(daemon, lifetime)

@@ -36,14 +36,22 @@ class LocalExecutor:
 
     writes_at_once = False  # a report nobody waits for here is written when `simreportd run` starts
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, daemon: Daemon, lifetime: contextlib.AsyncExitStack) -> None:
+        self.daemon, self._lifetime, self._running = daemon, lifetime, False
+
+    async def _run_in_background(self) -> None:
+        """Start the daemon's background work (the fold, exports) once, for the rest of the command (`lifetime`):
+        a report written after an ingest is folded by the fold child that folded the ingest, not by a second
+        one started behind it (at 1M actions the first was stopped still 400k events behind)."""
+        if not self._running:
+            await self._lifetime.enter_async_context(running(self.daemon))
+            self._running = True
 
     async def ingest(self, folder: Path, until_complete: bool) -> str:
-        async with running(self.daemon):  # the read models are folded (by a child process) while the folder is read
-            simulation_id = await actions.ingest_folder(self.daemon, folder)
-            if until_complete:
-                await wait_for_run(self.daemon, simulation_id)
+        await self._run_in_background()  # the read models are folded (by a child process) while the folder is read
+        simulation_id = await actions.ingest_folder(self.daemon, folder)
+        if until_complete:
+            await wait_for_run(self.daemon, simulation_id)
         return simulation_id
 
     async def request_report(self, folder: Path, force: bool, provider: str | None, model: str | None,
@@ -78,7 +86,8 @@ class LocalExecutor:
         return await self.daemon.exporter.export(report_id, into)
 
     async def follow(self, report_id: str) -> ReportState:
-        return await generate(self.daemon, report_id)
+        await self._run_in_background()
+        return await written_here(self.daemon, report_id)
 
     async def state(self, report_id: str) -> ReportState:
         return core.fold([r.event for r in await self.daemon.store.read_stream(report_stream(report_id))], report_id)
@@ -138,7 +147,14 @@ def our_error_as_itself() -> Iterator[None]:
 
 async def generate(daemon: Daemon, report_id: str) -> ReportState:
     """Run one report here, printing its progress, until it completes or fails."""
-    async with running(daemon), anyio.create_task_group() as tasks:
+    async with running(daemon):
+        return await written_here(daemon, report_id)
+
+
+async def written_here(daemon: Daemon, report_id: str) -> ReportState:
+    """Run one report in this process, whose background work runs, printing its progress until it completes or
+    fails; its folder is written from read models that hold all of it."""
+    async with anyio.create_task_group() as tasks:
         tasks.start_soon(follow_report, daemon.store, report_id, sys.stderr)
         state = await daemon.reports.wait(report_id)
         await daemon.views.wait_for(await daemon.store.last_position(), timeout=600)
