@@ -22,8 +22,8 @@ from .conftest import make_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ("events", "projections", "agent", "daemon")
-# The interface layers are converted by their own change; the rest of the core compares with `Model.TYPE`.
-NOT_YET = ("daemon/cli/",)
+# Websocket frames have a `type` too (`{"type": "error"}`): the CLI's client of the daemon reads frames, not events.
+FRAME_READERS = ("daemon/cli/handover.py",)
 LITERAL_TYPE_TEST = re.compile(  # `x.type == "Name"`, `x.type in ("A", ...)`, `x.get("type") == "Name"`, `type_name == "Name"`
     r"""(\.type|\.get\(["']type["']\)|\btype_name)\s*(==|!=)\s*["']|\.type\s+(not\s+)?in\s+\(["']""")
 
@@ -43,7 +43,7 @@ def test_no_core_module_tests_an_event_type_against_a_string_literal() -> None:
     for package in CORE:
         for path in sorted((ROOT / package).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if relative.startswith(NOT_YET):
+            if relative in FRAME_READERS:
                 continue
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if LITERAL_TYPE_TEST.search(line):

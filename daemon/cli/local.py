@@ -24,7 +24,7 @@ from simreportd.daemon.reports import auto_report_id
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError
 from simreportd.events.log import EventLog
-from simreportd.events.models import ChatEvent, SimulationCompleted
+from simreportd.events.models import AgentActed, ChatEvent, SimulationCompleted
 from simreportd.events.streams import report_stream, simulation_stream
 
 from .executor import Frame, OnStep
@@ -174,7 +174,7 @@ async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
 async def completed_generation(store: EventLog, simulation_id: str) -> int:
     """The latest generation of a simulation that has completed."""
     completed = [r.event.generation async for r in store.iter_stream(simulation_stream(simulation_id))
-                 if r.type != "AgentActed" and isinstance(r.event, SimulationCompleted)]  # actions: not decoded
+                 if r.type != AgentActed.TYPE and isinstance(r.event, SimulationCompleted)]  # actions: not decoded
     if completed:
         return completed[-1]
     raise UsageError(f"simulation {simulation_id} has not completed; is its folder complete?")

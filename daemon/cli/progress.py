@@ -10,16 +10,26 @@ from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
 from simreportd.events.models import (
     AgentActed,
+    ContextCompacted,
     InterviewUnlocked,
     LLMFailed,
     OutlinePlanned,
+    PlanningStarted,
+    ReportCompleted,
     ReportFailed,
     ReportForked,
+    ReportRequested,
     ReportResumed,
+    ResponseRejected,
     RoundEnded,
+    SectionCompleted,
+    SectionStarted,
     SimulationCompleted,
     SimulationDiscovered,
     SimulationGenerationStarted,
+    ToolCalled,
+    ToolProtocolChosen,
+    WriterChanged,
 )
 from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
@@ -82,27 +92,27 @@ async def follow_run(store: EventLog, simulation_id: str, out: TextIO) -> None:
 def describe(recorded: Recorded, total: int) -> str | None:
     d, t = recorded.data, recorded.type
     lines: dict[str, Callable[[], str]] = {
-        "ReportRequested": lambda: f"Report {d['report_id']} for {d['simulation_id']} (generation "
-                                   f"{d['generation']}, {writer(d)})",
-        "PlanningStarted": lambda: "Planning the outline...",
-        "OutlinePlanned": lambda: f"Outline: {d['title']} ({len(d['sections'])} sections"
-                                  + (", derived from the data)" if d.get("fallback") else ")"),
-        "SectionStarted": lambda: f"  [{d['section_index']}/{total}] writing: {d['title']}",
-        "ToolCalled": lambda: f"        {d['tool']}({json.dumps(d['arguments'], ensure_ascii=False)[1:-1]})",
-        "ResponseRejected": lambda: f"        rejected: {d['reason']}",
-        "LLMFailed": lambda: f"        LLM call failed (attempt {d['attempt']}): {d['kind']}: {d['message'][:300]}",
-        "SectionCompleted": lambda: f"  [{d['section_index']}/{total}] {'degraded' if d.get('problems') else 'ready'}:"
-                                    f" {d['title']} ({d['tool_calls']} tool calls)",
-        "ReportCompleted": lambda: "Report completed." if not d.get("problems") else
-                                   f"Report completed, degraded: {len(d['problems'])} problem(s).",
-        "ToolProtocolChosen": lambda: f"Tool protocol: {d['protocol']} ({d['reason']})",
-        "ContextCompacted": lambda: f"        context shortened: {d['before_tokens']} -> {d['after_tokens']} tokens "
-                                    f"({d['reason']})",
-        "ReportFailed": lambda: f"Report failed during {d['stage']}: {d['error']}",
-        "ReportResumed": lambda: "Resuming from the last recorded step...",
-        "WriterChanged": lambda: f"Continuing with {writer(d)} instead of "
-                                 f"{writer({'provider': d['previous_provider'], 'model': d['previous_model']})}",
-        "ReportForked": lambda: f"Forked from {d['forked_from']} at position {d['at']}; continuing with {writer(d)}",
+        ReportRequested.TYPE: lambda: f"Report {d['report_id']} for {d['simulation_id']} (generation "
+                                      f"{d['generation']}, {writer(d)})",
+        PlanningStarted.TYPE: lambda: "Planning the outline...",
+        OutlinePlanned.TYPE: lambda: f"Outline: {d['title']} ({len(d['sections'])} sections"
+                                     + (", derived from the data)" if d.get("fallback") else ")"),
+        SectionStarted.TYPE: lambda: f"  [{d['section_index']}/{total}] writing: {d['title']}",
+        ToolCalled.TYPE: lambda: f"        {d['tool']}({json.dumps(d['arguments'], ensure_ascii=False)[1:-1]})",
+        ResponseRejected.TYPE: lambda: f"        rejected: {d['reason']}",
+        LLMFailed.TYPE: lambda: f"        LLM call failed (attempt {d['attempt']}): {d['kind']}: {d['message'][:300]}",
+        SectionCompleted.TYPE: lambda: f"  [{d['section_index']}/{total}] {'degraded' if d.get('problems') else 'ready'}:"
+                                       f" {d['title']} ({d['tool_calls']} tool calls)",
+        ReportCompleted.TYPE: lambda: "Report completed." if not d.get("problems") else
+                                      f"Report completed, degraded: {len(d['problems'])} problem(s).",
+        ToolProtocolChosen.TYPE: lambda: f"Tool protocol: {d['protocol']} ({d['reason']})",
+        ContextCompacted.TYPE: lambda: f"        context shortened: {d['before_tokens']} -> {d['after_tokens']} tokens "
+                                       f"({d['reason']})",
+        ReportFailed.TYPE: lambda: f"Report failed during {d['stage']}: {d['error']}",
+        ReportResumed.TYPE: lambda: "Resuming from the last recorded step...",
+        WriterChanged.TYPE: lambda: f"Continuing with {writer(d)} instead of "
+                                    f"{writer({'provider': d['previous_provider'], 'model': d['previous_model']})}",
+        ReportForked.TYPE: lambda: f"Forked from {d['forked_from']} at position {d['at']}; continuing with {writer(d)}",
     }
     return lines[t]() if t in lines else None
 
