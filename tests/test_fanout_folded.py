@@ -1,4 +1,4 @@
-"""A report's frame goes out once the read models include its event: a client that reads the report view when
+"""A report's notification goes out once the read models include its event: a client that reads the report view when
 told (the dashboard fetches the report at each frame) sees what the frame announced. Sent straight from the
 log, the frame beat the fold, and the live dashboard stayed on a pending section once the report's last frames
 had come (1 run in 4 with the fold inline)."""

@@ -43,7 +43,7 @@ from simreportd.events.streams import is_report_stream
 from .commands import client_address, perform
 from .connections import FRAMES_EXTENSION, TextFrames
 from .edge import OncePerPeriod
-from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, parse_message
+from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, notifies, parse_message
 
 log = logging.getLogger("simreportd.daemon.server.fanout")
 
@@ -345,8 +345,8 @@ class Fanout:
             async for batch in self.daemon.store.subscribe_batches(after=after):
                 if isinstance(batch, CaughtUp):
                     continue
-                if reported := [r.position for r in batch if is_report_stream(r.stream)]:
-                    await self._folded(reported[-1])
+                if notifying := [r.position for r in batch if notifies(r)]:
+                    await self._folded(notifying[-1])
                 read = [EventFrames(recorded, await self.report_info(recorded)) for recorded in batch]
                 shared: dict[SubscriptionKey, TextFrames] = {}  # encoded once for every client
                 for session in list(self.sessions):
@@ -354,8 +354,8 @@ class Fanout:
                 self.budget.keep(self.sessions)
 
     async def _folded(self, position: Position) -> None:
-        """Wait until the read models include `position`: a report's frame makes a client read the report view
-        (the dashboard fetches the report at each), which must then show what the frame announced."""
+        """Wait until the read models include `position`: a notification (section_ready, report_status...) makes
+        a client read the report view, which must then show what it announced. Other frames do not wait."""
         with contextlib.suppress(WaitTimeout):
             await self.daemon.views.wait_for(position, timeout=FOLDED_WAIT_S)
 

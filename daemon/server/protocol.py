@@ -14,6 +14,7 @@ from typing import Any
 from simreportd.agent.chat import check_history, check_question
 from simreportd.errors import UsageError
 from simreportd.events.codec import Recorded
+from simreportd.events.models import InterviewAnswered, InterviewUnlocked, ReportCompleted, ReportFailed, SectionCompleted
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.report import STATUS_AFTER, progress_for, shown_progress
 
@@ -223,32 +224,40 @@ def event_frame(recorded: Recorded) -> dict[str, Any]:
     return {"type": "event", **shape}
 
 
+NOTIFYING = frozenset(STATUS_AFTER) | {InterviewUnlocked.TYPE, InterviewAnswered.TYPE}  # the events below tell of
+
+
+def notifies(recorded: Recorded) -> bool:
+    """Whether the event makes notification frames: a dashboard reads the report view when it gets one."""
+    return recorded.type in NOTIFYING
+
+
 def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
     """section_ready, interview_unlocked and report_status frames derived from one event."""
     t = recorded.type
-    if t not in STATUS_AFTER and t not in ("InterviewUnlocked", "InterviewAnswered"):
+    if t not in NOTIFYING:
         return []
     d = recorded.data
     base = {"position": recorded.position, "report_id": d["report_id"],
             "simulation_id": info.simulation_id if info else d.get("simulation_id")}
     total = info.sections_total if info else 0
     out: list[dict[str, Any]] = []
-    if t == "SectionCompleted":
+    if t == SectionCompleted.TYPE:
         out.append({"type": "section_ready", **base, "section_index": d["section_index"], "title": d["title"],
                     "sections_total": total})
-    if t == "InterviewUnlocked":
+    if t == InterviewUnlocked.TYPE:
         out.append({"type": "interview_unlocked", **base, "live_environment": d["live_environment"]})
-    if t == "InterviewAnswered":
+    if t == InterviewAnswered.TYPE:
         out.append({"type": "interview_answer", **base, "interview_id": d["interview_id"], "agent_id": d["agent_id"],
                     "answer": d["answer"], "mode": d["mode"], "platform": d.get("platform")})
     if t in STATUS_AFTER:
         status = {"type": "report_status", **base, "status": d.get("status", STATUS_AFTER[t])
-                  if t == "ReportCompleted" else STATUS_AFTER[t]}
-        if t == "SectionCompleted":
+                  if t == ReportCompleted.TYPE else STATUS_AFTER[t]}
+        if t == SectionCompleted.TYPE:
             status["progress"] = progress_for(d["section_index"], total)
-        elif t in ("ReportCompleted", "ReportFailed"):
-            status["progress"] = 100 if t == "ReportCompleted" else shown_progress("failed", 0)
-        if t == "ReportFailed":
+        elif t in (ReportCompleted.TYPE, ReportFailed.TYPE):
+            status["progress"] = 100 if t == ReportCompleted.TYPE else shown_progress("failed", 0)
+        if t == ReportFailed.TYPE:
             status["error"] = d["error"]
         if d.get("problems"):
             status["problems"] = d["problems"]
