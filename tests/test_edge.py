@@ -4,6 +4,7 @@ refused from other origins and without a JSON body, connection limits, a busy po
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -104,12 +105,21 @@ class Collected(logging.Handler):
         self.records.append(record)
 
 
+@contextlib.contextmanager
+def collecting(logger_name: str) -> Iterator[Collected]:
+    """The warnings one logger of ours writes, for the length of the block."""
+    handler, logger = Collected(), logging.getLogger(logger_name)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
 @pytest.fixture
 def edge_log() -> Iterator[Collected]:
-    handler, logger = Collected(), logging.getLogger("simreportd.daemon.server.edge")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+    with collecting("simreportd.daemon.server.edge") as handler:
+        yield handler
 
 
 async def test_connections_beyond_the_per_client_limit_get_503_and_1013_and_one_log_line(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from simreportd.daemon.server import fanout
 from simreportd.events.models import ContextGathered
 
 from .conftest import TIMEOUT
-from .test_edge import Collected
+from .test_edge import Collected, collecting
 from .test_server import Running, frames_until, server_config
 
 pytestmark = pytest.mark.anyio
@@ -30,10 +29,8 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def fanout_log() -> Iterator[Collected]:
-    handler, logger = Collected(), logging.getLogger("simreportd.daemon.server.fanout")
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
+    with collecting("simreportd.daemon.server.fanout") as handler:
+        yield handler
 
 
 async def stalled(base: str) -> ClientConnection:
