@@ -82,6 +82,7 @@ def test_any_line_becomes_an_event_that_is_stored_and_folded(raws: list[bytes]) 
 
 @PROPERTY
 @given(st.lists(hostile_lines, min_size=1, max_size=5))
+@example([b'{"round": 0, "agent_id": 0, "action_type": "like_post", "platform": null}'])  # our key, no args, lower
 def test_an_action_is_stored_as_its_line_and_read_into_its_model(raws: list[bytes]) -> None:
     """Ingest stores an action's line without building its model (docs/events.md#agent-actions): the line's
     keys and values, ours in front; the model must read every one of them, as the fold reads it."""

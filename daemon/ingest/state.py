@@ -339,8 +339,9 @@ class Acted:
         source = {"offset": offset, "end": end} if mark is None else \
             _source(self.key, self.identity, offset, end, tail or None)
         if raw is None or added or not OURS.isdisjoint(f):  # rebuilt, completed, or naming our keys itself
+            line = f if raw is None or added else orjson.loads(raw)  # the line as written, not the parser's copy
             data = {"simulation_id": state.simulation_id, "generation": state.generation, "platform": p,
-                    "source": source, **{k: v for k, v in f.items() if k not in OURS}}
+                    "source": source, **{k: v for k, v in line.items() if k not in OURS}}
             if added:
                 data["action_args"] = {**data["action_args"], **added}
             return Encoded("AgentActed", orjson.dumps(data).decode(), AgentActed.LINE_VERSION)
