@@ -194,22 +194,26 @@ def events_for_lines(
     while last in skip:
         last -= 1
     out: list[DomainEvent | Encoded] = []
+    run: list[Line] = []  # the bad lines after a rejection, joined into it when the run ends
     for i, (line, item) in enumerate(zip(lines, parsed)):
         if i in skip:
             continue
+        if isinstance(item, Bad) and out and isinstance(out[-1], IngestRejected):
+            run.append(line)
+            continue
+        if run:
+            _join_run(state, key, identity, out, run)
         if type(item) is Parsed and item.kind == "action":
             added = extra.get(i) if extra else None
             out.append(acted.line(item, line.offset, line.end, line.tail if i == last else False,
                                   _raw(line), added if added and fits(added) else None))
             continue
-        source = Source(**_source(key, identity, line.offset, line.end, line.tail))
-        if isinstance(item, Bad) and out and isinstance(run := out[-1], IngestRejected):
-            out[-1] = _joined(run, line, source)  # a run of bad lines: one event, folded once
-            state.files[key] = FileMark(identity.ino, identity.head, line.end, line.tail)
-            continue
-        event = _event_for_line(state, key, line, item, source)
+        event = _event_for_line(state, key, line, item, Source(**_source(key, identity, line.offset, line.end,
+                                                                        line.tail)))
         state.apply(event)
         out.append(event)
+    if run:
+        _join_run(state, key, identity, out, run)
     return out
 
 
@@ -272,10 +276,18 @@ def events_for_interviews(state: IngestState, key: str, platform: Platform, iden
     return out
 
 
-def _joined(run: IngestRejected, line: Line, source: Source) -> IngestRejected:
-    """One rejection for a run of consecutive bad lines: however many there are, one event of bounded size."""
-    excerpts = run.excerpts if len(run.excerpts) >= RUN_EXCERPTS else [*run.excerpts, _excerpt(line)]
-    return run.model_copy(update={"lines": run.lines + 1, "end": line.end, "source": source, "excerpts": excerpts})
+def _join_run(state: IngestState, key: str, identity: FileIdentity, out: list[DomainEvent | Encoded],
+              run: list[Line]) -> None:
+    """Join the `run` of bad lines into the rejection before it (`out[-1]`), once, and empty it: however many
+    lines a run has, one event of bounded size; `state` reads on after its last line."""
+    first, last = out[-1], run[-1]
+    assert isinstance(first, IngestRejected)
+    state.files[key] = FileMark(identity.ino, identity.head, last.end, last.tail)
+    excerpts = [*first.excerpts, *map(_excerpt, run[:max(0, RUN_EXCERPTS - len(first.excerpts))])]
+    source = Source(**_source(key, identity, last.offset, last.end, last.tail))
+    out[-1] = first.model_copy(update={"lines": first.lines + len(run), "end": last.end, "source": source,
+                                       "excerpts": excerpts})
+    run.clear()
 
 
 def _excerpt(line: Line) -> str:

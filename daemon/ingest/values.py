@@ -25,6 +25,8 @@ REFUSED = _REFUSED  # what `line` returns for a line `loads` must read, to take 
 # 19 digits always fits in 64 bits; no more openers than MAX_DEPTH cannot nest deeper (a regex took 5 us).
 _SHAPE = bytes(48 if 48 <= i <= 57 else 91 if i in (91, 123) else 32 for i in range(256))
 _LONG_INTEGER = b"0" * 19
+_JSON_SPACE = " \t\n\r"  # what a JSON decoder skips before a value
+_VALUE_STARTS = frozenset('"{[-0123456789tfnNI')  # a value's first character, NaN and Infinity included
 
 
 class BadValue(ValueError):
@@ -68,6 +70,8 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH, check_values: bool = Tr
         raise BadValue(f"nested deeper than {max_depth} levels")
     try:
         text = text if isinstance(text, str) else text.decode("utf-8")
+        if text.lstrip(_JSON_SPACE)[:1] not in _VALUE_STARTS:  # garbage: said without two decoders' errors
+            raise BadValue("not JSON: Expecting value")
         if check_values and (value := _fast(text)) is not _REFUSED:
             return value
         value = (_STRICT if check_values else _LENIENT).decode(text)
