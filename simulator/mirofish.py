@@ -163,6 +163,7 @@ class _Platform:
     # -- the runner's loop ---------------------------------------------------------------------------
     def start(self) -> None:
         self.db = sqlite3.connect(self.run.folder / f"{self.platform}_simulation.db")
+        self.db.execute("PRAGMA synchronous = OFF")  # a commit per action as OASIS makes, not a wait for the disk each
         self.db.executescript(SCHEMA)
         for agent, name in self.run.names.items():
             self.db.execute("INSERT INTO user VALUES (?, ?, ?, ?, ?, ?, 0, 0)",
