@@ -13,6 +13,7 @@ import ctypes
 import gc
 import logging
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -112,8 +113,10 @@ class Server:
         only at a full collection, which may not come for minutes, so one is run at a check when CHURN
         connections have opened since the last. Once the crowd has gone (down to a tenth of its peak),
         a collection, the rebuilding of the server's sets of connections, tasks and sessions (tables sized for
-        the crowd) and the C allocator's trim run at each of TRIM_CHECKS checks, as what it left is freed over
-        seconds (its last sessions end, the store's reader thread finishes the history pages already asked for).
+        the crowd), the clearing of Python's type attribute cache (it holds the names of up to 4096 lookups,
+        strings made during the crowd, each keeping a page of the heap) and the C allocator's trim run at each
+        of TRIM_CHECKS checks, as what it left is freed over seconds (its last sessions end, the store's reader
+        thread finishes the history pages already asked for).
         """
         trim = _malloc_trim()
         peak = trims_left = opened = 0
@@ -129,6 +132,7 @@ class Server:
             if trims_left:
                 for grown in (state.connections, state.tasks, self.fanout.sessions):
                     shrink(grown)
+                sys._clear_type_cache()
             if trims_left and trim is not None:
                 trim(0)
             trims_left = max(0, trims_left - 1)
