@@ -11,7 +11,8 @@ import asyncio
 import gc
 import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 import pytest
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.anyio
 CROWD = 150  # websockets: more than app.TRIM_AFTER_PEAK, so their leaving counts as a crowd gone
 
 
-async def until(check: Any) -> None:
+async def until(check: Callable[[], bool]) -> None:
     """Wait (polling, at most TIMEOUT) until `check()` is true; the caller asserts it after."""
     with anyio.move_on_after(TIMEOUT):
         while not check():
@@ -36,7 +37,7 @@ async def until(check: Any) -> None:
 
 
 async def test_the_server_s_sets_are_rebuilt_at_their_size_once_a_crowd_has_left(
-        tmp_path: Any, small_sim: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, small_sim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app, "TRIM_EVERY_S", 0.05)
     monkeypatch.setattr(app, "TRIM_CHECKS", 200)  # 10 s of checks after the crowd left (the daemon: 30 s)
     async with Running(server_config(tmp_path, max_connections_per_client=CROWD + 10), [small_sim]) as r:
@@ -64,7 +65,7 @@ def event_frames_alive() -> int:
     return sum(isinstance(o, EventFrames) for o in gc.get_objects())
 
 
-async def test_the_broadcaster_keeps_nothing_of_a_read_it_has_offered(tmp_path: Any, small_sim: Any) -> None:
+async def test_the_broadcaster_keeps_nothing_of_a_read_it_has_offered(tmp_path: Path, small_sim: Path) -> None:
     async with Running(server_config(tmp_path), [small_sim]) as r, connect(f"ws://{r.base}/ws") as ws:
         await ws.send(json.dumps({"op": "subscribe", "topics": ["events"]}))
         await frames_until(ws, "caught_up")
