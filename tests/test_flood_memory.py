@@ -1,8 +1,9 @@
 """What a crowd of websocket clients leaves in the daemon once it has gone, with a real server and real clients.
 
 Memory figures (RSS before, during and after a flood) are bench/abuse.py's; here, what must hold whatever the
-allocator: the server's own sets are rebuilt at their size once the crowd has left, and the broadcaster keeps
-nothing of a read of the log once it has offered it (what lived on from the flood pinned allocator arenas).
+allocator: the server's own sets are rebuilt at their size once the crowd has left, Python's type cache lets
+go of the names looked up meanwhile, and the broadcaster keeps nothing of a read of the log once it has
+offered it (what lived on from the flood pinned allocator arenas or pages).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from simreportd.daemon.server import app
+from simreportd.daemon.server.fanout import Session
 from simreportd.daemon.server.protocol import EventFrames
 from simreportd.events.models import ContextGathered
 
@@ -36,7 +38,7 @@ async def until(check: Callable[[], bool]) -> None:
             await anyio.sleep(0.05)
 
 
-async def test_the_server_s_sets_are_rebuilt_at_their_size_once_a_crowd_has_left(
+async def test_the_server_s_sets_and_the_type_cache_give_back_what_a_crowd_left(
         tmp_path: Path, small_sim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app, "TRIM_EVERY_S", 0.05)
     monkeypatch.setattr(app, "TRIM_CHECKS", 200)  # 10 s of checks after the crowd left (the daemon: 30 s)
@@ -46,6 +48,10 @@ async def test_the_server_s_sets_are_rebuilt_at_their_size_once_a_crowd_has_left
         state = server._uvicorn.server_state
         grown = {"connections": state.connections, "tasks": state.tasks, "sessions": server.fanout.sessions}
         empty = sys.getsizeof(set())
+        name = "".join(["made_", "in_the_crowd"])  # a string made at run time, as a header's or a key's
+        kept = sys.getrefcount(name)
+        getattr(Session, name, None)  # Python's type attribute cache keeps the names it looked up
+        assert sys.getrefcount(name) > kept
         crowd = [await connect(f"ws://{r.base}/ws") for _ in range(CROWD)]
         for ws in crowd:
             await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"], "after": 0}))
@@ -53,7 +59,8 @@ async def test_the_server_s_sets_are_rebuilt_at_their_size_once_a_crowd_has_left
         assert min(sys.getsizeof(s) for s in grown.values()) > empty  # grown tables while the crowd is here
         await asyncio.gather(*(ws.close() for ws in crowd))
         await until(lambda: all(sys.getsizeof(s) == empty for s in grown.values()))
-        assert {name: sys.getsizeof(s) for name, s in grown.items()} == dict.fromkeys(grown, empty)
+        assert {key: sys.getsizeof(s) for key, s in grown.items()} == dict.fromkeys(grown, empty)
+        assert sys.getrefcount(name) == kept  # the cache no longer holds what was looked up meanwhile
         async with connect(f"ws://{r.base}/ws") as ws:  # the same sets, still in use
             await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"]}))
             await frames_until(ws, "caught_up")
