@@ -7,18 +7,20 @@ then, from many loopback addresses (127.0.1.x and 127.0.2.x, as many clients wou
 hosts), opens WEBSOCKETS websocket connections that subscribe from position 0, and IDLE TCP sockets
 that never send a byte (slowloris). Meanwhile it asks `/api/reports` from 127.0.0.1 once a second.
 
-The daemon's RSS "at the start" is read after a warm-up: one request of each kind the flood makes,
-one subscriber that reads the whole log, and one ingest, so that modules imported and caches
-filled at first use are not counted as what a flood keeps. The flood is run ABUSE_ROUNDS times
-(default 2): memory a flood keeps per connection would raise the figure after each round.
-ABUSE_PYTHONMALLOC=malloc runs the daemon with Python's small objects from the C allocator, whose free
-pages the daemon's trim returns (pymalloc keeps a 1 MiB arena while one object in it lives).
+The daemon's RSS "at the start" is read after start-up and a little ordinary use: one subscriber that
+reads the whole log and one request of the kind asked during the flood (what a flood's own ingest and
+report first import and fill counts in "after"). The flood is run ABUSE_ROUNDS times (default 2): memory a
+flood keeps per connection would raise the figure after each round. The daemon runs with the allocator
+settings of systemd/simreportd.service; ABUSE_PYTHONMALLOC=malloc (or pymalloc) in place of its PYTHONMALLOC:
+malloc takes Python's small objects from the C allocator, whose free pages the daemon's trim returns
+(pymalloc keeps a 1 MiB arena while one object in it lives).
 
 Printed per round: how many websockets were accepted, closed with 1013 (beyond the websocket
 limit) or refused, the median and slowest answer to the authorised request during the flood, the daemon's
-log lines during it, its peak RSS (VmHWM, reset as each round starts: the most it held at any moment of
-the round, its clients leaving included, not a sample) and its RSS after the clients left (from /proc),
-and whether ingest still worked (a simulation written during the flood is ingested).
+log lines during it, its CPU time over the round (its fold child's not included), its peak RSS (VmHWM,
+reset as each round starts: the most it held at any moment of the round, its clients leaving included,
+not a sample) and its RSS after the clients left (from /proc), and whether ingest still worked (a
+simulation written during the flood is ingested).
 """
 
 from __future__ import annotations
@@ -43,12 +45,24 @@ TOKEN = os.environ.get("ABUSE_TOKEN", "")  # set: the daemon requires it; only t
 AFTER = os.environ.get("ABUSE_AFTER", "0")  # the position subscribers start after (0: the whole log; or "head")
 ROUNDS = int(os.environ.get("ABUSE_ROUNDS", "2"))
 ALLOCATOR = os.environ.get("ABUSE_PYTHONMALLOC", "")  # e.g. "malloc": the daemon's small objects from the C allocator
+UNIT = Path(__file__).resolve().parent.parent / "systemd" / "simreportd.service"
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def allocator_settings() -> dict[str, str]:
+    """The allocator settings the systemd unit gives the daemon (PYTHONMALLOC, MALLOC_*), so that the flood meets
+    the daemon as it is deployed; ABUSE_PYTHONMALLOC in place of the unit's PYTHONMALLOC."""
+    settings = {}
+    for line in UNIT.read_text().splitlines():
+        key, _, value = line.removeprefix("Environment=").partition("=")
+        if line.startswith("Environment=") and (key == "PYTHONMALLOC" or key.startswith("MALLOC_")):
+            settings[key] = value
+    return {**settings, "PYTHONMALLOC": ALLOCATOR} if ALLOCATOR else settings
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
@@ -183,15 +197,17 @@ async def read_whole_log() -> None:
             pass
 
 
-def warm_up(work: Path) -> None:
-    """What a first flood would do once for good: the requests, a subscriber's history, an ingest."""
-    simreportd("simulate", str(work / "sims" / "sim_warm_up"), "--agents", "8", "--rounds", "3", cwd=work)
+def warm_up() -> None:
+    """A little ordinary use before "the start" is read: a subscriber reads the whole log, one request."""
     asyncio.run(read_whole_log())
     slowest_answer(0.1)
-    until = time.monotonic() + 60
-    while not ingested("sim_warm_up") and time.monotonic() < until:
-        time.sleep(0.5)
     time.sleep(SETTLE_S)
+
+
+def cpu_s(pid: int) -> float:
+    """The process's CPU time so far (user and system, its threads included), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rounds(count: int, idle_count: int, daemon: subprocess.Popen, work: Path) -> list[dict[str, object]]:
@@ -199,12 +215,13 @@ def rounds(count: int, idle_count: int, daemon: subprocess.Popen, work: Path) ->
     log = work / "daemon.log"
     results = []
     for n in range(1, ROUNDS + 1):
-        lines_before, started = len(log.read_text().splitlines()), time.monotonic()
+        lines_before, started, cpu = len(log.read_text().splitlines()), time.monotonic(), cpu_s(daemon.pid)
         reset_peak(daemon.pid)
         figures = asyncio.run(flood(count, idle_count, work, f"sim_during_{n}"))
         figures["log lines during the flood"] = len(log.read_text().splitlines()) - lines_before
         figures["flood minutes"] = round((time.monotonic() - started) / 60, 2)
         time.sleep(SETTLE_S)
+        figures["daemon CPU s"] = round(cpu_s(daemon.pid) - cpu, 1)
         results.append({"round": n, **figures, "peak RSS MB": round(rss_mb(daemon.pid, "VmHWM"), 1),
                         "RSS after MB": round(rss_mb(daemon.pid), 1),
                         "ingested during the flood": ingested(f"sim_during_{n}")})
@@ -222,7 +239,8 @@ def main(args: list[str]) -> None:
                                           f'[server]\nport = {PORT}\ntoken = "{TOKEN}"\n')
         simreportd("-c", "config.toml", "report", "sims/sim_flood", "--wait", cwd=work)
         log = (work / "daemon.log").open("w")
-        env = {**os.environ, "PYTHONMALLOC": ALLOCATOR} if ALLOCATOR else None
+        allocator = allocator_settings()
+        env = {**os.environ, **allocator}
         daemon = subprocess.Popen(["prlimit", "--nofile=1024", sys.executable, "-m", "simreportd", "-c", "config.toml",
                                    "run"], cwd=work, stderr=log, env=env)
         try:
@@ -230,12 +248,12 @@ def main(args: list[str]) -> None:
             while slowest_answer(0.1) == float("inf"):
                 time.sleep(0.2)
             cold = rss_mb(daemon.pid)
-            warm_up(work)
+            warm_up()
             start = rss_mb(daemon.pid)
             results = rounds(count, idle_count, daemon, work)
-            print(json.dumps({"PYTHONMALLOC": ALLOCATOR or "(default: pymalloc)",
-                              "RSS at start MB (after the warm-up)": round(start, 1),
-                              "RSS before the warm-up MB": round(cold, 1), "rounds": results,
+            print(json.dumps({"allocator (systemd/simreportd.service, ABUSE_PYTHONMALLOC)": allocator or "pymalloc",
+                              "RSS at start MB (one subscriber read the whole log, one request)": round(start, 1),
+                              "RSS before them MB": round(cold, 1), "rounds": results,
                               "daemon alive": daemon.poll() is None}, indent=2))
         finally:
             daemon.terminate()

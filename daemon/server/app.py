@@ -13,7 +13,9 @@ import ctypes
 import gc
 import logging
 import socket
+import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import anyio
 import uvicorn
@@ -110,8 +112,11 @@ class Server:
         reference cycles that hold its buffers (290 MB after 832 subscribers left): Python frees them
         only at a full collection, which may not come for minutes, so one is run at a check when CHURN
         connections have opened since the last. Once the crowd has gone (down to a tenth of its peak),
-        a collection and the C allocator's trim run at each of TRIM_CHECKS checks, as what it left is
-        freed over seconds (the store's reader thread finishes the history pages already asked for).
+        a collection, the rebuilding of the server's sets of connections, tasks and sessions (tables sized for
+        the crowd), the clearing of Python's type attribute cache (it holds the names of up to 4096 lookups,
+        strings made during the crowd, each keeping a page of the heap) and the C allocator's trim run at each
+        of TRIM_CHECKS checks, as what it left is freed over seconds (its last sessions end, the store's reader
+        thread finishes the history pages already asked for).
         """
         trim = _malloc_trim()
         peak = trims_left = opened = 0
@@ -124,6 +129,10 @@ class Server:
             if self.limits.opened - opened >= CHURN or trims_left:
                 opened = self.limits.opened
                 gc.collect()
+            if trims_left:
+                for grown in (state.connections, state.tasks, self.fanout.sessions):
+                    shrink(grown)
+                sys._clear_type_cache()
             if trims_left and trim is not None:
                 trim(0)
             trims_left = max(0, trims_left - 1)
@@ -142,6 +151,14 @@ class Server:
 
 
 TRIM_EVERY_S, TRIM_AFTER_PEAK, TRIM_CHECKS, CHURN = 5.0, 100, 6, 500
+
+
+def shrink(grown: set[Any]) -> None:
+    """Rebuild a set at the size of what it holds now, in place (its holders keep it): a set never shrinks as
+    items leave, and one that held a crowd of connections keeps a table sized for them."""
+    held = grown.copy()
+    grown.clear()
+    grown.update(held)
 
 
 def _malloc_trim() -> Callable[[int], int] | None:

@@ -345,13 +345,18 @@ class Fanout:
             async for batch in self.daemon.store.subscribe_batches(after=after):
                 if isinstance(batch, CaughtUp):
                     continue
-                if notifying := [r.position for r in batch if notifies(r)]:
-                    await self._folded(notifying[-1])
-                read = [EventFrames(recorded, await self.report_info(recorded)) for recorded in batch]
-                shared: dict[SubscriptionKey, TextFrames] = {}  # encoded once for every client
-                for session in list(self.sessions):
-                    session.offer(read, shared)
-                self.budget.keep(self.sessions)
+                await self._offer(batch)
+
+    async def _offer(self, batch: list[Recorded]) -> None:
+        """One read of the log to every session. Its frames live only here, not until the next read: after a
+        crowd has gone, frames made during it would keep whole allocator arenas from being given back."""
+        if notifying := [r.position for r in batch if notifies(r)]:
+            await self._folded(notifying[-1])
+        read = [EventFrames(recorded, await self.report_info(recorded)) for recorded in batch]
+        shared: dict[SubscriptionKey, TextFrames] = {}  # encoded once for every client
+        for session in list(self.sessions):
+            session.offer(read, shared)
+        self.budget.keep(self.sessions)
 
     async def _folded(self, position: Position) -> None:
         """Wait until the read models include `position`: a notification (section_ready, report_status...) makes
