@@ -313,10 +313,12 @@ class EventLog(ABC):
             woken = self._committed
             head = await self.last_position()
             batch = await self.read_all(position, page, types, streams)
+            full = len(batch) == page
             if batch:
                 position = batch[-1].position
                 yield batch
-            if len(batch) == page:
+            del batch  # else this generator holds its last page of rows until the next commit
+            if full:
                 continue
             position = max(position, head)
             if not caught_up:
