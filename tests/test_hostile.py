@@ -174,6 +174,12 @@ def get_json(url: str) -> dict:
         return json.load(response)
 
 
+def folded_to_head(url: str) -> bool:
+    """Whether the daemon's read models hold every event of its log (as it was when asked)."""
+    health = get_json(url + "healthz")
+    return bool(health["projection_position"] >= health["position"])
+
+
 def events_of(db: Path, stream: str) -> list[tuple[str, dict]]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=TIMEOUT)
     try:
@@ -250,6 +256,7 @@ def test_a_hostile_folder_leaves_the_daemon_serving_and_the_normal_folder_ingest
 
 def test_status_says_how_many_lines_of_each_simulation_were_refused(hostile: Hostile) -> None:
     wait_until(lambda: any(t == "IngestRejected" for t, _ in events_of(hostile.db, "simulation-nan")), "nan's refusal")
+    wait_until(lambda: folded_to_head(hostile.url), "the read models to fold it")  # status reads them
     status = subprocess.run([PYTHON, "-m", "simreportd", "-c", str(hostile.config), "status"], capture_output=True,
                             text=True, timeout=TIMEOUT)
     [line] = [line for line in status.stdout.splitlines() if line.split()[:1] == ["nan"]]
