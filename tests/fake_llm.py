@@ -47,6 +47,7 @@ class FakeLLM:
         self.released = threading.Event()
         if not held:
             self.released.set()
+        self.held_for: Callable[[dict[str, Any]], bool] | None = None  # when set, only these requests are held
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -119,7 +120,8 @@ class FakeLLM:
             fault = self.faults.pop(0) if self.faults else None
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-        self.released.wait(60)
+        if self.held_for is None or self.held_for(body):
+            self.released.wait(60)
         if self.slots is not None:
             with self.slots:
                 time.sleep(self.latency_s)

@@ -9,6 +9,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import anyio
 import pytest
 
 from simreportd.agent import effects
@@ -83,16 +84,24 @@ async def test_parallel_report_with_the_offline_writer_matches_the_sequential_se
 async def test_a_failed_section_lets_the_others_record_their_answers_and_resume_continues_all(
         tmp_path: Path, small_sim: Path) -> None:
     """One section's server errors fail the report; the answers the others were waiting for are still
-    recorded after the failure, and `resume` (decided from the fold, not the last event) finishes all."""
-    with FakeLLM(latency_s=0.1) as llm:
+    recorded after the failure, and `resume` (decided from the fold, not the last event) finishes all. The
+    other sections' requests are held until the failure is recorded, so they are surely still waiting then."""
+    with FakeLLM(latency_s=0.1, held=True) as llm:
         llm.unavailable_for = lambda body: "Write section 2:" in json.dumps(body["messages"])
+        llm.held_for = lambda body: "Write section" in json.dumps(body["messages"]) and not llm.unavailable_for(body)
         config = llm_config(tmp_path, llm.base_url, max_concurrency=3)
         config = config.model_copy(update={"reports": config.reports.model_copy(update={"parallel_sections": 3})})
-        _, report_id, (failed, events) = await report_once(config, small_sim)
+        async with Daemon(config, folders=[small_sim]) as daemon:
+            await daemon.watcher.check(small_sim)
+            report_id = await daemon.reports.request(small_sim.name)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(release_once_failed, daemon, report_id, llm)
+                failed = await generate(daemon, report_id)
+            events = await daemon.store.read_stream(report_stream(report_id))
         assert failed.failed is not None and not failed.report_completed
         at = next(i for i, r in enumerate(events) if r.type == "ReportFailed")
         assert any(r.type == "LLMResponded" for r in events[at + 1:])  # others' answers kept, not lost
-        llm.unavailable_for = None
+        llm.unavailable_for = llm.held_for = None
         async with Daemon(config, folders=[small_sim]) as daemon:
             line = await daemon.reports.resume(report_id)
             state = await generate(daemon, report_id)
@@ -101,6 +110,13 @@ async def test_a_failed_section_lets_the_others_record_their_answers_and_resume_
     assert state.report_completed and state.failed is None
     completed = sorted(r.data["section_index"] for r in resumed if r.type == "SectionCompleted")
     assert completed == list(range(1, len(state.outline.sections) + 1))
+
+
+async def release_once_failed(daemon: Daemon, report_id: str, llm: FakeLLM) -> None:
+    """Answer the held requests once the report's failure is in its stream."""
+    while not any(r.type == "ReportFailed" for r in await daemon.store.read_stream(report_stream(report_id))):
+        await anyio.sleep(0.02)
+    llm.released.set()
 
 
 def test_kill_9_during_parallel_sections_resumes_every_section(tmp_path: Path) -> None:
