@@ -13,6 +13,7 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
+from simreportd.daemon.server import fanout
 from simreportd.events.models import ReportRequested
 from simreportd.events.streams import report_stream
 
@@ -42,3 +43,30 @@ async def test_a_report_frame_waits_for_the_read_models_to_fold_its_event(
         frame = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
         seen_at = views.position
     assert frame["type"] == "report_status" and frame["position"] == position and seen_at >= position
+
+
+async def test_a_stalled_fold_delays_one_batch_of_notifications_not_each(
+        tmp_path: Path, small_sim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a wait for the fold has run out, later notifications go at once until the fold passes that point: a
+    rebuild or a full disk holding the fold must not hold each live batch for FOLDED_WAIT_S in turn."""
+    async with Running(server_config(tmp_path), [small_sim]) as r, connect(f"ws://{r.base}/ws") as ws:
+        await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"], "after": None}))
+        await frames_until(ws, "caught_up")
+        async with r.daemon.views._lock:  # the fold stalls
+            monkeypatch.setattr(fanout, "FOLDED_WAIT_S", 0.2)
+            first = await requested(r, "r_first")
+            assert json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["position"] == first  # after the wait
+            monkeypatch.setattr(fanout, "FOLDED_WAIT_S", 3600.0)  # a second wait would outlast the test
+            second = await requested(r, "r_second")
+            frame = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+            assert frame["position"] == second and r.daemon.views.position < second  # sent, the fold still held
+        await r.daemon.views.wait_for(second, timeout=TIMEOUT)  # the fold has passed the stall
+        third = await requested(r, "r_third")
+        frame = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+        assert frame["position"] == third and r.daemon.views.position >= third  # waited for the fold again
+
+
+async def requested(r: Running, report_id: str) -> int:
+    appended = await r.daemon.store.append(report_stream(report_id), [
+        ReportRequested(report_id=report_id, simulation_id="sim_small", generation=1)])
+    return appended.positions[-1]

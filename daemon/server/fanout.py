@@ -252,6 +252,7 @@ class Fanout:
         self.closing = False
         self.ended = anyio.Event()  # set whenever the last session ends while closing
         self.history_reads = anyio.CapacityLimiter(HISTORY_READERS)
+        self.gave_up_at: Position | None = None  # a wait for the fold ran out here; none again until it is folded
 
     async def serve(self, websocket: WebSocket) -> None:
         """One connection (the `/ws` route): its sender, its history reader and its commands in one task group."""
@@ -360,9 +361,16 @@ class Fanout:
 
     async def _folded(self, position: Position) -> None:
         """Wait until the read models include `position`: a notification (section_ready, report_status...) makes
-        a client read the report view, which must then show what it announced. Other frames do not wait."""
-        with contextlib.suppress(WaitTimeout):
+        a client read the report view, which must then show what it announced. Other frames do not wait. Once a
+        wait has run out (a stalled fold, a rebuild), notifications go at once until the fold passes where it
+        ran out: a stall delays one batch by FOLDED_WAIT_S, not each batch that comes during it."""
+        if self.gave_up_at is not None and self.daemon.views.position < self.gave_up_at:
+            return
+        self.gave_up_at = None
+        try:
             await self.daemon.views.wait_for(position, timeout=FOLDED_WAIT_S)
+        except WaitTimeout:
+            self.gave_up_at = position
 
     async def report_info(self, recorded: Recorded) -> ReportInfo | None:
         """The report's simulation and section count, for notifications (cached, filled from the log)."""
