@@ -33,18 +33,9 @@ class Bad(NamedTuple):
 def parse_line(raw: bytes, platform: Platform | None) -> Parsed | Bad:
     """Fields of one line; `platform` is the folder's platform, None for the old combined file. A line that
     orjson reads whole costs one C parse; any other is read again by `values.loads`, to take it or say why not."""
-    obj = values.line(raw)
-    if obj is values.REFUSED:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return Bad(f"invalid UTF-8 at byte {exc.start}")
-        if not text.strip():
-            return Bad("blank line")
-        try:
-            obj = values.loads(text)
-        except values.BadValue as exc:
-            return Bad(exc.reason)
+    obj = line_value(raw)
+    if isinstance(obj, Bad):
+        return obj
     if type(obj) is not dict:
         return Bad(f"not a JSON object but {type(obj).__name__}")
     line_platform = obj.get("platform")
@@ -54,6 +45,24 @@ def parse_line(raw: bytes, platform: Platform | None) -> Parsed | Bad:
     if "event_type" in obj:
         return _parse_event(obj, platform)
     return parse_action(obj, platform)
+
+
+def line_value(raw: bytes) -> Any:
+    """A line's JSON value, as `parse_line` reads it: orjson's when it reads the line whole, else `values.loads`'s;
+    or `Bad` saying why neither can."""
+    obj = values.line(raw)
+    if obj is not values.REFUSED:
+        return obj
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Bad(f"invalid UTF-8 at byte {exc.start}")
+    if not text.strip():
+        return Bad("blank line")
+    try:
+        return values.loads(text)
+    except values.BadValue as exc:
+        return Bad(exc.reason)
 
 
 def _parse_event(obj: dict[str, Any], platform: Platform) -> Parsed | Bad:

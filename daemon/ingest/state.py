@@ -34,7 +34,7 @@ from simreportd.events.models import (
 )
 
 from .oasis import Interview
-from .parse import Bad, Parsed, parse_line, parse_row
+from .parse import Bad, Parsed, line_value, parse_line, parse_row
 from .tail import FileIdentity, Line
 from .values import clean_text, fits
 
@@ -351,7 +351,7 @@ class Acted:
         source = {"offset": offset, "end": end} if mark is None else \
             _source(self.key, self.identity, offset, end, tail or None)
         if raw is None or added or not OURS.isdisjoint(f):  # rebuilt, completed, or naming our keys itself
-            line = f if raw is None or added else orjson.loads(raw)  # the line as written, not the parser's copy
+            line = f if raw is None or added else line_value(raw)  # the line as written, not the parser's copy
             data = {"simulation_id": state.simulation_id, "generation": state.generation, "platform": p,
                     "source": source, **{k: v for k, v in line.items() if k not in OURS}}
             if added:
