@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
+
 from .conftest import PYTHON, TIMEOUT
 
 STARTED: list[subprocess.Popen] = []  # killed after each test by conftest, whatever the test did
@@ -51,6 +53,16 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOU
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+async def await_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """`wait_until` on the event loop: poll `condition` without blocking it; fail the test with `what` if it
+    never holds."""
+    with anyio.move_on_after(timeout):
+        while not condition():
+            await anyio.sleep(0.02)
+        return
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def kill9(process: subprocess.Popen) -> None:

@@ -12,10 +12,8 @@ import asyncio
 import gc
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import pytest
 from websockets.asyncio.client import connect
 
@@ -25,17 +23,11 @@ from simreportd.daemon.server.protocol import EventFrames
 from simreportd.events.models import ContextGathered
 
 from .conftest import TIMEOUT
+from .processes import await_until
 from .test_server import Running, frames_until, server_config
 
 pytestmark = pytest.mark.anyio
 CROWD = 150  # websockets: more than app.TRIM_AFTER_PEAK, so their leaving counts as a crowd gone
-
-
-async def until(check: Callable[[], bool]) -> None:
-    """Wait (polling, at most TIMEOUT) until `check()` is true; the caller asserts it after."""
-    with anyio.move_on_after(TIMEOUT):
-        while not check():
-            await anyio.sleep(0.05)
 
 
 async def test_the_server_s_sets_and_the_type_cache_give_back_what_a_crowd_left(
@@ -55,10 +47,10 @@ async def test_the_server_s_sets_and_the_type_cache_give_back_what_a_crowd_left(
         crowd = [await connect(f"ws://{r.base}/ws") for _ in range(CROWD)]
         for ws in crowd:
             await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"], "after": 0}))
-        await until(lambda: len(server.fanout.sessions) == CROWD)
+        await await_until(lambda: len(server.fanout.sessions) == CROWD, "the crowd to subscribe")
         assert min(sys.getsizeof(s) for s in grown.values()) > empty  # grown tables while the crowd is here
         await asyncio.gather(*(ws.close() for ws in crowd))
-        await until(lambda: all(sys.getsizeof(s) == empty for s in grown.values()))
+        await await_until(lambda: all(sys.getsizeof(s) == empty for s in grown.values()), "the sets to shrink")
         assert {key: sys.getsizeof(s) for key, s in grown.items()} == dict.fromkeys(grown, empty)
         assert sys.getrefcount(name) == kept  # the cache no longer holds what was looked up meanwhile
         async with connect(f"ws://{r.base}/ws") as ws:  # the same sets, still in use
@@ -78,5 +70,5 @@ async def test_the_broadcaster_keeps_nothing_of_a_read_it_has_offered(tmp_path: 
         await frames_until(ws, "caught_up")
         await r.daemon.store.append("report-kept", [ContextGathered(report_id="kept", context={"n": 1})] * 3)
         live = [json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT)) for _ in range(3)]
-        await until(lambda: event_frames_alive() == 0)
+        await await_until(lambda: event_frames_alive() == 0, "the frames to be let go")
         assert [f["event_type"] for f in live] == [ContextGathered.TYPE] * 3 and event_frames_alive() == 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -20,7 +19,7 @@ from simreportd.events.store import SQLiteEventStore
 from simreportd.events.streams import report_stream
 
 from .conftest import PYTHON, TIMEOUT, make_config, write_config
-from .processes import NotifySocket, cli, count
+from .processes import NotifySocket, await_until, cli, count
 
 pytestmark = pytest.mark.anyio
 
@@ -78,13 +77,6 @@ def test_a_read_only_store_at_start_exits_2_with_one_line_naming_it(tmp_path: Pa
         assert len(lines) == 1 and "is read-only" in lines[0] and str(state) in lines[0], result.stderr
 
 
-async def until(condition: Callable[[], bool], what: str) -> None:
-    """Poll `condition` on the event loop until it holds (TIMEOUT at most)."""
-    with anyio.fail_after(TIMEOUT):
-        while not condition():
-            await anyio.sleep(0.02)
-
-
 async def test_a_report_stuck_on_a_full_disk_completes_by_itself_once_there_is_room(
         tmp_path: Path, small_sim: Path) -> None:
     config = make_config(tmp_path, reports={"auto": False})  # the daemon's scheduler follows the log, as `run`'s
@@ -94,7 +86,7 @@ async def test_a_report_stuck_on_a_full_disk_completes_by_itself_once_there_is_r
         report_id = await daemon.reports.request(small_sim.name)
         [(pages,)] = await writer.execute_fetchall("PRAGMA page_count")
         await writer.execute(f"PRAGMA max_page_count = {pages}")
-        await until(lambda: daemon.store.problem is not None, "the disk to be full")
+        await await_until(lambda: daemon.store.problem is not None, "the disk to be full")
         assert "full" in daemon.store.problem
         events = await daemon.store.read_stream(report_stream(report_id))
         assert "ReportCompleted" not in [e.type for e in events]  # stuck
