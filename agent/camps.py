@@ -1,7 +1,9 @@
 """Camps read from what agents wrote: each camp's most repeated arguments, and who changed sides.
 
 Pure. Statements with the same text once digits are masked ("a £7 charge", "a £12 charge")
-make one argument. An argument's camp is the stance most common among its authors; an
+make one argument, and so do statements the analysis found to say the same thing in other words
+(`meaning`: each wording's group, named by its representative wording; analysis/meaning.py).
+An argument's camp is the stance most common among its authors; an
 agent whose statements, from some round on, all belong to one other camp changed sides.
 Authors of a statement never vote on their own statement's camp.
 
@@ -14,7 +16,7 @@ statement in (round, ref) order would (tests/test_camps_tally.py holds the two s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 At = tuple[int, str, int]  # a statement's place: (round, ref, log position), the order of the run
@@ -44,14 +46,80 @@ def saying(row: tuple[Any, ...]) -> Saying:
                   (pr, pref, ppos) if posts else None, ptext)
 
 
-def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3) -> dict[str, Any]:
-    """`arguments`: per camp its most repeated arguments; `stance_shifts`: agents who changed sides."""
+def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3,
+                       meaning: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`arguments`: per camp its most repeated arguments; `stance_shifts`: agents who changed sides;
+    `expressed`: how many agents speak for each camp by what they wrote (a side-changer for their new one)."""
     said = list(map(saying, rows))
+    examples = _examples(said, meaning or {})
+    if meaning:
+        said = _grouped(said, meaning)
     shifts = _shifts(said, _voices(said, {}))
     shifts = _shifts(said, _voices(said, _moved(shifts)))
     voices = _voices(said, _moved(shifts))
-    return {"arguments": _arguments(said, voices, top),
-            "stance_shifts": [{k: v for k, v in s.items() if not k.startswith("_")} for s in shifts]}
+    return {"arguments": _arguments(said, voices, top, examples),
+            "stance_shifts": [{k: v for k, v in s.items() if not k.startswith("_")} for s in shifts],
+            "expressed": _expressed(said, voices, shifts)}
+
+
+def statement_stances(rows: Iterable[tuple[Any, ...]], meaning: Mapping[str, str] | None = None) -> dict[tuple[int, str], str]:
+    """The stance each agent's wording speaks for, by (agent, wording): its argument's camp, its author's own
+    vote left out ('' for an argument no camp holds, such as chatter or a tie)."""
+    said = list(map(saying, rows))
+    grouped = _grouped(said, meaning) if meaning else said
+    shifts = _shifts(grouped, _voices(grouped, {}))
+    voices = _voices(grouped, _moved(_shifts(grouped, _voices(grouped, _moved(shifts)))))
+    tallies = _tallies(voices)
+    placed = {}
+    for s in grouped:
+        own = (s.agent, s.stance) in voices.get(s.key, ())
+        placed[(s.agent, s.key)] = _camp(tallies.get(s.key), s.stance if own else None) or _camp(tallies.get(s.key))
+    return {(s.agent, s.key): placed[(s.agent, (meaning or {}).get(s.key, s.key))] for s in said}
+
+
+def _grouped(said: list[Saying], meaning: Mapping[str, str]) -> list[Saying]:
+    """One saying per agent and group of wordings: counts added, the earliest first and the latest last."""
+    merged: dict[tuple[int, str], Saying] = {}
+    for s in sorted(said, key=lambda s: s.first):
+        s = s._replace(key=meaning.get(s.key, s.key))
+        had = merged.get((s.agent, s.key))
+        if had is None:
+            merged[(s.agent, s.key)] = s
+            continue
+        later_post = had.first_post is None or (s.first_post is not None and s.first_post < had.first_post)
+        first_post, post_text = (s.first_post, s.post_text) if later_post else (had.first_post, had.post_text)
+        merged[(s.agent, s.key)] = had._replace(
+            statements=had.statements + s.statements, posts=had.posts + s.posts, first_post=first_post,
+            post_text=post_text, last=max(had.last, s.last))
+    return list(merged.values())
+
+
+def _examples(said: list[Saying], meaning: Mapping[str, str]) -> dict[str, tuple[At, Saying]]:
+    """Per group, the first post in its representative wording (the wording its group is named by)."""
+    out: dict[str, tuple[At, Saying]] = {}
+    for s in said:
+        if s.first_post is not None and meaning.get(s.key, s.key) == s.key:
+            if s.key not in out or s.first_post < out[s.key][0]:
+                out[s.key] = (s.first_post, s)
+    return out
+
+
+def _expressed(said: list[Saying], voices: Voices, shifts: list[dict[str, Any]]) -> dict[str, int]:
+    """Agents per camp by the camps their statements were placed in (most statements; a tie: their profile's)."""
+    tallies, moved = _tallies(voices), {s["agent_id"]: s["now_speaks_for"] for s in shifts}
+    spoken: dict[int, Counter[str]] = {}
+    stated: dict[int, str] = {}
+    for s in said:
+        stated[s.agent] = s.stance
+        own = (s.agent, s.stance) in voices.get(s.key, ())
+        if camp := _camp(tallies.get(s.key), s.stance if own else None):
+            spoken.setdefault(s.agent, Counter())[camp] += s.statements
+    sides: Counter[str] = Counter()
+    for agent, counts in spoken.items():
+        ranked = counts.most_common()
+        tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
+        sides[moved.get(agent) or (stated[agent] if tied and stated[agent] in counts else ranked[0][0])] += 1
+    return dict(sorted(sides.items()))
 
 
 Voices = dict[str, set[tuple[int, str]]]  # per argument key, its distinct (author, stance spoken for)
@@ -122,8 +190,10 @@ def _shift(agent: int, placed: list[tuple[Saying, str]]) -> dict[str, Any] | Non
             "example": {"ref": turn.first[1], "content": turn.first_text}, "_to": max(s.last[0] for s, _ in other)}
 
 
-def _arguments(said: list[Saying], voices: Voices, top: int) -> dict[str, list[dict[str, Any]]]:
-    """Per camp its `top` arguments by posts and quotes, each with how many, by how many authors, and the first."""
+def _arguments(said: list[Saying], voices: Voices, top: int,
+               examples: dict[str, tuple[At, Saying]]) -> dict[str, list[dict[str, Any]]]:
+    """Per camp its `top` arguments by posts and quotes, each with how many, by how many authors, the rounds it
+    was said in, and an example: the first post in its representative wording (else its first post)."""
     groups: dict[str, list[tuple[At, Saying]]] = {}
     for s in said:
         if s.first_post is not None:
@@ -134,8 +204,9 @@ def _arguments(said: list[Saying], voices: Voices, top: int) -> dict[str, list[d
     for key in sorted(groups, key=lambda k: (-counted[k], k)):
         camp = _camp(tallies.get(key))
         if camp and len(ranked.setdefault(camp, [])) < top:
-            (_, ref, _), first = min(groups[key], key=lambda pair: pair[0])
-            ranked[camp].append({"statements": counted[key], "authors": len(groups[key]),
+            (_, ref, _), first = examples.get(key) or min(groups[key], key=lambda pair: pair[0])
+            rounds = [min(s.first[0] for _, s in groups[key]), max(s.last[0] for _, s in groups[key])]
+            ranked[camp].append({"statements": counted[key], "authors": len(groups[key]), "rounds": rounds,
                                  "example": {"ref": ref, "content": first.post_text,
                                              "agent": f"agent:{first.agent}", "name": first.name}})
     return {camp: ranked[camp] for camp in sorted(ranked) if ranked[camp]}

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from simreportd.analysis import Reader, Wordings
 from simreportd.errors import ToolError
 from simreportd.projections import simulation_queries
 from simreportd.projections.chart import activity_rows, per_round_rows, turning_points
@@ -54,9 +55,10 @@ class SimulationTools:
     """
 
     def __init__(self, views_path: Path, interviews: Interviews | None = None,
-                 limiter: anyio.CapacityLimiter | None = None) -> None:
+                 limiter: anyio.CapacityLimiter | None = None, reader: Reader | None = None) -> None:
         self.views_path, self.interviews, self.limiter = views_path, interviews, limiter
-        self._camps: dict[tuple[str, int, int], dict[str, Any]] = {}  # (simulation, generation, last statement)
+        self.reader = reader or Reader(None)
+        self._camps: dict[tuple[str, int, int], tuple[dict[str, Any], Wordings]] = {}  # per run and last statement
         self._camps_lock = threading.Lock()  # tools of several reports run in worker threads at once
         self._finding: dict[tuple[str, int, int], threading.Lock] = {}  # camps being found, one thread each
 
@@ -132,9 +134,16 @@ class SimulationTools:
         }
 
     def _camps_of(self, conn: sqlite3.Connection, key: tuple[str, int]) -> dict[str, Any]:
-        """Camps read from what the fold kept per agent and argument: the dearest part of an analytics call (a
-        row per agent and argument), so kept until the run has a new statement, and found by one thread
-        while the others asking for the same wait for its answer; each section of a report asks."""
+        return self._analysed(conn, key)[0]
+
+    def _wordings_of(self, conn: sqlite3.Connection, key: tuple[str, int]) -> Wordings:
+        return self._analysed(conn, key)[1]
+
+    def _analysed(self, conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[dict[str, Any], Wordings]:
+        """Camps read from what the fold kept per agent and wording, the wordings grouped by meaning: the
+        dearest part of an analytics call (a row per agent and wording, and their vectors), so kept until
+        the run has a new statement, and found by one thread while the others asking for the same wait for
+        its answer; each section of a report asks."""
         cached = (*key, simulation_queries.last_statement(conn, key))
         with self._camps_lock:
             found = self._camps.get(cached)
@@ -145,7 +154,7 @@ class SimulationTools:
             with self._camps_lock:
                 found = self._camps.get(cached)
             if found is None:
-                found = camps_from_sayings(simulation_queries.sayings(conn, key))
+                found = self._camps_found(simulation_queries.sayings(conn, key))
                 with self._camps_lock:
                     while len(self._camps) >= CAMPS_CACHED:
                         self._camps.pop(next(iter(self._camps)))
@@ -153,14 +162,27 @@ class SimulationTools:
                     self._finding.pop(cached, None)
         return found
 
+    def _camps_found(self, sayings: list[tuple[Any, ...]]) -> tuple[dict[str, Any], Wordings]:
+        wordings = self.reader.wordings(sayings)
+        camps = camps_from_sayings(sayings, meaning=wordings.meaning)
+        camps["grouped_by"] = {"meaning": wordings.embedder or None, "wordings": wordings.total,
+                               "compared": len(wordings.keys) if wordings.vectors is not None else 0,
+                               **({"note": wordings.note} if wordings.note else {})}
+        return camps, wordings
+
+    def _search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
+                kinds: tuple[str, ...] | None) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.reader.search(conn, key, query, limit, kinds, self._wordings_of(conn, key))
+        return found
+
     def quick_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,
                      limit: int = 10) -> dict[str, Any]:
         limit = max(1, min(int(limit), 50))
-        return {"query": query, "results": simulation_queries.search(conn, key, query, limit, kinds=None)}
+        return {"query": query, "results": self._search(conn, key, query, limit, kinds=None)}
 
     def panorama_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,
                         include_expired: bool = True) -> dict[str, Any]:
-        hits = sorted(simulation_queries.search(conn, key, query, 200, kinds=("post", "quote", "comment")),
+        hits = sorted(self._search(conn, key, query, 200, kinds=("post", "quote", "comment")),
                       key=lambda h: (h["round"], h["ref"]))
         latest: dict[int, dict[str, Any]] = {}
         for hit in hits:
@@ -179,8 +201,7 @@ class SimulationTools:
     def insight_forge(self, conn: sqlite3.Connection, key: tuple[str, int], query: str) -> dict[str, Any]:
         questions = sub_questions(query)
         findings: list[dict[str, Any]] = [
-            {"question": question, "evidence": simulation_queries.search(conn, key, question, 4,
-                                                                          kinds=("post", "quote", "comment"))}
+            {"question": question, "evidence": self._search(conn, key, question, 4, kinds=("post", "quote", "comment"))}
             for question in questions]
         agent_ids = sorted({e["agent"]["id"] for f in findings for e in f["evidence"]})
         return {"query": query, "sub_questions": findings, "agents": simulation_queries.profiles(conn, key, agent_ids),

@@ -16,6 +16,7 @@ from typing import Any
 from simreportd.agent.chat_runner import ChatRunner, ChatWriter
 from simreportd.agent.replay import RecordedInterviews, ReplayProvider
 from simreportd.agent.tools import SimulationTools
+from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
@@ -32,7 +33,7 @@ from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
-from .replay import ReplayResult, _no_wait, copy_simulations, first_divergence
+from .replay import ReplayResult, _no_wait, analytics_results, copy_simulations, first_divergence
 
 INPUTS = ("ChatStarted", "ChatAsked")  # the user's part of a chat; everything else is the runner's
 
@@ -61,7 +62,12 @@ def _events(original: list[Recorded], *types: type[DomainEvent]) -> Iterable[Any
     return (r.event for r in original if isinstance(r.event, types))
 
 
-async def replay_chat(store: EventLog, chat_id: str, scratch: Path) -> ReplayResult:
+def _analytics(original: list[Recorded]) -> list[str]:
+    """What `simulation_analytics` answered the chat: which analysis it used."""
+    return [e.observation.result for e in _events(original, ChatToolObserved) if e.observation.tool == "simulation_analytics"]
+
+
+async def replay_chat(store: EventLog, chat_id: str, scratch: Path, vectors: Path | None = None) -> ReplayResult:
     """Re-run a chat in `scratch` and compare it with the original stream."""
     original = await store.read_stream(chat_stream(chat_id))
     if not original or not isinstance(started := original[0].event, ChatStarted):
@@ -74,7 +80,8 @@ async def replay_chat(store: EventLog, chat_id: str, scratch: Path) -> ReplayRes
                           expected_version=0)
         async with ProjectionRunner(copy, views_path_for(scratch), projections()) as views:
             await views.catch_up()
-        tools = SimulationTools(views_path_for(scratch), RecordedChatInterviews(original))
+        tools = SimulationTools(views_path_for(scratch), RecordedChatInterviews(original),
+                                reader=recorded_reader(analytics_results(report) + _analytics(original), vectors))
         provider = RecordedAnswers(original)
         runner = ChatRunner(copy, tools, lambda _: provider,
                             ChatWriter(started.provider, started.model, started.settings), sleep=_no_wait)

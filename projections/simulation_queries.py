@@ -221,6 +221,14 @@ def search(conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: in
     return [post_dict(r) for r in rows]
 
 
+def posts_by_refs(conn: sqlite3.Connection, key: Key, refs: list[str]) -> list[dict[str, Any]]:
+    """The statements these citation ids name, in the order given (ids not in the run are left out)."""
+    rows = conn.execute(f"SELECT {POST_COLUMNS} FROM {POST_JOIN} WHERE p.simulation_id = ? AND p.generation = ?"
+                        " AND p.ref IN (SELECT value FROM json_each(?)) ORDER BY p.id", (*key, json.dumps(refs)))
+    found = {row[0]: post_dict(row) for row in rows}
+    return [found[r] for r in refs if r in found]
+
+
 def in_windows(windows: list[tuple[int, int]]) -> tuple[str, list[int]]:
     """A WHERE term keeping `sim_posts_fts` rows inside `windows`, and its parameters.
 

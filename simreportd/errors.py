@@ -28,6 +28,7 @@ again as it is will fail again; 1: it failed now, and may succeed once the cause
     │   ├── LLMError (llm_failed, 1)             one failed LLM call, with its kind and whether to retry
     │   ├── ToolError (tool_failed, 1)           a tool call that cannot run as asked
     │   ├── UnrecordedCall (unrecorded_call, 1)  a replay asked for an LLM call the original never made
+    │   ├── EmbeddingsUnavailable (embeddings_unavailable, 1)  the embedder failed: keyword search goes on
     │   └── ChatFailed (chat_failed, 1)          a chat question could not be answered (the LLM failed)
     ├── ReportError (failed, 1)              a report the daemon cannot write here and now
     │   ├── WriterUnreachable (writer_unreachable, 1)  the report's LLM server cannot be reached now
@@ -236,6 +237,13 @@ class ToolError(AgentError):
     """A tool call that cannot run as asked (bad arguments); the model is told and goes on."""
 
     code = "tool_failed"
+
+
+class EmbeddingsUnavailable(AgentError):
+    """The embedder could not embed (server down, slow, wrong dimension, package missing): the analysis goes
+    on by keywords and exact wording, and says so; the message names the server and model."""
+
+    code = "embeddings_unavailable"
 
 
 class UnrecordedCall(AgentError):

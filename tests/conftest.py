@@ -16,7 +16,7 @@ from simreportd.daemon.config import Config
 TIMEOUT = float(os.environ.get("SIMREPORTD_TEST_TIMEOUT", "60"))
 PYTHON = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("simreportd", "events", "projections", "agent", "daemon", "simulator")
+LAYERS = ("simreportd", "events", "projections", "analysis", "agent", "daemon", "simulator")
 
 
 # The modules whose tests run longest, mostly waiting on real processes (30 + 20 stops at random moments, three

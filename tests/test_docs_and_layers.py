@@ -49,8 +49,9 @@ def test_only_the_store_imports_aiosqlite_in_events() -> None:
 
 
 @pytest.mark.parametrize("layer, forbidden", [
-    ("events", {"projections", "agent", "daemon", "simulator"}), ("projections", {"agent", "daemon", "simulator"}),
-    ("agent", {"daemon", "simulator"}), ("simulator", {"events", "projections", "agent", "daemon"})])
+    ("events", {"projections", "analysis", "agent", "daemon", "simulator"}),
+    ("projections", {"analysis", "agent", "daemon", "simulator"}), ("analysis", {"agent", "daemon", "simulator"}),
+    ("agent", {"daemon", "simulator"}), ("simulator", {"events", "projections", "analysis", "agent", "daemon"})])
 def test_imports_point_one_way(layer: str, forbidden: set[str]) -> None:
     for path in (ROOT / layer).rglob("*.py"):
         source = path.read_text()
@@ -58,7 +59,8 @@ def test_imports_point_one_way(layer: str, forbidden: set[str]) -> None:
             assert f"simreportd.{other}" not in source, f"{path.name} imports the {other} layer"
 
 
-LAYER_PACKAGES = {"events": "simreportd.events", "projections": "simreportd.projections", "agent": "simreportd.agent",
+LAYER_PACKAGES = {"events": "simreportd.events", "projections": "simreportd.projections",
+                  "analysis": "simreportd.analysis", "agent": "simreportd.agent",
                   "daemon": "simreportd.daemon", "simulator": "simreportd.simulator", "simreportd": "simreportd"}
 
 
@@ -105,7 +107,7 @@ def import_circles(layers: list[str], root: Path = ROOT) -> list[list[str]]:
     return circles
 
 
-@pytest.mark.parametrize("layer", ["events", "projections", "agent", "daemon"])
+@pytest.mark.parametrize("layer", ["events", "projections", "analysis", "agent", "daemon"])
 def test_no_import_circle_within_a_layer(layer: str) -> None:
     assert import_circles([layer]) == []
 
@@ -126,7 +128,7 @@ def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:
                                                        "simreportd.agent.c", "simreportd.agent.a"]
 
 
-CORE_LAYERS = ["events", "projections", "agent"]
+CORE_LAYERS = ["events", "projections", "analysis", "agent"]
 MAX_MODULE_LINES = 450  # a module that grows past this does more than one thing: split it along a seam
 
 
@@ -169,7 +171,7 @@ def test_outline_v1_is_upcast_to_section_objects() -> None:
 
 # What the repository ships as code, configuration and documentation: a reference from any of it must lead
 # to something a clone has. Caches and test artifacts are not part of it.
-SHIPPED = ["events", "projections", "agent", "daemon", "simulator", "simreportd", "tests", "bench", "docs", "systemd",
+SHIPPED = ["events", "projections", "analysis", "agent", "daemon", "simulator", "simreportd", "tests", "bench", "docs", "systemd",
            ".ci", "config.toml", "pyproject.toml", "README.md"]
 NOT_SHIPPED = {"__pycache__", "artifacts", ".hypothesis", ".pytest_cache"}
 TEXT_SUFFIXES = {"", ".py", ".md", ".toml", ".service", ".html", ".js", ".css", ".json", ".txt", ".sh", ".cfg"}

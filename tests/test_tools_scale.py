@@ -282,11 +282,11 @@ async def test_camps_found_ahead_are_found_once_however_many_ask_at_once(tmp_pat
 
     found: list[int] = []
 
-    def counted(rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:
+    def counted(rows: Iterable[tuple[Any, ...]], **grouping: Any) -> dict[str, Any]:
         sayings = list(rows)
         found.append(len(sayings))
         time.sleep(0.3)  # as slow as a big run: the others ask while this one is still finding
-        return camps_from_sayings(sayings)
+        return camps_from_sayings(sayings, **grouping)
 
     monkeypatch.setattr(tools_module, "camps_from_sayings", counted)
     async with Daemon(make_config(tmp_path), folders=[small_sim]) as daemon:

@@ -21,7 +21,7 @@ from simreportd.simulator.simulate import simulate
 from .conftest import make_config
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ("events", "projections", "agent", "daemon")
+CORE = ("events", "projections", "analysis", "agent", "daemon")
 # Websocket frames have a `type` too (`{"type": "error"}`): the CLI's client of the daemon reads frames, not events.
 FRAME_READERS = ("daemon/cli/handover.py",)
 LITERAL_TYPE_TEST = re.compile(  # `x.type == "Name"`, `x.type in ("A", ...)`, `x.get("type") == "Name"`, `type_name == "Name"`

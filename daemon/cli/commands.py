@@ -16,6 +16,7 @@ import anyio
 from simreportd.agent.chat import check_question
 from simreportd.agent.chat_runner import CHAT_ID_PREFIX
 from simreportd.agent.state import ReportState
+from simreportd.analysis.vectors import vectors_path_for
 from simreportd.daemon import actions
 from simreportd.daemon.chat_replay import replay_chat
 from simreportd.daemon.config import Config, find_config, load_config
@@ -194,7 +195,8 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
             raise NotFound(f"no completed report in {config.store.where} to replay")
-        results = [await replay_one(store, report_id, args.into) for report_id in ids]
+        vectors = vectors_path_for(config.store.path)
+        results = [await replay_one(store, report_id, args.into, vectors) for report_id in ids]
     if args.all:
         print(f"{'report':<22}{'steps':>7}  result")
         for r in results:
@@ -213,13 +215,14 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     return 1 if diverged and (args.verify or args.all) else 0
 
 
-async def replay_one(store: EventLog, report_id: str, into: str | None) -> ReplayResult:
-    """Replay into --into, or into a scratch store that is removed afterwards (a chat's id replays the chat)."""
+async def replay_one(store: EventLog, report_id: str, into: str | None, vectors: Path) -> ReplayResult:
+    """Replay into --into, or into a scratch store that is removed afterwards (a chat's id replays the chat);
+    the analysis reads the vectors the original computed (`vectors`, the store's cache)."""
     replay = replay_chat if report_id.startswith(CHAT_ID_PREFIX) else replay_report
     if into:
-        return await replay(store, report_id, Path(into))
+        return await replay(store, report_id, Path(into), vectors=vectors)
     with tempfile.TemporaryDirectory(prefix="simreportd-replay-") as tmp:
-        return await replay(store, report_id, Path(tmp) / "events.sqlite3")
+        return await replay(store, report_id, Path(tmp) / "events.sqlite3", vectors=vectors)
 
 
 def completed_report_ids(config: Config) -> list[str]:

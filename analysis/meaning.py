@@ -1,0 +1,112 @@
+"""Statements grouped by what they say, not by their exact wording (docs/architecture.md#meaning).
+
+Pure numpy. How alike two statements are is read twice and blended: by their embeddings, centred on the
+run's mean first (what every statement shares, the topic itself, is taken out, so "cameras in bedrooms"
+and "false flags", both about proctoring, stay apart while "监考摄像头" meets "webcams"), and by the words
+they share, weighted by how rare each word is in the run (paraphrases of one argument keep its telling
+words). Wordings many agents repeat verbatim are arguments already and are never merged with each other;
+statements said once or twice may join them. Groups are then merged pairwise, closest first, by their average likeness (average linkage) until
+no two groups are alike enough: the order of the input decides nothing. What decorates a statement and
+says nothing of its argument (quotes of others, @mentions, #hashtags, emojis) is left out first.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from .embedders import Vectors, normalised
+
+SAME_ARGUMENT = 0.06  # blended likeness at which two groups say the same thing (bench/analysis_quality.py)
+MEANING_SHARE = 0.35  # of the blend, the embeddings' part; the rest is the shared rare words'
+SAID_BY_MANY = 2  # a wording said this often is an argument already: two such never merge, others may join them
+CENTRE_FROM = 8  # statements a run needs before its mean is taken out (fewer: the mean is one of them)
+QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|^>.*$', re.M)
+DECORATION = re.compile(r"@\w+|#\w+|https?://\S+")
+WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+", re.U)
+HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def gist(text: str) -> str:
+    """A statement without what does not carry its argument: others' words it quotes, @mentions, #hashtags,
+    links, emojis (the text as it was, if nothing else is left)."""
+    kept = DECORATION.sub(" ", QUOTED.sub(" ", text))
+    kept = "".join(c for c in kept if unicodedata.category(c) not in ("So", "Sk", "Cs", "Co"))
+    return " ".join(kept.split()) or text.strip()
+
+
+def centred(vectors: Vectors) -> Vectors:
+    """Unit vectors with the run's common direction taken out (unchanged for very few statements)."""
+    if len(vectors) < CENTRE_FROM:
+        return vectors
+    return normalised(vectors - vectors.mean(axis=0, keepdims=True))
+
+
+def terms(text: str) -> list[str]:
+    """Words and word pairs (a Han character counts as a word), lower-cased."""
+    words = [w for token in WORD.findall(text.lower()) for w in (HAN.findall(token) if HAN.search(token) else [token])]
+    return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+
+
+def shared_words(texts: Sequence[str]) -> Vectors:
+    """Unit TF-IDF rows over the terms found in at least two of `texts`."""
+    docs = [Counter(terms(t)) for t in texts]
+    df = Counter(term for d in docs for term in d)
+    vocab = {term: i for i, term in enumerate(sorted(t for t, n in df.items() if n >= 2))}
+    rows = np.zeros((len(texts), max(len(vocab), 1)), dtype=np.float32)
+    for i, d in enumerate(docs):
+        for term, n in d.items():
+            if term in vocab:
+                rows[i, vocab[term]] = (1 + np.log(n)) * np.log(len(texts) / df[term])
+    return normalised(rows)
+
+
+def likeness(vectors: Vectors, texts: Sequence[str]) -> np.ndarray:
+    """How alike each two statements are: centred embeddings and shared rare words, blended."""
+    words = shared_words(texts)
+    x = centred(vectors)
+    return np.asarray(MEANING_SHARE * (x @ x.T) + (1 - MEANING_SHARE) * (words @ words.T), dtype=np.float64)
+
+
+def groups(vectors: Vectors, texts: Sequence[str], weights: Sequence[int], threshold: float = SAME_ARGUMENT) -> list[int]:
+    """A group number per statement (rows of `vectors`, their `texts`): the index of the group's representative,
+    the statement said most often (`weights`), then the one most like the rest of its group."""
+    if len(texts) == 0:
+        return []
+    alike = likeness(vectors, texts)
+    repeated = np.asarray(weights) >= SAID_BY_MANY
+    apart = alike.copy()
+    apart[np.ix_(repeated, repeated)] = -np.inf  # agents who repeat a sentence verbatim have named their argument
+    label = _merged(apart, threshold)
+    return _by_representative(alike, label, np.asarray(weights, dtype=np.float64))
+
+
+def _merged(alike: np.ndarray, threshold: float) -> np.ndarray:
+    """Average linkage: the two most alike groups merge while their mean likeness reaches `threshold`."""
+    n = len(alike)
+    np.fill_diagonal(alike, -np.inf)
+    size, label = np.ones(n), np.arange(n)
+    while n > 1:
+        i, j = np.unravel_index(int(np.argmax(alike)), alike.shape)
+        if alike[i, j] < threshold:
+            break
+        alike[i, :] = (alike[i, :] * size[i] + alike[j, :] * size[j]) / (size[i] + size[j])
+        alike[:, i] = alike[i, :]
+        alike[i, i] = alike[j, :] = alike[:, j] = -np.inf
+        size[i] += size[j]
+        label[label == j] = i
+    return label
+
+
+def _by_representative(alike: np.ndarray, label: np.ndarray, weights: np.ndarray) -> list[int]:
+    out = np.empty(len(label), dtype=int)
+    for g in np.unique(label):
+        members = np.flatnonzero(label == g)
+        closeness = alike[np.ix_(members, members)].mean(axis=1)
+        best = max(range(len(members)), key=lambda i: (weights[members[i]], closeness[i], -members[i]))
+        out[members] = members[best]
+    return [int(v) for v in out]

@@ -1,0 +1,141 @@
+"""The analysis of what a run's agents wrote, by meaning: arguments grouped across wordings and languages,
+and search that fuses keyword and vector rankings (docs/architecture.md#meaning).
+
+It reads the simulation model (the wordings the fold kept per agent, the statements), embeds what it has
+not yet embedded through the vector cache, and answers. Without an embedder, or when it fails, it answers
+by exact wording and keywords alone and says so (`note`): a report never waits on, or fails for, vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simreportd.errors import EmbeddingsUnavailable
+from simreportd.projections import simulation_queries
+
+from .embedders import Embedder
+from .meaning import gist, groups
+from .vectors import VectorCache, embedder_named
+
+log = logging.getLogger("simreportd.analysis")
+
+MAX_TEXTS = 1500  # distinct wordings a run's analysis embeds at most (each agent's most said first)
+FUSION_K = 60  # reciprocal-rank fusion's constant: a rank-1 hit scores 1/61
+VECTOR_CANDIDATES = 200  # nearest wordings a search takes from the vector ranking
+NEAR_BEST = 0.2  # cosine below the closest wording past which a wording is not a match
+
+
+@dataclass
+class Wordings:
+    """A run's distinct wordings chosen for embedding: their keys, texts, how often each was said, the
+    citation ids of their statements, and their vectors (None without an embedder)."""
+
+    keys: list[str]
+    texts: list[str]
+    weights: list[int]
+    refs: list[list[str]]
+    vectors: Any = None
+    total: int = 0  # distinct wordings in the run, embedded or not
+    note: str = ""
+    embedder: str = ""
+    meaning: dict[str, str] = field(default_factory=dict)
+
+
+class Reader:
+    """The analysis of one store's runs, with an embedder (or none) and the vectors it has cached."""
+
+    def __init__(self, embedder: Embedder | None, cache: VectorCache | None = None, max_texts: int = MAX_TEXTS) -> None:
+        self.embedder, self.max_texts = embedder, max_texts
+        self.cache = cache if cache is not None else VectorCache(None, embedder) if embedder else None
+
+    def wordings(self, sayings: list[tuple[Any, ...]]) -> Wordings:
+        """The run's wordings (rows of `simulation_queries.sayings`), embedded and grouped by meaning."""
+        chosen = _chosen(sayings, self.max_texts)
+        w = Wordings([k for k, _ in chosen], [t for _, (t, _, _) in chosen], [n for _, (_, n, _) in chosen],
+                     [r for _, (_, _, r) in chosen], total=len({row[1] for row in sayings}))
+        if self.cache is None:
+            w.note = "no embedder configured: arguments are grouped by exact wording and search is by keywords"
+            return w
+        w.embedder = self.cache.embedder.name
+        try:
+            w.vectors = self.cache.vectors([gist(t) for t in w.texts])
+        except EmbeddingsUnavailable as exc:
+            log.warning("%s; the analysis goes on by exact wording and keywords", exc)
+            w.note = f"{exc}; arguments are grouped by exact wording and search is by keywords"
+            return w
+        labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights)
+        w.meaning = {key: w.keys[label] for key, label in zip(w.keys, labels) if w.keys[label] != key}
+        if w.total > len(w.keys):
+            w.note = f"{len(w.keys)} of {w.total} distinct wordings were compared by meaning (the most said first)"
+        return w
+
+    def search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
+               kinds: tuple[str, ...] | None, wordings: Wordings | None) -> list[dict[str, Any]]:
+        """Keyword and vector rankings fused (reciprocal rank), so a question finds the statements that answer
+        it in other words or another language; keywords alone without vectors."""
+        keyword = simulation_queries.search(conn, key, query, max(limit, 50), kinds)
+        nearest = self._nearest(query, wordings, kinds, limit) if wordings is not None and query.strip() else []
+        if not nearest:
+            return keyword[:limit]
+        scores: dict[str, float] = {}
+        for ranking in ([h["ref"] for h in keyword], nearest):
+            for rank, ref in enumerate(ranking):
+                scores[ref] = scores.get(ref, 0.0) + 1.0 / (FUSION_K + rank + 1)
+        best = sorted(scores, key=lambda r: (-scores[r], r))[:limit]
+        known = {h["ref"]: h for h in keyword}
+        fetched = {p["ref"]: p for p in simulation_queries.posts_by_refs(conn, key, [r for r in best if r not in known])}
+        return [hit for r in best if (hit := known.get(r) or fetched.get(r)) is not None]
+
+    def _nearest(self, query: str, w: Wordings, kinds: tuple[str, ...] | None, limit: int) -> list[str]:
+        """Citation ids of the statements whose wordings are closest to the query, closest first: at most
+        `limit` wordings, none much further than the closest (a search for one thing is not a list of all)."""
+        if w.vectors is None or not len(w.keys) or self.cache is None:
+            return []
+        try:
+            asked = self.cache.vectors([query], query=True)[0]
+        except EmbeddingsUnavailable as exc:
+            log.warning("%s; this search is by keywords", exc)
+            return []
+        sims = w.vectors @ asked
+        order = [i for i in np.argsort(-sims, kind="stable")[:min(limit, VECTOR_CANDIDATES)]
+                 if sims[i] >= sims.max() - NEAR_BEST]
+        wanted = {"post", "quote"} if kinds and "comment" not in kinds else None
+        refs = [ref for i in order for ref in w.refs[int(i)]]
+        return list(dict.fromkeys(r for r in refs if wanted is None or r.startswith("post:")))
+
+
+def _chosen(sayings: list[tuple[Any, ...]], limit: int) -> list[tuple[str, tuple[str, int, list[str]]]]:
+    """At most `limit` wordings: first each agent's most said one, then the most said overall; with each its
+    text, how often it was said and the ids of its first statements."""
+    by_key: dict[str, tuple[str, int, list[str]]] = {}
+    best_of_agent: dict[int, tuple[int, str]] = {}
+    for agent, key, _, _, said, _, first_ref, _, text, _, last_ref, *_ in sayings:
+        was = by_key.get(key, (text or "", 0, []))
+        by_key[key] = (was[0], was[1] + said, [*was[2], *dict.fromkeys([first_ref, last_ref])])
+        if said > best_of_agent.get(agent, (0, ""))[0]:
+            best_of_agent[agent] = (said, key)
+    ranked = sorted(by_key, key=lambda k: (-by_key[k][1], k))
+    first = list(dict.fromkeys(k for _, k in sorted(best_of_agent.values(), key=lambda v: (-v[0], v[1]))))
+    picked = list(dict.fromkeys([*first[:limit], *ranked]))[:limit]
+    return [(k, by_key[k]) for k in sorted(picked)]
+
+
+def recorded_reader(analytics: list[str], cache_path: Path | None) -> Reader:
+    """The analysis a report's recorded `simulation_analytics` results name (`camps.grouped_by.meaning`), for
+    its replay: the same embedder, its vectors read from the store's cache, no server asked."""
+    for result in analytics:
+        try:
+            name = json.loads(result).get("camps", {}).get("grouped_by", {}).get("meaning")
+        except (ValueError, AttributeError):
+            continue
+        if name:
+            embedder = embedder_named(name)
+            return Reader(embedder, VectorCache(cache_path, embedder))
+    return Reader(None)
