@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .oasis_db import write_oasis_db
-from .scenario import Agent, Story, make_story
+from .scenario import make_story
+from .story import Agent, Story
 from .truth import FILE as GROUND_TRUTH
 from .truth import ground_truth
 
@@ -28,9 +29,11 @@ PLATFORMS = ("twitter", "reddit")
 
 def simulate(folder: Path, agents: int = 24, rounds: int = 12, seed: int = 7, live: bool = False,
              round_seconds: float = 0.5, restart: bool = False, oasis_db: bool = False,
-             say: Callable[[str], None] = lambda _: None) -> Story:
-    """Write a whole simulation into `folder`; with `live`, pace it (telling `say`) and then serve interviews."""
-    story = make_story(seed, agents, rounds)
+             say: Callable[[str], None] = lambda _: None, style: str = "catalogue") -> Story:
+    """Write a whole simulation into `folder`; with `live`, pace it (telling `say`) and then serve interviews.
+
+    `style`: "catalogue" (agents repeat their camp's lines) or "llm" (every statement written anew)."""
+    story = make_story(seed, agents, rounds, style)
     folder.mkdir(parents=True, exist_ok=True)
     if restart:
         force_restart(folder)
