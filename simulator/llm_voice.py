@@ -129,7 +129,7 @@ class LlmVoice:
                 body.insert(rng.randrange(len(body) + 1), rng.choice(reg.asides))
         if planted:
             body.insert(rng.randrange(1, len(body) + 1), planted)
-        lead = self._lead(agent, round_no, target, quoting)
+        lead = self._lead(agent, round_no, argument, target, quoting)
         if rng.random() < 0.2 + 0.03 * attempt:
             body.append(rng.choice(reg.closers))
         text = reg.joiner.join([*lead, *body])
@@ -163,17 +163,18 @@ class LlmVoice:
         words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:]
         return " ".join(words)
 
-    def _lead(self, agent: Agent, round_no: int, target: dict[str, Any] | None, quoting: bool) -> list[str]:
+    def _lead(self, agent: Agent, round_no: int, argument: str, target: dict[str, Any] | None,
+              quoting: bool) -> list[str]:
         """What comes before the argument: a side-changer's confession, a reply's verdict on the post it answers
-        and maybe a quote of it, or an opener."""
+        (when both argue the topic and the reply takes a side) and maybe a quote of it, or an opener."""
         reg, rng = self.talk.register, self.rng
         if self._just_turned(agent, round_no) and rng.random() < 0.8:
             return [rng.choice(reg.changed)]
         if target is None:
             return [rng.choice(reg.openers)] if rng.random() < 0.3 else []
-        mine = self.story.stance_at(agent, round_no)
-        theirs = target.get("stance", "")
-        lead = [rng.choice(reg.rebut if theirs and theirs != mine else reg.agree)] if rng.random() < 0.75 else []
+        mine, theirs = argument.split(":")[-2] if argument != "chatter" else "", target.get("stance", "")
+        judging = mine in (*SIDES, "neutral") and theirs and rng.random() < 0.75
+        lead = [rng.choice(reg.rebut if theirs != mine else reg.agree)] if judging else []
         snippet = self._snippet(target["content"])
         if snippet and (quoting and rng.random() < 0.7 or lead and rng.random() < 0.25):
             who = self.story.agents[target["agent_id"]]

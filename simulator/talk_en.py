@@ -20,8 +20,8 @@ ENGLISH = Register(
     changed=("I've changed my mind on this.", "Ok, I'm switching sides.", "I used to defend this. Not anymore.",
              "Never thought I'd say this, but here we are.", "Update: my view has flipped.",
              "I was wrong about this and I'll own it."),
-    quoting=('"{q}" says @{who}. Really?', 'Re @{who}: "{q}"', '@{who} wrote "{q}" and honestly', 'Saw this from @{who}: "{q}"',
-             '"{q}" (@{who})'),
+    quoting=("‘{q}’ says @{who}. Really?", "Re @{who}: ‘{q}’", "@{who} wrote ‘{q}’ and honestly",
+             "Saw this from @{who}: ‘{q}’", "‘{q}’ (@{who})"),  # not ASCII quotes: reports quote with those
     asides=("Been going back and forth on this all week.", "I talked to a few people about it today.",
             "I read the whole document on the bus.", "Speaking from experience here.",
             "Not an expert, just someone who lives with the consequences.", "My family is split on this.",

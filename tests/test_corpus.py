@@ -53,6 +53,15 @@ def test_one_seed_writes_the_same_run_byte_for_byte(runs: dict, tmp_path: Path) 
         assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
 
 
+def test_llm_agents_have_sentiment_biases_of_their_stance(runs: dict) -> None:
+    folder, _ = runs[1]
+    configs = json.loads((folder / "simulation_config.json").read_text(encoding="utf-8"))["agent_configs"]
+    for c in configs:
+        bias = c["sentiment_bias"]
+        assert -1.0 <= bias <= 1.0 and (bias > 0 if c["stance"] == "supportive" else bias < 0
+                                        if c["stance"] == "opposing" else abs(bias) <= 0.1), c
+
+
 def test_every_statement_is_written_anew(runs: dict) -> None:
     for seed, (folder, truth) in runs.items():
         texts = list(statements(folder).values())
@@ -66,7 +75,7 @@ def test_statements_look_written_by_agents(runs: dict) -> None:
         texts = list(statements(folder).values())
         lengths = sorted(len(t) for t in texts)
         assert lengths[0] < 30 and lengths[-1] > (150 if truth["language"] == "en" else 60), seed
-        for mark in ("#", "@", "“" if truth["language"] == "zh" else '"'):
+        for mark in ("#", "@", "「" if truth["language"] == "zh" else "‘"):
             assert sum(mark in t for t in texts) >= 5, (seed, mark)
         assert sum(any(ord(c) > 0x1F300 for c in t) for t in texts) >= 10
         arguments = truth["arguments"]
