@@ -224,20 +224,24 @@ def make_story(seed: int, agents: int, rounds: int, style: str = "catalogue") ->
     sources, target = scenario.shift
     movable = [a.agent_id for a in story.agents[len(STANCES):] if a.stance in sources]
     story.shifts = {i: target for i in sorted(rng.sample(movable, min(len(movable), 1 + agents // 20)))}
-    llm: Voice | None = None
-    if style == "llm":
-        late = random.Random(f"{seed}:shifts")
-        story.shift_rounds = {i: late.randint(story.spike_round, max(story.spike_round, min(rounds - 1,
-                                                                                          story.spike_round + 3)))
-                              for i in story.shifts}
-        voice = LlmVoice(story, random.Random(f"{seed}:voice"))
-        story.drifts, story.summaries, llm = voice.drifts(), voice.summaries(), voice
+    llm = llm_voice(story, seed) if style == "llm" else None
     for platform in ("twitter", "reddit"):
         story.lines[platform] = PlatformWriter(story, platform, random.Random(f"{seed}:{platform}"), llm).rounds()
     story.coalitions = make_coalitions(rng, story)
     for coalition in story.coalitions:
         add_mutual_follows(story, coalition)
     return story
+
+
+def llm_voice(story: Story, seed: int) -> Voice:
+    """The llm style's one voice for both platforms; its side-changers change at a round of their own (from the
+    trigger's to three rounds later)."""
+    late = random.Random(f"{seed}:shifts")
+    last = max(story.spike_round, min(story.rounds - 1, story.spike_round + 3))
+    story.shift_rounds = {i: late.randint(story.spike_round, last) for i in story.shifts}
+    voice = LlmVoice(story, random.Random(f"{seed}:voice"))
+    story.drifts, story.summaries = voice.drifts(), voice.summaries()
+    return voice
 
 
 def make_coalitions(rng: random.Random, story: Story) -> list[Coalition]:
