@@ -96,7 +96,8 @@ class LlmVoice:
     def _say(self, agent: Agent, round_no: int, argument: str, target: dict[str, Any] | None,
              quoting: bool = False) -> Said:
         stance = "" if argument == "chatter" else argument.split(":")[-2]  # the camp the argument speaks for
-        detail = self._detail(argument, round_no)
+        waiting = self._detail(argument, round_no)
+        detail = waiting[1] if waiting else None
         planted = self.talk.details[detail].said[self.planted.get(detail, 0)] if detail is not None else ""
         for attempt in range(TRIES):
             text = self._compose(agent, round_no, argument, target, quoting, planted, attempt)
@@ -105,17 +106,25 @@ class LlmVoice:
         else:
             text = f"{text}{self.talk.register.joiner}{self.rng.randint(2, 99)}"
         self.used.add(text)
-        if detail is not None:
+        if waiting:
+            queue, detail = waiting
             self.planted[detail] = self.planted.get(detail, 0) + 1
             if self.planted[detail] == len(self.talk.details[detail].said):
-                self.pending[argument].remove(detail)
+                self.pending[queue].remove(detail)
         return Said(text, argument, stance, detail)
 
-    def _detail(self, argument: str, round_no: int) -> int | None:
-        """Now and then, the next detail waiting to be planted in this argument's statements."""
+    def _detail(self, argument: str, round_no: int) -> tuple[str, int] | None:
+        """Mostly, the next detail waiting to be planted in this argument's statements; late in the run, one still
+        waiting for another argument of the same camp (so a rarely voiced argument's detail is told too)."""
         queue = self.pending.get(argument)
         rare = argument.startswith(("spike:", "observer"))  # few statements make these: plant in every one
-        return queue[0] if queue and round_no >= 1 and (rare or self.rng.random() < 0.85) else None
+        if queue and round_no >= 1 and (rare or self.rng.random() < 0.85):
+            return argument, queue[0]
+        if round_no >= self.story.rounds * 0.75:
+            camp = argument.split(":")[-2] if argument != "chatter" else ""
+            late = [(a, q[0]) for a, q in self.pending.items() if q and (a.split(":")[-2] if a != "chatter" else "") == camp]
+            return late[0] if late else None
+        return None
 
     def _compose(self, agent: Agent, round_no: int, argument: str, target: dict[str, Any] | None,
                  quoting: bool, planted: str, attempt: int) -> str:
