@@ -64,6 +64,13 @@ NOT_COPIED = ("refresh", "sign_up")
 NAMES = ["林晓", "王磊", "陈静", "Alice Moore", "张伟", "刘洋", "Ben Carter", "赵敏", "孙悦", "周杰", "吴芳", "郑浩"]
 SAYINGS = ["监考软件侵犯隐私，我们必须反对！", "AI proctoring keeps exams fair.", "学校应该先听听学生的意见。",
            "我支持新规定，作弊问题太严重了。", "Nobody asked the students.", "数据会被存多久？没人说清楚。"]
+SAID_FOR = ("opposing", "supportive", "neutral", "supportive", "opposing", "neutral")  # each saying's camp
+# MiroFish's config generator gives every agent a `stance` (supportive, opposing, neutral or observer) and a
+# `sentiment_bias` from -1.0 (negative) to 1.0 (positive): backend/app/services/simulation_config_generator.py:51-79
+# (AgentActivityConfig, lines 73 and 76), asked of the LLM per agent at lines 858-859 and read back at 896-897
+# (666ghj/MiroFish at 54f1291). Our weights and ranges are our own choice.
+STANCE_WEIGHTS = {"supportive": 3, "opposing": 3, "neutral": 2, "observer": 1}
+BIAS = {"supportive": (0.2, 0.9), "opposing": (-0.9, -0.2), "neutral": (-0.2, 0.2), "observer": (-0.1, 0.1)}
 QUESTIONS = ["你现在怎么看这项政策？", "What changed your mind?"]
 
 
@@ -75,11 +82,13 @@ class MirofishRun:
         self.folder, self.rounds, self.platforms = folder, rounds, platforms
         self.rng = random.Random(seed)
         self.names = {i: NAMES[i % len(NAMES)] + ("" if i < len(NAMES) else str(i)) for i in range(agents)}
+        self.stances = _stances(random.Random(f"{seed}:stances"), agents)
         self.keep_databases = databases
         idle = self.rng.sample(range(1, rounds + 1), k=min(2, rounds - 1))
         self.idle = {1, *idle[:1]} if seed % 2 else set(idle)  # odd seeds: round 1 idle, the seeds come again later
         self.seeds = [(self.rng.randrange(agents), c) for c in self.rng.sample(SAYINGS, 3)]
-        self.truth: dict[str, Any] = {"platforms": {}, "idle_rounds": sorted(self.idle), "rounds": rounds}
+        self.truth: dict[str, Any] = {"platforms": {}, "idle_rounds": sorted(self.idle), "rounds": rounds,
+                                      "stances": {str(i): s for i, s in self.stances.items()}}
         self.platform_runs = {p: _Platform(self, p) for p in platforms}
 
     def write_setup(self) -> None:
@@ -87,8 +96,8 @@ class MirofishRun:
         self.folder.mkdir(parents=True, exist_ok=True)
         config = {"simulation_id": self.folder.name, "simulation_requirement": "学生如何看待AI监考？",
                   "time_config": {"total_simulation_hours": self.rounds, "minutes_per_round": 60},
-                  "agent_configs": [{"agent_id": i, "entity_name": n, "entity_type": "Student",
-                                     "stance": "neutral", "activity_level": 0.5} for i, n in self.names.items()],
+                  "agent_configs": [{"agent_id": i, "entity_name": n, "entity_type": "Student", "activity_level": 0.5,
+                                     **self.stances[i]} for i, n in self.names.items()],
                   "event_config": {"initial_posts": [{"content": c, "poster_type": "Student", "poster_agent_id": a}
                                                      for a, c in self.seeds], "hot_topics": ["AI监考"]}}
         (self.folder / "simulation_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2),
@@ -289,8 +298,14 @@ class _Platform:
         return int(self.rng.choice(sorted(self.truth["posts"])))
 
     def _create_post(self, agent: int) -> dict[str, Any]:
-        content = self.rng.choice(SAYINGS)
+        content = self.saying(agent)
         return {"post_id": self.create_post(agent, content), "content": content}
+
+    def saying(self, agent: int) -> str:
+        """A saying of the agent's camp (observers say the neutral ones), drawn as one of all the sayings is."""
+        camp = self.run.stances[agent]["stance"]
+        mine = [s for s, said_for in zip(SAYINGS, SAID_FOR) if said_for == (camp if camp != "observer" else "neutral")]
+        return mine[self.rng.randrange(len(SAYINGS)) % len(mine)]
 
     def _like_post(self, agent: int, table: str = "like") -> dict[str, Any]:
         assert self.db is not None
@@ -316,7 +331,7 @@ class _Platform:
 
     def _quote_post(self, agent: int) -> dict[str, Any]:
         assert self.db is not None
-        target, quote = self._target_post(), self.rng.choice(SAYINGS)
+        target, quote = self._target_post(), self.saying(agent)
         content = self.truth["posts"][target]["content"]
         cur = self.db.execute("INSERT INTO post (user_id, original_post_id, content, quote_content, created_at)"
                               " VALUES (?, ?, ?, ?, ?)", (agent, target, content, quote, self.now()))
@@ -347,7 +362,7 @@ class _Platform:
 
     def _create_comment(self, agent: int) -> dict[str, Any]:
         assert self.db is not None
-        post_id, content = self._target_post(), self.rng.choice(SAYINGS)
+        post_id, content = self._target_post(), self.saying(agent)
         cur = self.db.execute("INSERT INTO comment (post_id, user_id, content, created_at) VALUES (?, ?, ?, ?)",
                               (post_id, agent, content, self.now()))
         comment_id = int(cur.lastrowid or 0)
@@ -367,6 +382,16 @@ class _Platform:
 
     def _dislike_comment(self, agent: int) -> dict[str, Any]:
         return self._like_comment(agent, "dislike")
+
+
+def _stances(rng: random.Random, agents: int) -> dict[int, dict[str, Any]]:
+    """Each agent's stance (the first four one of each) and a sentiment bias in its stance's range."""
+    out = {}
+    for i in range(agents):
+        stance = list(STANCE_WEIGHTS)[i] if i < len(STANCE_WEIGHTS) else rng.choices(
+            list(STANCE_WEIGHTS), list(STANCE_WEIGHTS.values()))[0]
+        out[i] = {"stance": stance, "sentiment_bias": round(rng.uniform(*BIAS[stance]), 2)}
+    return out
 
 
 def _line(round_no: int, agent: int, name: str, action_type: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .scenario import SCENARIOS, STANCES
+from .scenario import SCENARIOS
+from .story import STANCES
 from .truth import template_pattern
 
 NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
@@ -49,11 +50,16 @@ class Fact:
     pattern: re.Pattern[str] | None = None
     numbers: list[float] = field(default_factory=list)
     templates: list[str] = field(default_factory=list)
+    said: dict[str, str] = field(default_factory=dict)  # an llm-style argument's statements, by ref
 
     def found_in(self, sentence: str, quotes: list[str]) -> bool:
-        """True when the sentence states this fact (or, for an argument, a quote uses it)."""
+        """True when the sentence states this fact (or, for an argument, a quote uses it: one of its templates,
+        or one of its statements, cited by id or quoted whole or in part)."""
         if self.templates:
             return any(template_pattern(t).match(q) for t in self.templates for q in quotes)
+        if self.said:
+            texts = set(self.said.values())
+            return any(q in self.said or q in texts or _part_of(q, texts) for q in quotes)
         match = self.pattern.search(sentence) if self.pattern else None
         if not match:
             return False
@@ -87,9 +93,21 @@ def facts_of(truth: dict[str, Any]) -> list[Fact]:
         out.append(Fact("shift", f"{shift['name']} moved from {shift['from']} to {shift['to']}",
                         _near(re.escape(shift["name"]), rf"\b{shift['to']}")))
     for stance, top in truth["top_arguments"].items():
-        out.append(Fact("argument", f"the {stance} camp's top argument: {top['templates'][0]}",
-                        templates=top["templates"]))
+        if top["templates"]:
+            out.append(Fact("argument", f"the {stance} camp's top argument: {top['templates'][0]}",
+                            templates=top["templates"]))
+        else:
+            tied, posts = top.get("arguments", [top["argument"]]), truth["reference"]["posts"]
+            said = {ref: posts[ref] for ref, s in truth["statements"].items() if s["argument"] in tied and ref in posts}
+            summary = truth["arguments"][top["argument"]]["summary"]
+            out.append(Fact("argument", f"the {stance} camp's top argument: {summary}", said=said))
     return out
+
+
+def _part_of(quote: str, texts: Any) -> bool:
+    """A quote of at least a few words that is part of one of `texts` (a trailing ellipsis aside)."""
+    core = quote.strip().rstrip("…").rstrip(".").strip()
+    return len(core) >= 12 and any(core in t for t in texts)
 
 
 def _near(a: str, b: str, gap: int = 120) -> re.Pattern[str]:
@@ -116,10 +134,11 @@ def score_report(markdown: str, truth: dict[str, Any]) -> Score:
     facts = facts_of(truth)
     found: list[set[int]] = [set() for _ in sections]
     for s, (_, body) in enumerate(sections):
-        quotes = [q for q, _ in _quotes(body)]
+        quoted = _quotes(body)
+        quotes = [q for q, _ in quoted] + [ref for _, ref in quoted if ref]
         for sentence in _sentences(body):
             found[s].update(i for i, f in enumerate(facts) if f.found_in(sentence, []))
-        found[s].update(i for i, f in enumerate(facts) if f.templates and f.found_in("", quotes))
+        found[s].update(i for i, f in enumerate(facts) if (f.templates or f.said) and f.found_in("", quotes))
     recovered = set().union(*found) if found else set()
     score.facts = [(f.claim, i in recovered) for i, f in enumerate(facts)]
     ref = truth["reference"]

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .scenario import Story
+from .story import Story
 
 POLL_SECONDS = 0.2
 

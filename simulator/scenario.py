@@ -7,34 +7,14 @@ always the same simulation, byte for byte.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-FIRST = ["Mei", "Jonas", "Amara", "Luis", "Priya", "Tomasz", "Hana", "Kofi", "Elena", "Ravi", "Sofia", "Dmitri",
-         "Aiko", "Mateo", "Fatima", "Liam", "Zara", "Chen", "Noor", "Oskar", "Ines", "Tariq", "Yuki", "Bea"]
-LAST = ["Lin", "Weber", "Okafor", "Garcia", "Nair", "Kowalski", "Sato", "Mensah", "Rossi", "Iyer", "Costa",
-        "Ivanov", "Tanaka", "Silva", "Haddad", "Byrne", "Ahmed", "Zhou", "Karimi", "Berg", "Duarte", "Aziz"]
-ENTITY_TYPES = ["Resident", "Shop owner", "Commuter", "Journalist", "City official", "Student", "Cyclist",
-                "Delivery driver", "Researcher", "Parent"]
-STANCES = ["supportive", "opposing", "neutral", "observer"]
+from .llm_voice import LlmVoice
+from .story import STANCES, Agent, Coalition, Said, Scenario, Story
+from .voice import CatalogueVoice, Voice
 
-
-@dataclass(frozen=True)
-class Scenario:
-    topic: str
-    short: str
-    requirement: str
-    trigger: str
-    hot_topics: list[str]
-    lines: dict[str, list[str]]
-    spike_lines: dict[str, list[str]]
-    comments: dict[str, list[str]]
-    shift: tuple[tuple[str, ...], str] = (("supportive", "neutral"), "opposing")
-    names: tuple[list[str], list[str], str] = (FIRST, LAST, " ")
-    entity_types: list[str] = field(default_factory=lambda: ENTITY_TYPES)
-    questions: list[dict[str, Any]] = field(default_factory=list)
-    trigger_words: list[str] = field(default_factory=list)
+STYLES = ("catalogue", "llm")
 
 
 SCENARIOS = [
@@ -203,51 +183,6 @@ SCENARIOS = [
 ]
 
 
-@dataclass(frozen=True)
-class Agent:
-    agent_id: int
-    name: str
-    username: str
-    entity_type: str
-    stance: str
-    activity: float
-    influence: float
-    bio: str
-    age: int
-    mbti: str
-    country: str
-
-
-@dataclass(frozen=True)
-class Coalition:
-    """Agents of one stance who follow each other: pair by pair, one pair a round, from `rounds[0]`."""
-
-    stance: str
-    members: tuple[int, ...]
-    rounds: tuple[int, ...]  # the round each pair (members[i], members[i + 1]) follows each other
-    native: bool  # the follows name their target as the native environment does (`agent_id`), not by name
-
-
-@dataclass
-class Story:
-    """A whole simulation decided up front: agents, and per platform the lines of each round."""
-
-    simulation_id: str
-    scenario: Scenario
-    agents: list[Agent]
-    rounds: int
-    spike_round: int
-    start: datetime
-    loud_platform: str = "reddit"
-    shifts: dict[int, str] = field(default_factory=dict)
-    lines: dict[str, list[list[dict[str, Any]]]] = field(default_factory=dict)
-    coalitions: list[Coalition] = field(default_factory=list)
-
-    def stance_at(self, agent: Agent, round_no: int) -> str:
-        """The camp an agent speaks for in a round: a shifted agent changes sides at the trigger."""
-        return self.shifts.get(agent.agent_id, agent.stance) if round_no >= self.spike_round else agent.stance
-
-
 CAMP_MIXES = ([4, 4, 2, 1], [6, 3, 2, 1], [3, 6, 2, 1], [3, 4, 4, 1])
 
 
@@ -273,24 +208,40 @@ def make_agents(rng: random.Random, count: int, scenario: Scenario) -> list[Agen
     return agents
 
 
-def make_story(seed: int, agents: int, rounds: int) -> Story:
-    """Decide every line of a simulation from `seed`: trigger round, louder platform, camps, side-changers."""
+def make_story(seed: int, agents: int, rounds: int, style: str = "catalogue") -> Story:
+    """Decide every line of a simulation from `seed`: trigger round, louder platform, camps, side-changers.
+
+    `style` is how agents write: "catalogue" (their camp's fixed lines) or "llm" (every statement anew)."""
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}: use one of {', '.join(STYLES)}")
     rng = random.Random(seed)
     scenario = SCENARIOS[seed % len(SCENARIOS)]
     simulation_id = f"sim_{rng.getrandbits(48):012x}"
     lo = max(2, round(rounds * 0.3))
     story = Story(simulation_id, scenario, make_agents(rng, agents, scenario), rounds,
                   spike_round=rng.randint(lo, max(lo, round(rounds * 0.6))), start=datetime(2026, 3, 2, 8, 0, 0),
-                  loud_platform=rng.choice(["twitter", "reddit"]))
+                  loud_platform=rng.choice(["twitter", "reddit"]), style=style)
     sources, target = scenario.shift
     movable = [a.agent_id for a in story.agents[len(STANCES):] if a.stance in sources]
     story.shifts = {i: target for i in sorted(rng.sample(movable, min(len(movable), 1 + agents // 20)))}
+    llm = llm_voice(story, seed) if style == "llm" else None
     for platform in ("twitter", "reddit"):
-        story.lines[platform] = PlatformWriter(story, platform, random.Random(f"{seed}:{platform}")).rounds()
+        story.lines[platform] = PlatformWriter(story, platform, random.Random(f"{seed}:{platform}"), llm).rounds()
     story.coalitions = make_coalitions(rng, story)
     for coalition in story.coalitions:
         add_mutual_follows(story, coalition)
     return story
+
+
+def llm_voice(story: Story, seed: int) -> Voice:
+    """The llm style's one voice for both platforms; its side-changers change at a round of their own (from the
+    trigger's to three rounds later)."""
+    late = random.Random(f"{seed}:shifts")
+    last = max(story.spike_round, min(story.rounds - 1, story.spike_round + 3))
+    story.shift_rounds = {i: late.randint(story.spike_round, last) for i in story.shifts}
+    voice = LlmVoice(story, random.Random(f"{seed}:voice"))
+    story.drifts, story.summaries = voice.drifts(), voice.summaries()
+    return voice
 
 
 def make_coalitions(rng: random.Random, story: Story) -> list[Coalition]:
@@ -318,8 +269,9 @@ def add_mutual_follows(story: Story, coalition: Coalition) -> None:
 class PlatformWriter:
     """Writes one platform's action lines, round by round, with the enriched args of the real runner."""
 
-    def __init__(self, story: Story, platform: str, rng: random.Random) -> None:
+    def __init__(self, story: Story, platform: str, rng: random.Random, voice: Voice | None = None) -> None:
         self.story, self.platform, self.rng = story, platform, rng
+        self.voice: Voice = voice or CatalogueVoice(story, rng)
         self.posts: list[dict[str, Any]] = []
         self.comments: list[dict[str, Any]] = []
         self.next_post, self.next_comment = 1, 1
@@ -341,23 +293,16 @@ class PlatformWriter:
         ts = self.story.start + timedelta(minutes=60 * round_no)
         if round_no == 0:
             seeds = [a for a in self.story.agents if a.stance != "observer"][:4]
-            return [self.create_post(a, round_no, ts, self.pick_line(a, False)) for a in seeds]
+            return [self.create_post(a, round_no, ts, self.voice.post(a, round_no, False)) for a in seeds]
         actions: list[dict[str, Any]] = []
         spike = round_no >= self.story.spike_round
         for agent in self.story.agents:
             at = ts + timedelta(seconds=len(actions) * 7)
-            if agent.agent_id in self.story.shifts and round_no in (self.story.spike_round, self.story.spike_round + 1):
-                actions.append(self.create_post(agent, round_no, at, self.pick_line(agent, spike, round_no)))
+            if agent.agent_id in self.story.shifts and round_no - self.story.shift_round(agent.agent_id) in (0, 1):
+                actions.append(self.create_post(agent, round_no, at, self.voice.post(agent, round_no, spike)))
             elif self.rng.random() < agent.activity * 0.35 * self.volume(round_no):
                 actions.append(self.act(agent, round_no, at, spike))
         return actions
-
-    def pick_line(self, agent: Agent, spike: bool, round_no: int = 0) -> str:
-        """A camp line (a trigger line more often after the trigger), said from the agent's side in that round."""
-        pool = self.story.scenario.spike_lines if spike and self.rng.random() < 0.6 else self.story.scenario.lines
-        template = self.rng.choice(pool[self.story.stance_at(agent, round_no)])
-        return template.format(n=self.rng.randint(3, 40), pct=self.rng.randint(12, 68),
-                               p=f"£{self.rng.randint(4, 15)}")
 
     def act(self, agent: Agent, round_no: int, ts: datetime, spike: bool) -> dict[str, Any]:
         weights = {"twitter": [30, 26, 12, 10, 6, 4, 3, 3, 3, 3], "reddit": [22, 18, 4, 3, 4, 2, 30, 12, 3, 2]}
@@ -367,7 +312,7 @@ class PlatformWriter:
         if kind != "CREATE_POST" and not self.posts:
             kind = "CREATE_POST"
         if kind == "CREATE_POST":
-            return self.create_post(agent, round_no, ts, self.pick_line(agent, spike, round_no))
+            return self.create_post(agent, round_no, ts, self.voice.post(agent, round_no, spike))
         target = self.choose_post(agent, kind, round_no)
         author = self.story.agents[target["agent_id"]]
         if kind in ("LIKE_POST", "DISLIKE_POST"):
@@ -376,16 +321,20 @@ class PlatformWriter:
             args = {"post_id": target["post_id"], "new_post_id": self.new_post_id(),
                     "original_content": target["content"], "original_author_name": author.name}
         elif kind == "QUOTE_POST":
-            quote = self.pick_line(agent, spike, round_no)
-            args = {"quoted_id": target["post_id"], "new_post_id": self.new_post_id(), "quote_content": quote,
+            said = self.voice.quote(agent, round_no, spike, target)
+            args = {"quoted_id": target["post_id"], "new_post_id": self.new_post_id(), "quote_content": said.text,
                     "original_content": target["content"], "original_author_name": author.name}
-            self.posts.append({"post_id": args["new_post_id"], "content": quote, "agent_id": agent.agent_id})
+            self.posts.append({"post_id": args["new_post_id"], "content": said.text, "agent_id": agent.agent_id,
+                               "stance": said.stance})
+            self.story.note(f"post:{self.platform}:{args['new_post_id']}", said, agent, round_no)
         elif kind == "FOLLOW":
             args = {"target_user_name": author.name}
         elif kind == "CREATE_COMMENT":
-            content = self.rng.choice(self.story.scenario.comments[self.story.stance_at(agent, round_no)])
+            said = self.voice.comment(agent, round_no, target)
+            content = said.text
             comment = {"comment_id": self.next_comment, "post_id": target["post_id"], "content": content,
                        "agent_id": agent.agent_id}
+            self.story.note(f"comment:{self.platform}:{self.next_comment}", said, agent, round_no)
             self.next_comment += 1
             self.comments.append(comment)
             args = {"content": content, "post_id": target["post_id"], "comment_id": comment["comment_id"]}
@@ -413,10 +362,11 @@ class PlatformWriter:
         self.next_post += 1
         return self.next_post - 1
 
-    def create_post(self, agent: Agent, round_no: int, ts: datetime, content: str) -> dict[str, Any]:
-        post = {"post_id": self.new_post_id(), "content": content, "agent_id": agent.agent_id}
+    def create_post(self, agent: Agent, round_no: int, ts: datetime, said: Said) -> dict[str, Any]:
+        post = {"post_id": self.new_post_id(), "content": said.text, "agent_id": agent.agent_id, "stance": said.stance}
         self.posts.append(post)
-        return self.line(agent, round_no, ts, "CREATE_POST", {"content": content, "post_id": post["post_id"]})
+        self.story.note(f"post:{self.platform}:{post['post_id']}", said, agent, round_no)
+        return self.line(agent, round_no, ts, "CREATE_POST", {"content": said.text, "post_id": post["post_id"]})
 
     @staticmethod
     def line(agent: Agent, round_no: int, ts: datetime, kind: str, args: dict[str, Any]) -> dict[str, Any]:

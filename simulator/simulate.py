@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .oasis_db import write_oasis_db
-from .scenario import Agent, Story, make_story
+from .scenario import make_story
+from .story import Agent, Story
 from .truth import FILE as GROUND_TRUTH
 from .truth import ground_truth
 
@@ -28,9 +29,11 @@ PLATFORMS = ("twitter", "reddit")
 
 def simulate(folder: Path, agents: int = 24, rounds: int = 12, seed: int = 7, live: bool = False,
              round_seconds: float = 0.5, restart: bool = False, oasis_db: bool = False,
-             say: Callable[[str], None] = lambda _: None) -> Story:
-    """Write a whole simulation into `folder`; with `live`, pace it (telling `say`) and then serve interviews."""
-    story = make_story(seed, agents, rounds)
+             say: Callable[[str], None] = lambda _: None, style: str = "catalogue") -> Story:
+    """Write a whole simulation into `folder`; with `live`, pace it (telling `say`) and then serve interviews.
+
+    `style`: "catalogue" (agents repeat their camp's lines) or "llm" (every statement written anew)."""
+    story = make_story(seed, agents, rounds, style)
     folder.mkdir(parents=True, exist_ok=True)
     if restart:
         force_restart(folder)
@@ -100,7 +103,8 @@ def simulation_config(story: Story) -> dict[str, Any]:
                         "peak_hours": [8, 9, 18, 19], "off_peak_hours": [1, 2, 3, 4]},
         "agent_configs": [{"agent_id": a.agent_id, "entity_uuid": f"ent-{a.agent_id:04d}",
                            "entity_name": a.name, "entity_type": a.entity_type, "activity_level": a.activity,
-                           "active_hours": list(range(7, 23)), "sentiment_bias": 0.0, "stance": a.stance,
+                           "active_hours": list(range(7, 23)),
+                           "sentiment_bias": sentiment_bias(a) if story.style == "llm" else 0.0, "stance": a.stance,
                            "influence_weight": a.influence} for a in story.agents],
         "event_config": {"initial_posts": [], "hot_topics": sc.hot_topics,
                          "narrative_direction": f"Debate over {sc.topic}.",
@@ -108,6 +112,14 @@ def simulation_config(story: Story) -> dict[str, Any]:
         "twitter_config": {}, "reddit_config": {}, "llm_model": "simulated", "llm_base_url": "",
         "generated_at": story.start.isoformat(),
     }
+
+
+def sentiment_bias(agent: Agent) -> float:
+    """-1.0 (negative) to 1.0 (positive), as MiroFish's config generator gives each agent: positive for the
+    supportive, negative for the opposing, near 0 otherwise; the more active, the stronger."""
+    strength = (agent.activity - 0.3) / 0.7
+    sign = {"supportive": 1.0, "opposing": -1.0}.get(agent.stance)
+    return round(sign * (0.2 + 0.7 * strength), 2) if sign else round(0.2 * strength - 0.1, 2)
 
 
 def reddit_profile(agent: Agent, story: Story) -> dict[str, Any]:

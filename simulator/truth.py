@@ -4,16 +4,20 @@
 find: the trigger and the spike it caused, the platform that kept arguing, the camps,
 the most engaged agents, the agents who changed sides and each camp's top argument.
 `reference` holds the figures a report may quote (per round, per agent) and every post,
-so a report's numbers and quotes can be checked. Ingest ignores this file; no tool reads it.
+so a report's numbers and quotes can be checked. `statements` says which argument each post,
+quote and comment makes and for which camp, `arguments` sums them up, and `retrieval` holds
+questions whose answers are known statements. Ingest ignores this file; no tool reads it.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
 from typing import Any
 
-from .scenario import STANCES, Story
+from .llm_voice import TALKS
+from .story import STANCES, Story
 
 FILE = "ground_truth.json"
 PLACEHOLDER = re.compile(r"\{(?:n|pct|p)\}")
@@ -33,7 +37,7 @@ def ground_truth(story: Story) -> dict[str, Any]:
     reference = _reference(story, actions)
     rounds = reference["rounds"]
     return {
-        "simulation_id": story.simulation_id, "topic": story.scenario.topic,
+        "simulation_id": story.simulation_id, "style": story.style, "topic": story.scenario.topic,
         "language": "en" if story.scenario.requirement.isascii() else "zh",
         "requirement": story.scenario.requirement, "questions": story.scenario.questions,
         "trigger": {"round": story.spike_round, "description": story.scenario.trigger,
@@ -46,11 +50,15 @@ def ground_truth(story: Story) -> dict[str, Any]:
                                 for i, a in reference["agents"].items() if a["reactions"]),
                                key=lambda a: (-a["reactions"], a["id"]))[:3],
         "shifts": [{"id": i, "name": story.agents[i].name, "from": story.agents[i].stance, "to": to,
-                    "round": story.spike_round} for i, to in sorted(story.shifts.items())],
-        "top_arguments": _top_arguments(story, actions),
+                    "round": story.shift_round(i)} for i, to in sorted(story.shifts.items())],
+        "drifts": story.drifts,
+        "top_arguments": _top_arguments(story, actions) if story.style == "catalogue" else _top_said(story),
         "coalitions": [{"stance": c.stance, "members": [{"id": i, "name": story.agents[i].name} for i in c.members],
                         "formed_round": c.rounds[-1], "platform": story.loud_platform,
                         "target_key": "agent_id" if c.native else "target_user_name"} for c in story.coalitions],
+        "statements": story.statements,
+        "arguments": _arguments(story),
+        "retrieval": _retrieval(story),
         "reference": reference,
     }
 
@@ -132,3 +140,66 @@ def _top_arguments(story: Story, actions: list[tuple[str, dict[str, Any]]]) -> d
             top = max(mine.values())
             out[stance] = {"count": top, "templates": sorted(t for t, n in mine.items() if n == top)}
     return out
+
+
+def _arguments(story: Story) -> dict[str, dict[str, Any]]:
+    """Every argument made: its camp, a one-line summary, how many statements make it and how many agents."""
+    made: dict[str, list[dict[str, Any]]] = {}
+    for statement in story.statements.values():
+        made.setdefault(statement["argument"], []).append(statement)
+    return {argument: {"stance": said[0]["stance"] if argument != "chatter" else "",
+                       "summary": _summary(story, argument), "statements": len(said),
+                       "authors": len({s["agent"] for s in said})} for argument, said in sorted(made.items())}
+
+
+def _summary(story: Story, argument: str) -> str:
+    """The llm style's summary; in the catalogue style, the line itself (or what the stock replies are)."""
+    if argument in story.summaries:
+        return story.summaries[argument]
+    parts = argument.split(":")
+    if parts[0] == "comment":
+        return f"a stock reply of the {parts[1]} camp"
+    pool = story.scenario.spike_lines if parts[0] == "spike" else story.scenario.lines
+    return pool[parts[-2]][int(parts[-1])]
+
+
+def _top_said(story: Story) -> dict[str, dict[str, Any]]:
+    """Per camp, the argument its posts and quotes made most (ties: every tied argument, the first named)."""
+    counts = Counter((s["stance"], s["argument"]) for ref, s in story.statements.items()
+                     if ref.startswith("post:") and s["stance"])
+    out: dict[str, dict[str, Any]] = {}
+    for stance in STANCES:
+        mine = {a: n for (st, a), n in counts.items() if st == stance}
+        if mine:
+            top = max(mine.values())
+            tied = sorted(a for a, n in mine.items() if n == top)
+            out[stance] = {"count": top, "argument": tied[0], "arguments": tied, "templates": []}
+    return out
+
+
+CROSS_LINGUAL = 7  # of the 20 questions, asked in the other language than the posts'
+
+
+def _retrieval(story: Story) -> list[dict[str, Any]]:
+    """The llm style's questions about planted details, each with exactly the statements holding its answer."""
+    if story.style != "llm":
+        return []
+    talk = TALKS[story.scenario.short]
+    rng = random.Random(f"{story.simulation_id}:retrieval")
+    planted = sorted(story.plants)
+    rng.shuffle(planted)
+    planted = planted[:20]
+    other = set(rng.sample(planted, min(CROSS_LINGUAL, len(planted))))
+    own = talk.register.language
+    out = []
+    for i in planted:
+        detail = talk.details[i]
+        language = ("zh" if own == "en" else "en") if i in other else own
+        out.append({"question": detail.questions[language], "language": language, "mark": detail.mark,
+                    "answers": sorted(story.plants[i], key=_ref_order)})
+    return out
+
+
+def _ref_order(ref: str) -> tuple[str, str, int]:
+    kind, platform, number = ref.split(":")
+    return kind, platform, int(number)

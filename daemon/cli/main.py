@@ -207,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: %(default)s)")
     p.add_argument("--restart", action="store_true", help="delete and rewrite the run files (force restart)")
     p.add_argument("--oasis-db", action="store_true", help="also write the OASIS SQLite databases")
+    p.add_argument("--style", choices=("catalogue", "llm"), default="catalogue", help="how the story's agents write: "
+                   "catalogue: each camp's fixed lines; llm: every statement written anew as LLM agents write them "
+                   "(paraphrased arguments, chatter, replies that argue back, side changes), with each statement's "
+                   "argument in ground_truth.json (default: %(default)s)")
     p.add_argument("--like", choices=("story", "mirofish"), default="story", help="story: the stand-in simulator's "
                    "run with its story; mirofish: what MiroFish's runner over OASIS v0.2.5 really writes (seed posts "
                    "logged twice, dropped targets, idle rounds, interviews in the databases, Chinese text), with "

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 def simulate(args: argparse.Namespace, config: Config) -> int:
     """Synchronous on purpose: `--live` owns the main thread to receive SIGTERM like a real simulator."""
     if getattr(args, "like", "story") == "mirofish":
-        if args.live or args.restart:
-            raise UsageError("--like mirofish writes a finished run; drop --live and --restart")
+        if args.live or args.restart or args.style != "catalogue":
+            raise UsageError("--like mirofish writes a finished run in its own words; drop --live, --restart "
+                             "and --style")
         truth = write_mirofish(Path(args.dir), seed=args.seed, agents=args.agents, rounds=args.rounds,
                                databases=True)
         actions = sum(len(p["actions"]) for p in truth["platforms"].values())
@@ -29,8 +30,9 @@ def simulate(args: argparse.Namespace, config: Config) -> int:
             f"{args.rounds} rounds, {actions} actions) to {args.dir}; its truth is in {MIROFISH_TRUTH}")
         return 0
     story = write_simulation(Path(args.dir), agents=args.agents, rounds=args.rounds, seed=args.seed, live=args.live,
-                             round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db, say=say)
+                             round_seconds=args.round_seconds, restart=args.restart, oasis_db=args.oasis_db, say=say,
+                             style=args.style)
     if not args.live:
-        say(f"Wrote simulation {Path(args.dir).resolve().name} ({len(story.agents)} agents, {story.rounds} rounds) "
-            f"to {args.dir}; its folder's name is its id here")
+        say(f"Wrote simulation {Path(args.dir).resolve().name} ({len(story.agents)} agents, {story.rounds} rounds, "
+            f"{args.style} style) to {args.dir}; its folder's name is its id here")
     return 0
