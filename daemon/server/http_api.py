@@ -80,10 +80,14 @@ def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
 
 @route("/api/simulations/{simulation_id}/activity.svg")
 def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
+    """The run's actions per round: of `?generation=N` (a report's own run), else of its newest generation."""
     latest = simulation_queries.latest_generation(conn, simulation_id)
     if latest is None:
         return not_found(f"no simulation {simulation_id}")
-    return 200, SVG, activity_chart(conn, simulation_id, latest[0]).encode()
+    generation = int_param(query["generation"], "generation") if "generation" in query else latest[0]
+    if generation > latest[0]:
+        return not_found(f"no generation {generation} of simulation {simulation_id} (its newest is {latest[0]})")
+    return 200, SVG, activity_chart(conn, simulation_id, generation).encode()
 
 
 FLAGS = ("interview_unlocked", "live_environment", "resumable", "tokens_estimated", "forced")

@@ -1,0 +1,73 @@
+"""What a daily user of the daemon meets in its third hour, through the real CLI, HTTP, websocket and Chromium:
+each report with its own run's chart and interviews, watched roots named, runs announced, typed fields,
+reports told apart, messages that say what happens, one language per report, ids unique per store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from simreportd.daemon.cli.local import generate
+from simreportd.events.streams import report_stream
+from simreportd.simulator.simulate import simulate
+
+from .browser import Chromium, chromium_path
+from .conftest import PYTHON, TIMEOUT
+from .processes import await_until
+from .test_server import Running, http, server_config
+
+pytestmark = [pytest.mark.slow]
+needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (.ci/run installs it)")
+
+ANSWERS = """[...document.querySelectorAll('#answers .answer')].map(e => e.textContent)"""
+CHART = """(() => { const img = document.querySelector('article img.chart');
+  return img && img.complete && img.naturalWidth > 0 ? img.src : null; })()"""
+
+
+def simreportd(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "simreportd", *args], capture_output=True, text=True,
+                          timeout=TIMEOUT * 2, cwd=cwd, env={**os.environ, **(env or {})})
+
+
+@needs_chromium
+@pytest.mark.anyio
+async def test_a_report_shows_its_own_runs_chart_and_only_its_own_interviews(tmp_path: Path, small_sim: Path) -> None:
+    async with Running(server_config(tmp_path), [small_sim]) as running:
+        daemon = running.daemon
+        first = await daemon.reports.request("sim_small")
+        await generate(daemon, first)
+        simulate(small_sim, agents=12, rounds=3, seed=4, restart=True)  # a force restart: generation 2
+        await daemon.watcher.rescan()
+        second = await daemon.reports.request("sim_small")
+        await generate(daemon, second)
+        await daemon.interviews.ask(first, 1, "What did you make of it?")
+        other = await daemon.interviews.ask(second, 2, "And what about you?")
+        own_answers = [r for r in await daemon.store.read_stream(report_stream(first)) if r.type == "InterviewAnswered"]
+        await daemon.views.wait_for(await daemon.store.last_position(), timeout=TIMEOUT)
+        exported = tmp_path / "reports" / first / "activity.svg"
+        await await_until(exported.exists, "the first report's exported chart")
+        base = f"http://{running.base}/api/simulations/sim_small/activity.svg"
+        own, newest, beyond = [await anyio.to_thread.run_sync(http, base + query)
+                               for query in ("?generation=1", "", "?generation=3")]
+        async with Chromium(tmp_path / "profile") as browser:
+            await browser.goto(f"http://{running.base}/#/reports/{first}")
+            deadline, answers, chart = time.monotonic() + TIMEOUT, None, None
+            while not (answers and chart):
+                assert time.monotonic() < deadline, f"the report's page never showed: {answers} {chart}"
+                await asyncio.sleep(0.1)
+                answers, chart = await browser.evaluate(ANSWERS), await browser.evaluate(CHART)
+            await asyncio.sleep(0.5)  # any other report's answer would have come with the history by now
+            answers = await browser.evaluate(ANSWERS)
+            shown = await browser.evaluate(f"fetch({json.dumps(chart)}).then(r => r.text())", wait=True)
+    assert own[1] != newest[1] and shown == own[1] == exported.read_text(encoding="utf-8")
+    assert "generation=1" in chart
+    assert beyond[0] == 404 and "its newest is 2" in str(beyond[1])
+    assert len(answers) == len(own_answers) and answers[0].startswith("agent 1"), answers  # the newest first
+    assert not any(other["answer"] in shown for shown in answers)
