@@ -13,14 +13,15 @@ from pathlib import Path
 
 import anyio
 import pytest
+from websockets.asyncio.client import connect
 
 from simreportd.daemon.cli.local import generate
 from simreportd.events.streams import report_stream
 from simreportd.simulator.simulate import simulate
 
 from .browser import Chromium, chromium_path
-from .conftest import PYTHON, TIMEOUT
-from .processes import await_until
+from .conftest import PYTHON, TIMEOUT, write_config
+from .processes import STARTED, NotifySocket, await_until, cli, serving, wait_until
 from .test_server import Running, http, server_config
 
 pytestmark = [pytest.mark.slow]
@@ -71,3 +72,47 @@ async def test_a_report_shows_its_own_runs_chart_and_only_its_own_interviews(tmp
     assert beyond[0] == 404 and "its newest is 2" in str(beyond[1])
     assert len(answers) == len(own_answers) and answers[0].startswith("agent 1"), answers  # the newest first
     assert not any(other["answer"] in shown for shown in answers)
+
+
+def started_daemon(config: Path) -> tuple[subprocess.Popen, str]:
+    """`simreportd run` as a real process: the process and the URL it serves."""
+    with NotifySocket(config.parent / "notify.sock") as systemd:
+        daemon = cli("run", "-c", str(config))
+        [ready] = [m for m in systemd.wait_for("READY=1") if "READY=1" in m]
+    return daemon, serving(ready)
+
+
+@pytest.mark.anyio
+async def test_run_names_its_roots_and_announces_each_run_on_notifications(tmp_path: Path) -> None:
+    """One line a watched root, a warning for one that does not exist (and a line when it appears); a run
+    being ingested is announced on `notifications`: discovered, its rounds at most once a second, completed."""
+    (tmp_path / "sims").mkdir()
+    config = write_config(tmp_path, auto=False)
+    config.write_text(config.read_text().replace('roots = ["sims"]', 'roots = ["sims", "later"]'))
+    daemon, url = started_daemon(config)
+    log = daemon.log_path  # type: ignore[attr-defined]
+    frames: list[tuple[float, dict]] = []
+    async with connect(url.replace("http://", "ws://") + "ws") as ws:
+        await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"]}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["type"] == "caught_up"
+        subscribed = time.monotonic()
+        simulator = cli("simulate", str(tmp_path / "sims" / "sim_live"), "--agents", "12", "--rounds", "6",
+                        "--live", "--round-seconds", "0.3")
+        while not frames or frames[-1][1]["type"] != "simulation_completed":
+            frames.append((time.monotonic(), json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))))
+        simulator.terminate()
+        simulator.wait(timeout=TIMEOUT)
+    (tmp_path / "later").mkdir()
+    wait_until(lambda: "later for simulation folders (it exists now)" in log.read_text(), "the root appearing")
+    said = log.read_text()
+    kinds = [frame["type"] for _, frame in frames]
+    progress = [frame for _, frame in frames if frame["type"] == "simulation_progress"]
+    assert kinds[0] == "simulation_discovered" and kinds[-1] == "simulation_completed", kinds
+    assert frames[0][1]["simulation_id"] == "sim_live" and frames[-1][1]["all_rounds_ran"] is True
+    assert progress and all(p["simulation_id"] == "sim_live" for p in progress)
+    assert len(progress) <= frames[-1][0] - subscribed + 1, "more than one progress frame a second"
+    for platform in ("twitter", "reddit"):
+        rounds = [p["rounds"].get(platform, 0) for p in progress]
+        assert rounds == sorted(rounds), progress
+    assert f"INFO simreportd.daemon.ingest.watcher: watching {tmp_path / 'sims'} for simulation folders" in said
+    assert f"WARNING simreportd.daemon.ingest.watcher: the watched root {tmp_path / 'later'} does not exist" in said
