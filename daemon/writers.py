@@ -84,6 +84,9 @@ async def check_writer(llm: LLMConfig, writer: tuple[str, str], task: str, own: 
     usage error but a writer out of reach (exit 1). `fallback` says how to go on with another writer.
     """
     name = describe_writer(*writer)
+    if writer[0] == "openai" and not writer[1] and not llm.base_url:
+        raise UsageError(f"cannot {task} with OpenAI's API: no model is named; set [llm] model (or pass --model), "
+                         "or --provider offline for the offline writer")
     if (missing := missing_configuration(llm, writer[0])) is not None:
         if not own:
             raise UsageError(f"cannot {task} with {name}: {missing}")

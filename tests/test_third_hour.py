@@ -21,7 +21,7 @@ from simreportd.simulator.simulate import simulate
 
 from .browser import Chromium, chromium_path
 from .conftest import PYTHON, TIMEOUT, write_config
-from .processes import STARTED, NotifySocket, await_until, cli, serving, wait_until
+from .processes import NotifySocket, await_until, cli, serving, wait_until
 from .test_server import Running, http, server_config
 
 pytestmark = [pytest.mark.slow]
@@ -116,3 +116,62 @@ async def test_run_names_its_roots_and_announces_each_run_on_notifications(tmp_p
         assert rounds == sorted(rounds), progress
     assert f"INFO simreportd.daemon.ingest.watcher: watching {tmp_path / 'sims'} for simulation folders" in said
     assert f"WARNING simreportd.daemon.ingest.watcher: the watched root {tmp_path / 'later'} does not exist" in said
+
+
+def test_status_tells_reports_apart_with_typed_fields_and_commands_say_what_happens(tmp_path: Path) -> None:
+    simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
+    config = str(write_config(tmp_path, "[agent]\nmin_tool_calls = 5\n", auto=False))  # the offline writer's
+    sim = str(tmp_path / "sims" / "sim_one")  # sections make fewer calls: a degraded report
+    first = simreportd("-c", config, "report", sim, "--wait")
+    again = simreportd("-c", config, "report", sim, "--wait")
+    forced = simreportd("-c", config, "report", sim, "--wait", "--force")
+    first_id, forced_id = first.stdout.split()[-1], forced.stdout.split()[-1]
+    events = simreportd("-c", config, "events", "--stream", f"report-{first_id}", "--type", "OutlinePlanned")
+    at = json.loads(events.stdout.splitlines()[0])["position"]
+    forked_id = simreportd("-c", config, "fork", first_id, "--at", str(at)).stdout.split()[-1]
+    status = simreportd("-c", config, "status").stdout.splitlines()
+    typed = json.loads(simreportd("-c", config, "status", "--json").stdout)
+    replayed = simreportd("-c", config, "replay", "--all").stdout
+    assert "WARNING: report ready but degraded" in first.stderr and " WARNING simreportd" not in first.stderr
+    assert f"The run already has report {first_id}, completed; here it is (`--force` writes a new one)" \
+        in again.stderr and again.stdout.split()[-1] == first_id
+    rows = {line.split()[0]: line for line in status if line.startswith("  report_")}
+    assert set(rows) == {first_id, forced_id, forked_id}
+    assert "(forced: written again although the run had a report)" in rows[forced_id]
+    assert f"(forked from {first_id})" in rows[forked_id] and "(forked" not in rows[first_id] + rows[forced_id]
+    assert len({line.index(" full ") for line in rows.values()}) == 1  # completed_degraded keeps the columns
+    assert all(line.split()[5][:4] == "20" + str(time.gmtime().tm_year)[2:] for line in rows.values())  # a date
+    report = typed["reports"][0]
+    assert report["interview_unlocked"] is True and isinstance(report["problems"], list) and report["problems"]
+    assert typed["simulations"][0]["all_rounds_ran"] is True
+    assert all(replayed.count(report_id) == 1 for report_id in rows), replayed
+
+
+def test_a_key_in_the_shell_keeps_the_demo_offline_and_each_store_has_its_own_report_ids(tmp_path: Path) -> None:
+    """OPENAI_API_KEY set for other tools, no model configured: the demo writes offline, no network. Two demos
+    (two stores, the same run's name) give their reports different ids."""
+    one = simreportd("demo", str(tmp_path / "one"), cwd=tmp_path, env={"OPENAI_API_KEY": "sk-for-another-tool"})
+    two = simreportd("demo", str(tmp_path / "two"), cwd=tmp_path)
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert "Report ready:" in one.stderr and "openai" not in one.stderr
+    assert one.stdout.split()[-1] != two.stdout.split()[-1]
+    again = simreportd("demo", str(tmp_path / "one"), cwd=tmp_path)
+    assert again.stdout.split()[-1] == one.stdout.split()[-1] and "already written here" in again.stderr
+    named = write_config(tmp_path / "named", '[llm]\nprovider = "openai"\n')
+    refused = simreportd("-c", str(named), "demo", str(tmp_path / "three"), env={"OPENAI_API_KEY": "sk-x"})
+    assert refused.returncode == 2 and "no model is named; set [llm] model" in refused.stderr, refused.stderr
+
+
+def test_a_chinese_run_gets_chinese_live_answers_and_a_chinese_list_of_problems(tmp_path: Path) -> None:
+    from simreportd.agent.language import language_of
+    from simreportd.simulator.rpc import answer
+
+    story = simulate(tmp_path / "sims" / "sim_zh", agents=12, rounds=4, seed=2)
+    assert language_of(story.scenario.requirement) == "zh"
+    live = answer(story, 1, "你怎么看？", "twitter")["response"]
+    assert language_of(live) == "zh" and "Speaking as" not in live, live
+    config = str(write_config(tmp_path, "[agent]\nmin_tool_calls = 5\n", auto=False))
+    written = simreportd("-c", config, "report", str(tmp_path / "sims" / "sim_zh"), "--wait")
+    problems = json.loads(simreportd("-c", config, "status", "--json").stdout)["reports"][0]["problems"]
+    assert written.returncode == 0 and problems, written.stderr
+    assert all(language_of(p) == "zh" and "fewer than" not in p for p in problems), problems

@@ -20,7 +20,7 @@ from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
 from simreportd.daemon.chat import answer_frame, step_frame
-from simreportd.daemon.reports import auto_report_id
+from simreportd.daemon.reports import auto_report_id, run_key_of
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError
 from simreportd.events.log import EventLog
@@ -62,7 +62,7 @@ class LocalExecutor:
         """The demo's report is its run's automatic one: the report `simreportd run` would write, written once."""
         await self.daemon.watcher.rescan()
         generation = await completed_generation(self.daemon.store, folder.name)
-        report_id = auto_report_id(folder.name, generation)
+        report_id = auto_report_id(folder.name, generation, await run_key_of(self.daemon.store, folder.name))
         if (await self.state(report_id)).report_completed:
             return report_id, "completed"
         writer = await actions.report_writer(self.daemon.config.llm, provider, model, folder.name)
