@@ -134,7 +134,7 @@ def _problems(s: ReportState, section: SectionState, body: str, check: grounding
 
 def report_language(s: ReportState) -> Language:
     """The language the report is written in: its requirement's (agent/language.py)."""
-    return language_of(str(s.context.get("requirement", "")))
+    return language_of(str((s.context or {}).get("requirement", "")))
 
 
 def report_completed(s: ReportState) -> ReportCompleted:

@@ -157,6 +157,16 @@ def test_a_key_in_the_shell_keeps_the_demo_offline_and_each_store_has_its_own_re
     assert one.stdout.split()[-1] != two.stdout.split()[-1]
     again = simreportd("demo", str(tmp_path / "one"), cwd=tmp_path)
     assert again.stdout.split()[-1] == one.stdout.split()[-1] and "already written here" in again.stderr
+    served = tmp_path / "served" / "config.toml"  # a daemon on the first demo's store, on a free port
+    served.parent.mkdir()
+    served.write_text('[store]\npath = "../one/state/events.sqlite3"\n[watch]\nroots = ["../one/simulations"]\n'
+                      '[reports]\noutput_dir = "../one/reports"\n[server]\nport = 0\n', encoding="utf-8")
+    daemon, url = started_daemon(served)
+    beside = simreportd("-c", str(served), "demo", str(tmp_path / "one"), cwd=tmp_path)
+    daemon.terminate()
+    assert daemon.wait(timeout=TIMEOUT) == 0
+    assert f"See it in the dashboard: open {url}#/reports/{one.stdout.split()[-1]}" in beside.stderr, beside.stderr
+    assert "run   then open" not in beside.stderr
     named = write_config(tmp_path / "named", '[llm]\nprovider = "openai"\n')
     refused = simreportd("-c", str(named), "demo", str(tmp_path / "three"), env={"OPENAI_API_KEY": "sk-x"})
     assert refused.returncode == 2 and "no model is named; set [llm] model" in refused.stderr, refused.stderr
@@ -175,3 +185,16 @@ def test_a_chinese_run_gets_chinese_live_answers_and_a_chinese_list_of_problems(
     problems = json.loads(simreportd("-c", config, "status", "--json").stdout)["reports"][0]["problems"]
     assert written.returncode == 0 and problems, written.stderr
     assert all(language_of(p) == "zh" and "fewer than" not in p for p in problems), problems
+
+
+def test_a_report_only_queued_says_what_writes_it(tmp_path: Path) -> None:
+    """No daemon, no --wait: the report is queued; status and interview say `simreportd run` writes it."""
+    simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
+    config = str(write_config(tmp_path, auto=False))
+    queued = simreportd("-c", config, "report", str(tmp_path / "sims" / "sim_one"))
+    report_id = queued.stdout.split()[-1]
+    status = simreportd("-c", config, "status").stdout
+    asked = simreportd("-c", config, "interview", report_id, "--agent", "1", "Still there?")
+    assert "written when `simreportd run` starts" in queued.stderr
+    assert f"  {report_id} " in status and "(waiting: `simreportd run` writes it)" in status, status
+    assert asked.returncode == 2 and "a running daemon writes it: `simreportd run`" in asked.stderr, asked.stderr

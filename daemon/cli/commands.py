@@ -32,7 +32,6 @@ from simreportd.projections.sqlite import reading
 from simreportd.simulator.simulate import simulate as write_simulation
 
 from .choose import executor_for
-from .handover import running_daemon
 from .local import our_error_as_itself
 from .say import say
 from .store_commands import existing_store
@@ -93,8 +92,8 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
             state = await work.state(report_id)
         else:
             state = await work.follow(report_id)
-    holder = running_daemon(config)  # a daemon serving this store already shows it
-    return finish(config, report_id, state, root / "config.toml", served_at=holder.url if holder else None)
+        served_at = work.served_at  # a daemon serving this store shows it already
+    return finish(config, report_id, state, root / "config.toml", served_at=served_at)
 
 
 async def report(args: argparse.Namespace, config: Config) -> int:

@@ -35,6 +35,7 @@ class LocalExecutor:
     """The command's work on `daemon`, a Daemon this process opened for it."""
 
     writes_at_once = False  # a report nobody waits for here is written when `simreportd run` starts
+    served_at: str | None = None  # no daemon serves the store: this command holds it
 
     def __init__(self, daemon: Daemon, lifetime: contextlib.AsyncExitStack) -> None:
         self.daemon, self._lifetime, self._running = daemon, lifetime, False

@@ -149,7 +149,9 @@ def report_notes(report: dict[str, Any], daemon_running: bool) -> list[str]:
         notes.append("forced: written again although the run had a report")
     if report.get("forked_from"):
         notes.append(f"forked from {report['forked_from']}")
-    if report["status"] in ("pending", "planning", "generating") and not daemon_running:
+    if report["status"] == "pending" and not daemon_running:
+        notes.append("waiting: `simreportd run` writes it")
+    elif report["status"] in ("planning", "generating") and not daemon_running:
         notes.append("stopped mid-way: `simreportd run` continues it")
     return notes
 
