@@ -99,7 +99,8 @@ async def test_run_names_its_roots_and_announces_each_run_on_notifications(tmp_p
         simulator = cli("simulate", str(tmp_path / "sims" / "sim_live"), "--agents", "12", "--rounds", "6",
                         "--live", "--round-seconds", "0.3")
         while not frames or frames[-1][1]["type"] != "simulation_completed":
-            frames.append((time.monotonic(), json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))))
+            frame = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+            frames.append((time.monotonic(), frame))  # when it arrived
         simulator.terminate()
         simulator.wait(timeout=TIMEOUT)
     (tmp_path / "later").mkdir()
