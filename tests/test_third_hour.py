@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -20,8 +21,9 @@ from simreportd.events.streams import report_stream
 from simreportd.simulator.simulate import simulate
 
 from .browser import Chromium, chromium_path
+from .fake_llm import FakeLLM
 from .conftest import PYTHON, TIMEOUT, write_config
-from .processes import NotifySocket, await_until, cli, serving, wait_until
+from .processes import NotifySocket, await_until, cli, count, serving, wait_until
 from .test_server import Running, http, server_config
 
 pytestmark = [pytest.mark.slow]
@@ -199,3 +201,20 @@ def test_a_report_only_queued_says_what_writes_it(tmp_path: Path) -> None:
     assert "written when `simreportd run` starts" in queued.stderr
     assert f"  {report_id} " in status and "(waiting: `simreportd run` writes it)" in status, status
     assert asked.returncode == 2 and "a running daemon writes it: `simreportd run`" in asked.stderr, asked.stderr
+
+
+def test_a_report_stopped_mid_way_says_the_next_run_continues_it(tmp_path: Path) -> None:
+    from .test_second_hour import openai_config
+
+    simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
+    db = tmp_path / "state" / "events.sqlite3"
+    with FakeLLM(latency_s=0.2) as llm:
+        config = str(openai_config(tmp_path, llm.base_url, auto=False))
+        writing = cli("-c", config, "report", str(tmp_path / "sims" / "sim_one"), "--wait")
+        wait_until(lambda: count(db, "SELECT count(*) FROM events WHERE type = 'SectionCompleted'") > 0,
+                   "a section written")
+        writing.send_signal(signal.SIGTERM)
+        assert writing.wait(timeout=TIMEOUT) == 0
+    status = simreportd("-c", config, "status").stdout
+    [row] = [line for line in status.splitlines() if line.startswith("  report_")]
+    assert " generating " in row and row.endswith("(stopped mid-way: `simreportd run` continues it)"), status
