@@ -21,8 +21,8 @@ from simreportd.events.streams import report_stream
 from simreportd.simulator.simulate import simulate
 
 from .browser import Chromium, chromium_path
-from .fake_llm import FakeLLM
 from .conftest import PYTHON, TIMEOUT, write_config
+from .fake_llm import FakeLLM
 from .processes import NotifySocket, await_until, cli, count, serving, wait_until
 from .test_server import Running, http, server_config
 
