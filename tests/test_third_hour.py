@@ -198,9 +198,12 @@ def test_a_report_only_queued_says_what_writes_it(tmp_path: Path) -> None:
     report_id = queued.stdout.split()[-1]
     status = simreportd("-c", config, "status").stdout
     asked = simreportd("-c", config, "interview", report_id, "--agent", "1", "Still there?")
+    written = simreportd("-c", config, "report", str(tmp_path / "sims" / "sim_one"), "--wait")
     assert "written when `simreportd run` starts" in queued.stderr
     assert f"  {report_id} " in status and "(waiting: `simreportd run` writes it)" in status, status
     assert asked.returncode == 2 and "a running daemon writes it: `simreportd run`" in asked.stderr, asked.stderr
+    assert written.returncode == 0 and written.stdout.split()[-1] == report_id
+    assert f"Report {report_id} of this run was asked for already; writing it here" in written.stderr
 
 
 def test_a_report_stopped_mid_way_says_the_next_run_continues_it(tmp_path: Path) -> None:

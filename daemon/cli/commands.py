@@ -103,9 +103,10 @@ async def report(args: argparse.Namespace, config: Config) -> int:
         await actions.report_writer(config.llm, args.provider, args.model, folder.name, now=written_now)
         await work.ingest(folder, until_complete=not args.now)
         report_id, standing = await work.request_report(folder, args.force, args.provider, args.model, written_now)
-        if standing == "running":
-            say(f"Report {report_id} of this run is already being written" + ("; following it" if args.wait else "")
-                + " (`--force` writes another once it has ended)")
+        if standing == "running":  # asked for before: a daemon writes it, or this command does (with --wait)
+            doing = ("; following it" if work.writes_at_once else "; writing it here") if args.wait else ""
+            say(f"Report {report_id} of this run was asked for already{doing} (`--force` writes another once it "
+                "has ended)")
         elif standing == "completed":
             say(f"The run already has report {report_id}, completed" + ("; here it is" if args.wait else "")
                 + " (`--force` writes a new one)")
