@@ -22,6 +22,8 @@ from typing import Any, cast
 from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSentence
 
 from .grounding import CITATION
+from .language import Language
+from .problem_words import problem
 from .tool_answers import PlanningContext
 
 SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=[^a-z])|\n+")
@@ -270,17 +272,17 @@ def feedback(verdict: ClaimVerdict, what: str = "section") -> str:
             "and topics that occur in the tool results (use calculate for ratios) and write it again.")
 
 
-def problems(verdict: ClaimVerdict, cut: bool) -> list[str]:
-    """The claim rules a text breaks, in words: any one makes its report degraded."""
+def problems(verdict: ClaimVerdict, cut: bool, language: Language = "en") -> list[str]:
+    """The claim rules a text breaks, in words (in the report's `language`): any one makes its report degraded."""
     out = []
     if verdict.unsupported:
-        out.append(f"{len(verdict.unsupported)} sentence(s) with figures or names not in the evidence, removed")
+        out.append(problem(language, "unsupported", n=len(verdict.unsupported)))
     if verdict.mostly_unsupported:
-        out.append("mostly unsupported by its evidence")
+        out.append(problem(language, "mostly_unsupported"))
     if verdict.repetitive:
-        out.append("repetitive: the text loops over the same sentence")
+        out.append(problem(language, "repetitive"))
     if cut:
-        out.append("cut at the length limit")
+        out.append(problem(language, "cut"))
     return out
 
 

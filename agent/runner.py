@@ -42,6 +42,8 @@ from .state import ReportState
 from .tools import SimulationTools
 
 log = logging.getLogger("simreportd.agent.runner")
+outcome_log = logging.getLogger("simreportd.agent.runner.outcome")  # a report's end: commands that print
+# it themselves (their progress and `finish`) raise this one's level, so the reader is told once
 FULL_RETRY_FIRST_S, FULL_RETRY_MAX_S = 0.5, 10.0  # backoff of an outcome waiting for disk space
 
 
@@ -229,11 +231,11 @@ def log_step(state: ReportState, event: DomainEvent) -> None:
     elif isinstance(event, SectionCompleted):
         log.info("report %s: section %d/%d written: %s", state.report_id, event.section_index, total, event.title)
     elif isinstance(event, ReportCompleted) and event.problems:
-        log.warning("report %s completed degraded: %s", state.report_id, "; ".join(event.problems))
+        outcome_log.warning("report %s completed degraded: %s", state.report_id, "; ".join(event.problems))
     elif isinstance(event, ReportCompleted):
         log.info("report %s completed", state.report_id)
     elif isinstance(event, ReportFailed):
-        log.warning("report %s failed during %s: %s", state.report_id, event.stage, event.error)
+        outcome_log.warning("report %s failed during %s: %s", state.report_id, event.stage, event.error)
 
 
 def interview_events(s: ReportState, call_id: str, result: str) -> list[DomainEvent]:

@@ -8,6 +8,8 @@ from simreportd.agent import claims, grounding, guided, prompts
 from simreportd.events.models import ClaimVerdict, DomainEvent, ReportCompleted, ResponseRejected, SectionCompleted
 
 from .interpret import Reply, clean_body, is_raw_tool_call, strip_echoes
+from .language import Language, language_of
+from .problem_words import problem
 from .state import ReportState, SectionState
 
 FORCED_RETRIES = 1  # an unusable forced final answer is sent back this often before the evidence stands in
@@ -109,34 +111,40 @@ def completed(s: ReportState, section: SectionState, written: str, forced: bool,
                             iterations=section.iterations, ungrounded_quotes=ungrounded,
                             grounded_quotes=check.quotes - len(check.ungrounded_quotes),
                             rejections=dict(sorted(rejections.items())), claims=verdict, draft=draft,
-                            problems=_problems(s, section, body, check) + claims.problems(verdict, cut))
+                            problems=_problems(s, section, body, check)
+                            + claims.problems(verdict, cut, report_language(s)))
 
 
 def _problems(s: ReportState, section: SectionState, body: str, check: grounding.Grounding) -> list[str]:
     """The [agent] rules a finished section does not meet: any one makes the report degraded."""
-    problems = []
+    problems, language = [], report_language(s)
     minimum = s.rules.min_tool_calls
     if section.evidence_calls < minimum:
-        problems.append(f"{section.evidence_calls} tool call(s), fewer than [agent] min_tool_calls = {minimum}")
+        problems.append(problem(language, "few_calls", n=section.evidence_calls, m=minimum))
     if body.startswith(prompts.PLACEHOLDER):
-        problems.append("no usable text from the model: the gathered evidence stands in")
+        problems.append(problem(language, "no_text"))
     if body.startswith(guided.NO_DRAFT):
-        problems.append("no draft of the model survived the claim check: the facts from the data stand in")
+        problems.append(problem(language, "no_draft"))
     if ungrounded := len(check.ungrounded_quotes) + len(check.unknown_ids):
-        problems.append(f"{ungrounded} quote(s) or id(s) not found in the evidence")
+        problems.append(problem(language, "ungrounded", n=ungrounded))
     if check.citations < s.rules.min_citations and not body.startswith(prompts.PLACEHOLDER):
-        problems.append(f"cites {check.citations} quote(s) or id(s) from its evidence, fewer than "
-                        f"[agent] min_citations = {s.rules.min_citations}")
+        problems.append(problem(language, "few_citations", n=check.citations, m=s.rules.min_citations))
     return problems
+
+
+def report_language(s: ReportState) -> Language:
+    """The language the report is written in: its requirement's (agent/language.py)."""
+    return language_of(str((s.context or {}).get("requirement", "")))
 
 
 def report_completed(s: ReportState) -> ReportCompleted:
     """The report's verdict: `completed` only when every section meets the rules."""
     assert s.outline is not None
-    problems = ["outline derived from the data: the model gave no valid outline"] if s.outline.fallback else []
+    language = report_language(s)
+    problems = [problem(language, "outline_fallback")] if s.outline.fallback else []
     if s.outline.claims is not None and s.outline.claims.unsupported:
-        problems.append(f"summary: {len(s.outline.claims.unsupported)} sentence(s) with figures or names not in "
-                        "the simulation's statistics, removed")
-    problems += [f"section {i} ({done.title}): {p}" for i, done in sorted(s.completed.items()) for p in done.problems]
+        problems.append(problem(language, "summary_unsupported", n=len(s.outline.claims.unsupported)))
+    problems += [problem(language, "section", i=i, title=done.title, problem=p)
+                 for i, done in sorted(s.completed.items()) for p in done.problems]
     return ReportCompleted(report_id=s.report_id, title=s.outline.title, sections_total=len(s.outline.sections),
                            status="completed_degraded" if problems else "completed", problems=problems)

@@ -98,10 +98,11 @@ class LLMConfig(Section):
     context_tokens: int = Field(default=0, ge=0)
 
     def resolved_provider(self) -> Literal["openai", "offline"]:
-        """`auto` means openai when a base_url or an API key is configured, else offline."""
+        """`auto` means openai when a base_url is configured, or a model and an API key; else offline. An API key
+        in the shell alone (for other tools) names no model: the offline writer stays."""
         if self.provider != "auto":
             return self.provider
-        return "openai" if self.base_url or os.environ.get(self.api_key_env) else "offline"
+        return "openai" if self.base_url or (self.model and os.environ.get(self.api_key_env)) else "offline"
 
 
 class AgentConfig(Section):

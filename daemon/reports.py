@@ -61,9 +61,18 @@ log = logging.getLogger("simreportd.daemon.reports")
 SWEEP_SECONDS = 2.0  # how often unfinished reports of other nodes are checked for a lapsed lease
 
 
-def auto_report_id(simulation_id: str, generation: int) -> str:
-    """The one id the automatic report of a generation gets, whoever asks first."""
-    return "report_" + hashlib.sha256(f"{simulation_id}:{generation}".encode()).hexdigest()[:12]
+def auto_report_id(simulation_id: str, generation: int, run_key: str = "") -> str:
+    """The one id the automatic report of a generation gets, whoever asks first. `run_key` (`run_key_of`) makes
+    it this store's own: two stores with a run of the same name, writing into one output_dir, would otherwise
+    give their reports one id, and one folder."""
+    key = f"{simulation_id}:{generation}" + (f":{run_key}" if run_key else "")
+    return "report_" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+async def run_key_of(store: EventLog, simulation_id: str) -> str:
+    """The id of the run's first event: the same for every node of a store, another in any other store."""
+    first = await store.read_stream(simulation_stream(simulation_id), limit=1)
+    return first[0].event_id if first else ""
 
 
 @dataclass
@@ -121,7 +130,8 @@ class ReportScheduler:
                 async with self._asking:
                     if await self._current(event.simulation_id, event.generation, whole_run=True) is None:
                         await self._ask(event.simulation_id, event.generation, False, trigger="auto",
-                                        report_id=auto_report_id(event.simulation_id, event.generation),
+                                        report_id=auto_report_id(event.simulation_id, event.generation,
+                                                                 await run_key_of(self.store, event.simulation_id)),
                                         caused_by=item.event_id)
             elif isinstance(event, ReportRequested | ReportResumed):
                 self.unfinished[event.report_id] = item.position
@@ -152,7 +162,8 @@ class ReportScheduler:
             found = await self._current(simulation_id, generation, whole_run=runs[generation] is None)
             if found is not None and (found[1] == "running" or not force):
                 return found
-            return await self._ask(simulation_id, generation, runs[generation] is not None, trigger,
+            forced = trigger + report_queries.FORCED if found is not None else trigger  # status tells it apart
+            return await self._ask(simulation_id, generation, runs[generation] is not None, forced,
                                    writer=writer), "new"
 
     async def _ask(self, simulation_id: str, generation: int, partial: bool, trigger: str,

@@ -89,6 +89,9 @@ async def check_writer(llm: LLMConfig, writer: tuple[str, str], task: str, own: 
             raise UsageError(f"cannot {task} with {name}: {missing}")
         raise WriterUnreachable(f"cannot {task}: it is written with {name}, and {missing}; then run this again, "
                                 f"or {fallback}")
+    if writer[0] == "openai" and not writer[1] and not llm.base_url:
+        raise UsageError(f"cannot {task} with OpenAI's API: no model is named; set [llm] model (or pass --model), "
+                         "or --provider offline for the offline writer")
     if (reason := await unreachable(llm, writer[0])) is not None:
         raise WriterUnreachable(f"cannot {task} with {name}: {reason}; start the server or fix [llm] base_url, "
                                 f"then run this again" + (f", or {fallback}" if fallback else ""))

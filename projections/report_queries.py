@@ -15,11 +15,15 @@ COMPLETED = ("completed", "completed_degraded")
 SHOWN = "NOT deleted"  # a deleted report (ReportDeleted) is in no answer
 
 
+FORCED = "-forced"  # ends the trigger of a report asked for with `force` although its run had one ("cli-forced")
+
+
 def reports(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Every report's summary, oldest first."""
     return rows_as_dicts(conn.execute(
         "SELECT report_id, simulation_id, generation, status, progress, title, sections_total, completed_sections,"
-        " interview_unlocked, created_at, completed_at, error, provider, model, partial, problems FROM reports"
+        " interview_unlocked, created_at, completed_at, error, provider, model, partial, problems, trigger,"
+        " forked_from FROM reports"
         f" WHERE {SHOWN} ORDER BY created_at, report_id"))
 
 

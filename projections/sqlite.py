@@ -9,6 +9,7 @@ The fold itself is runner.py's.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -140,3 +141,21 @@ def rows_as_dicts(cur: sqlite3.Cursor) -> list[dict[str, Any]]:
     """Fetch a cursor's rows as dicts (column name -> value)."""
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+FLAGS = ("interview_unlocked", "live_environment", "resumable", "tokens_estimated", "forced", "all_rounds_ran")
+LISTS = ("problems", "outline", "rejections")  # kept as JSON text in the read models
+
+
+def typed(row: dict[str, Any]) -> dict[str, Any]:
+    """A read-model row as the API and `status --json` show it: flags as booleans, lists and maps as JSON
+    values, not text."""
+    out = dict(row)
+    for key in FLAGS:
+        if key in out and out[key] is not None:
+            out[key] = bool(out[key])
+    for key in LISTS:
+        if isinstance(out.get(key), str):
+            out[key] = json.loads(out[key] or "null")
+    out.pop("deleted", None)
+    return out

@@ -80,8 +80,14 @@ def answer(story: Story, agent_id: int, prompt: str, platform: str) -> dict[str,
     agent = story.agents[agent_id]
     said = [line["action_args"]["content"] for r in story.lines[platform] for line in r
             if line["agent_id"] == agent_id and line["action_type"] == "CREATE_POST"]
-    stance = {"supportive": "I'm for it", "opposing": "I'm against it", "neutral": "I'm still undecided",
-              "observer": "I'm mostly watching"}[agent.stance]
-    quote = f" As I wrote: \"{said[-1]}\"" if said else ""
-    text = f"Speaking as a {agent.entity_type.lower()}: {stance} when it comes to {story.scenario.short}.{quote}"
+    if not story.scenario.requirement.isascii():  # a Chinese run's agents answer in Chinese, as they post
+        stance = {"supportive": "我支持", "opposing": "我反对", "neutral": "我还没拿定主意",
+                  "observer": "我主要在旁观"}[agent.stance]
+        quote = f"我写过：“{said[-1]}”" if said else ""
+        text = f"作为{agent.entity_type}，说到{story.scenario.short}，{stance}。{quote}"
+    else:
+        stance = {"supportive": "I'm for it", "opposing": "I'm against it", "neutral": "I'm still undecided",
+                  "observer": "I'm mostly watching"}[agent.stance]
+        quote = f" As I wrote: \"{said[-1]}\"" if said else ""
+        text = f"Speaking as a {agent.entity_type.lower()}: {stance} when it comes to {story.scenario.short}.{quote}"
     return {"agent_id": agent_id, "response": text, "timestamp": datetime.now().isoformat(), "platform": platform}

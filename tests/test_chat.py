@@ -191,7 +191,7 @@ async def test_a_chat_on_a_report_not_completed_says_what_to_do(tmp_path: Path, 
     async with Daemon(make_config(tmp_path, reports={"auto": False}), folders=[small_sim]) as daemon:
         await daemon.watcher.check(small_sim)
         report_id = await daemon.reports.request(small_sim.name)
-        with pytest.raises(ChatLocked, match="is still being written .* a chat opens once it completes"):
+        with pytest.raises(ChatLocked, match="is not finished .* a chat opens once it completes"):
             await daemon.chats.open(report_id, "cli")
 
 

@@ -134,7 +134,7 @@ def test_asking_again_for_a_run_s_report_returns_it_and_force_writes_another(sto
     again = [simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait") for _ in range(2)]
     report_id = again[0].stdout.strip().splitlines()[-1]
     assert [a.stdout.strip().splitlines()[-1] for a in again] == [report_id, report_id]
-    assert f"already has report {report_id} (completed)" in again[1].stderr
+    assert f"already has report {report_id}, completed" in again[1].stderr
     forced = simreportd("-c", str(config), "report", str(root / "sims" / "sim_one"), "--wait", "--force")
     assert forced.returncode == 0 and forced.stdout.strip().splitlines()[-1] != report_id
 

@@ -111,7 +111,8 @@ async def test_the_cli_refuses_a_locked_interview_with_exit_2(tmp_path: Path, sm
         report_id = await daemon.reports.request(small_sim.name)
     result = await asyncio.to_thread(simreportd, "-c", str(write_config(tmp_path, auto=False)), "interview",
                                      report_id, "--agent", "1", "hello?")
-    assert result.returncode == 2 and "is still being written (planning the outline)" in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert "is not finished (planning the outline; a running daemon writes it: `simreportd run`" in result.stderr
     assert "interviews unlock when it completes" in result.stderr
 
 

@@ -96,7 +96,7 @@ async def test_the_report_and_its_parts_answer_in_mirofish_shapes(written, small
     status, missing, _ = await acall(base, f"/api/report/{report_id}/section/{total + 1}")
     assert status == 404 and missing["success"] is False and missing["error"]
     status, nothing, _ = await acall(base, "/api/report/report_nope")
-    assert status == 404 and nothing == {"success": False, "error": "no report report_nope"}
+    assert status == 404 and nothing == {"success": False, "error": "no report report_nope", "api": "mirofish"}
 
 
 async def test_the_logs_are_read_incrementally_and_whole(written) -> None:  # noqa: ANN001

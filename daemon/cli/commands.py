@@ -42,6 +42,7 @@ log = logging.getLogger("simreportd.daemon.cli.commands")
 
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
+        daemon.watcher.announce()
         try:
             with our_error_as_itself():  # a busy port: one line naming [server] port, exit 2
                 async with anyio.create_task_group() as tasks:
@@ -92,7 +93,8 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
             state = await work.state(report_id)
         else:
             state = await work.follow(report_id)
-    return finish(config, report_id, state, root / "config.toml")
+        served_at = work.served_at  # a daemon serving this store shows it already
+    return finish(config, report_id, state, root / "config.toml", served_at=served_at)
 
 
 async def report(args: argparse.Namespace, config: Config) -> int:
@@ -102,8 +104,13 @@ async def report(args: argparse.Namespace, config: Config) -> int:
         await actions.report_writer(config.llm, args.provider, args.model, folder.name, now=written_now)
         await work.ingest(folder, until_complete=not args.now)
         report_id, standing = await work.request_report(folder, args.force, args.provider, args.model, written_now)
-        if standing != "new":
-            say(f"The run already has report {report_id} ({standing}); `--force` writes a new one")
+        if standing == "running":  # asked for before: a daemon writes it, or this command does (with --wait)
+            doing = ("; following it" if work.writes_at_once else "; writing it here") if args.wait else ""
+            say(f"Report {report_id} of this run was asked for already{doing} (`--force` writes another once it "
+                "has ended)")
+        elif standing == "completed":
+            say(f"The run already has report {report_id}, completed" + ("; here it is" if args.wait else "")
+                + " (`--force` writes a new one)")
         if not args.wait:
             if not work.writes_at_once:
                 say("report requested; no daemon is running, so it is written when `simreportd run` starts "
@@ -137,8 +144,9 @@ output_dir = "reports"
 
 
 def finish(config: Config, report_id: str, state: ReportState, daemon_config: Path | None = None,
-           strict: bool = False) -> int:
-    """Say where the report is (and how to watch it in the dashboard); exit 1 if it failed (or, strict, degraded)."""
+           strict: bool = False, served_at: str | None = None) -> int:
+    """Say where the report is (and how to see it in the dashboard: at `served_at`, where a daemon serves it
+    already, else by starting one on `daemon_config`); exit 1 if it failed (or, strict, degraded)."""
     folder = config.reports.output_dir / report_id
     if state.failed is not None:  # the error itself was printed once, as the report's progress
         say(f"Fix the cause, then continue it with: simreportd resume {report_id} "
@@ -157,7 +165,9 @@ def finish(config: Config, report_id: str, state: ReportState, daemon_config: Pa
     say(f"  sections     {folder}/section_NN.md  (MiroFish-compatible folder: {folder})")
     say(f"  trace        {folder / 'agent_log.jsonl'}  and  simreportd events --stream {report_stream(report_id)}")
     say(f"  event store  {config.store.where}")
-    if daemon_config is not None:
+    if served_at is not None:
+        say(f"See it in the dashboard: open {served_at}#/reports/{report_id} (the daemon running there serves it)")
+    elif daemon_config is not None:
         say(f"See it in the dashboard: simreportd -c {daemon_config} run   then open http://127.0.0.1:8765/")
     print(report_id)
     return 1 if strict and problems else 0
@@ -197,15 +207,15 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
             raise NotFound(f"no completed report in {config.store.where} to replay")
         vectors = vectors_path_for(config.store.path)
         results = [await replay_one(store, report_id, args.into, vectors) for report_id in ids]
-    if args.all:
+    if args.all:  # a table, then what each divergence was
         print(f"{'report':<22}{'steps':>7}  result")
         for r in results:
             verdict = "reproduced" if r.divergence is None else f"DIVERGED at position {r.divergence.position}"
             print(f"{r.report_id:<22}{r.steps:>7}  {verdict}")
     for r in results:
-        if r.divergence is None:
+        if r.divergence is None and not args.all:
             print(f"{r.report_id}: reproduced {r.steps} steps, 0 divergences")
-        else:
+        elif r.divergence is not None:
             d = r.divergence
             print(f"{r.report_id}: first divergence at position {d.position} (stream version {d.version}): "
                   f"{d.reason}")

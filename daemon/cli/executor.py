@@ -34,6 +34,7 @@ class Executor(Protocol):
     """The operations of the CLI's commands, whoever performs them."""
 
     writes_at_once: bool  # a report asked for is written at once (by the running daemon), waited for or not
+    served_at: str | None  # the URL of the running daemon's dashboard, if one serves the store
 
     async def ingest(self, folder: Path, until_complete: bool) -> str:
         """Ingest a simulation folder (and, `until_complete`, follow its run to the end); its simulation id."""

@@ -73,6 +73,7 @@ class HandedOverExecutor:
 
     def __init__(self, holder: Holder, config: Config) -> None:
         self.holder, self.config = holder, config
+        self.served_at = holder.url
 
     async def _send(self, message: dict[str, Any]) -> dict[str, Any]:
         return await send(self.holder, self.config, message)

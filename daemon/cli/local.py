@@ -20,7 +20,7 @@ from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
 from simreportd.daemon.chat import answer_frame, step_frame
-from simreportd.daemon.reports import auto_report_id
+from simreportd.daemon.reports import auto_report_id, run_key_of
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError
 from simreportd.events.log import EventLog
@@ -35,6 +35,7 @@ class LocalExecutor:
     """The command's work on `daemon`, a Daemon this process opened for it."""
 
     writes_at_once = False  # a report nobody waits for here is written when `simreportd run` starts
+    served_at: str | None = None  # no daemon serves the store: this command holds it
 
     def __init__(self, daemon: Daemon, lifetime: contextlib.AsyncExitStack) -> None:
         self.daemon, self._lifetime, self._running = daemon, lifetime, False
@@ -62,7 +63,7 @@ class LocalExecutor:
         """The demo's report is its run's automatic one: the report `simreportd run` would write, written once."""
         await self.daemon.watcher.rescan()
         generation = await completed_generation(self.daemon.store, folder.name)
-        report_id = auto_report_id(folder.name, generation)
+        report_id = auto_report_id(folder.name, generation, await run_key_of(self.daemon.store, folder.name))
         if (await self.state(report_id)).report_completed:
             return report_id, "completed"
         writer = await actions.report_writer(self.daemon.config.llm, provider, model, folder.name)

@@ -21,7 +21,7 @@ from simreportd.projections.bookkeeping import checkpoint
 from simreportd.projections.derived import damaged
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.runner import views_path_for
-from simreportd.projections.sqlite import reading
+from simreportd.projections.sqlite import reading, typed
 
 from .say import say
 
@@ -108,7 +108,8 @@ def read_views_summary(path: Path) -> dict[str, Any]:
             raise
         return {**empty, "read_models_problem": f"the read models {path} cannot be read ({exc}); the daemon moves "
                                                   "them aside and rebuilds them from the log when it runs"}
-    return {**empty, "position": position, "simulations": sims, "reports": reports, "fold_failures": failures}
+    return {**empty, "position": position, "simulations": [typed(s) for s in sims],
+            "reports": [typed(r) for r in reports], "fold_failures": failures}
 
 
 def print_status(info: dict[str, Any]) -> None:
@@ -129,14 +130,30 @@ def print_status(info: dict[str, Any]) -> None:
     for name, node in info["leases"].items():
         print(f"lease        {name:<32} held by {node}")
     print(f"reports      {len(info['reports'])}")
+    width = max([10, *(len(r["status"]) for r in info["reports"])])
     for r in info["reports"]:
         scope = "partial" if r.get("partial") else "full"  # a report on a run still going, or on the whole run
-        print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<10} {scope:<7} {r['progress']:>3}%  "
-              f"{r['title'] or ''}")
+        notes = "".join(f"  ({note})" for note in report_notes(r, info["daemon"] is not None))
+        print(f"  {r['report_id']:<20} {r['simulation_id']:<20} {r['status']:<{width}} {scope:<7} {r['progress']:>3}%  "
+              f"{(r['created_at'] or '')[:16].replace('T', ' ')}  {r['title'] or ''}{notes}")
     if info["fold_failures"]:
         print(f"fold failures {len(info['fold_failures'])} (events skipped by a read model; see the daemon log)")
         for f in info["fold_failures"]:
             print(f"  position {f['position']:<8} {f['projection']:<12} {f['type']:<20} {f['error'][:80]}")
+
+
+def report_notes(report: dict[str, Any], daemon_running: bool) -> list[str]:
+    """What tells a report from the others of its run: forced or forked, and a report stopped mid-way."""
+    notes = []
+    if (report.get("trigger") or "").endswith(report_queries.FORCED):
+        notes.append("forced: written again although the run had a report")
+    if report.get("forked_from"):
+        notes.append(f"forked from {report['forked_from']}")
+    if report["status"] == "pending" and not daemon_running:
+        notes.append("waiting: `simreportd run` writes it")
+    elif report["status"] in ("planning", "generating") and not daemon_running:
+        notes.append("stopped mid-way: `simreportd run` continues it")
+    return notes
 
 
 def views_hint(info: dict[str, Any]) -> str | None:

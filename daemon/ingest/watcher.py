@@ -44,6 +44,21 @@ class Watcher:
         self.follow_external_symlinks = follow_external_symlinks
         self.ingestors: dict[Path, SimulationIngestor] = {}
         self.failing: dict[Path, tuple[int, float]] = {}  # folder -> (consecutive failures, retry at)
+        self.missing: set[Path] = set()  # roots found missing and said so: each is said again once it appears
+
+    def announce(self) -> None:
+        """Log what is watched: one line a root or folder, a warning for a root that does not exist (and a line
+        when it appears). `simreportd run` says it as it starts; a command's own daemon watches its folders."""
+        for root in self.roots:
+            if root.is_dir():
+                log.info("watching %s for simulation folders", root.absolute())
+            else:
+                self.missing.add(root)
+                log.warning("the watched root %s does not exist: no simulation is found there until it does; "
+                            "create it, or set [watch] roots in the config (-c) to where the simulator writes its "
+                            "runs", root.absolute())
+        for folder in self.folders:
+            log.info("watching the simulation folder %s", folder.absolute())
 
     async def run(self) -> None:
         """Rescan and watch until cancelled."""
@@ -102,6 +117,9 @@ class Watcher:
                 found.extend(sorted(c for c in root.iterdir() if self._admissible(c)))
             except OSError:
                 continue  # a root that does not exist yet, or vanished: the next rescan looks again
+            if root in self.missing:
+                self.missing.discard(root)
+                log.info("watching %s for simulation folders (it exists now)", root.absolute())
         return found
 
     def _admissible(self, folder: Path) -> bool:

@@ -85,6 +85,7 @@ class Server:
         self._stack.push_async_callback(self._close)
         tasks.start_soon(self._serve, name="uvicorn")
         tasks.start_soon(self.fanout.broadcast, start, name="broadcaster")
+        tasks.start_soon(self.fanout.progress.run, name="progress")
         tasks.start_soon(self._give_back_memory, name="memory")
         log.info("serving on http://%s:%d/", self.config.host, self.port)
         return self

@@ -43,6 +43,7 @@ from simreportd.events.streams import is_report_stream
 from .commands import client_address, perform
 from .connections import FRAMES_EXTENSION, TextFrames
 from .edge import OncePerPeriod
+from .progress import SimulationProgress
 from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, notifies, parse_message
 
 log = logging.getLogger("simreportd.daemon.server.fanout")
@@ -253,6 +254,7 @@ class Fanout:
         self.ended = anyio.Event()  # set whenever the last session ends while closing
         self.history_reads = anyio.CapacityLimiter(HISTORY_READERS)
         self.gave_up_at: Position | None = None  # a wait for the fold ran out here; none again until it is folded
+        self.progress = SimulationProgress(self.sessions)  # live `simulation_progress` frames (progress.py)
 
     async def serve(self, websocket: WebSocket) -> None:
         """One connection (the `/ws` route): its sender, its history reader and its commands in one task group."""
@@ -357,6 +359,7 @@ class Fanout:
         shared: dict[SubscriptionKey, TextFrames] = {}  # encoded once for every client
         for session in list(self.sessions):
             session.offer(read, shared)
+        self.progress.saw(batch)
         self.budget.keep(self.sessions)
 
     async def _folded(self, position: Position) -> None:

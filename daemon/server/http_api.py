@@ -17,7 +17,7 @@ from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.chart import activity_chart, activity_rows
 from simreportd.projections.export import full_markdown, load_report
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.sqlite import reading
+from simreportd.projections.sqlite import reading, typed
 
 Reply = tuple[int, str, bytes]
 JSON, TEXT, SVG, HTML, MARKDOWN = ("application/json", "text/plain; version=0.0.4", "image/svg+xml",
@@ -27,6 +27,11 @@ STATIC = Path(__file__).with_name("static")
 
 def json_reply(value: Any, status: int = 200) -> Reply:
     return status, JSON, json.dumps(value, ensure_ascii=False).encode()
+
+
+def error_reply(code: str, message: str, status: int) -> Reply:
+    """Our own API's error body, saying it is ours (`api`: MiroFish's routes answer `{success, error}`)."""
+    return json_reply({"error": code, "message": message, "api": "simreportd"}, status)
 
 
 class BadRequest(ValueError):
@@ -41,7 +46,7 @@ def int_param(text: str, name: str) -> int:
 
 
 def not_found(what: str) -> Reply:
-    return json_reply({"error": "not_found", "message": what}, 404)
+    return error_reply("not_found", what, 404)
 
 
 ROUTES: list[tuple[str, Callable[..., Reply]]] = []  # (path as Starlette writes it, function): asgi.routes serves them
@@ -58,12 +63,12 @@ def route(path: str) -> Callable[[Callable[..., Reply]], Callable[..., Reply]]:
 def answer(views: Path, fn: Callable[..., Reply], query: dict[str, str], args: list[str]) -> Reply:
     """Answer one GET with `fn` on a fresh read-only connection (in a worker thread; the edge checked the request)."""
     if not views.exists():
-        return json_reply({"error": "starting", "message": "read models not built yet"}, 503)
+        return error_reply("starting", "read models not built yet", 503)
     with reading(views) as conn:
         try:
             return fn(conn, query, *args)
         except BadRequest as exc:
-            return json_reply({"error": "bad_request", "message": str(exc)}, 400)
+            return error_reply("bad_request", str(exc), 400)
 
 
 def dashboard() -> Reply:
@@ -75,32 +80,19 @@ def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
     rows = simulation_queries.simulations(conn)
     for row in rows:
         del row["folder"]  # where it lives on this machine is no business of a dashboard
-    return json_reply({"simulations": rows})
+    return json_reply({"simulations": [typed(row) for row in rows]})
 
 
 @route("/api/simulations/{simulation_id}/activity.svg")
 def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
+    """The run's actions per round: of `?generation=N` (a report's own run), else of its newest generation."""
     latest = simulation_queries.latest_generation(conn, simulation_id)
     if latest is None:
         return not_found(f"no simulation {simulation_id}")
-    return 200, SVG, activity_chart(conn, simulation_id, latest[0]).encode()
-
-
-FLAGS = ("interview_unlocked", "live_environment", "resumable", "tokens_estimated", "forced")
-LISTS = ("problems", "outline", "rejections")  # kept as JSON text in the read models
-
-
-def typed(row: dict[str, Any]) -> dict[str, Any]:
-    """A read-model row as the API shows it: flags as booleans, lists and maps as JSON values, not text."""
-    out = dict(row)
-    for key in FLAGS:
-        if key in out and out[key] is not None:
-            out[key] = bool(out[key])
-    for key in LISTS:
-        if isinstance(out.get(key), str):
-            out[key] = json.loads(out[key] or "null")
-    out.pop("deleted", None)
-    return out
+    generation = int_param(query["generation"], "generation") if "generation" in query else latest[0]
+    if generation > latest[0]:
+        return not_found(f"no generation {generation} of simulation {simulation_id} (its newest is {latest[0]})")
+    return 200, SVG, activity_chart(conn, simulation_id, generation).encode()
 
 
 @route("/api/reports")

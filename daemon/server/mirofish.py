@@ -59,7 +59,8 @@ def ok(data: Any, **extra: Any) -> Reply:
 
 
 def failed(status: int, error: str, **extra: Any) -> Reply:
-    return Reply(status, {"success": False, "error": error, **extra})
+    """MiroFish's error body, saying it is MiroFish's (`api`: our own routes answer `{error, message}`)."""
+    return Reply(status, {"success": False, "error": error, "api": "mirofish", **extra})
 
 
 class Absurd(ValueError):

@@ -14,7 +14,16 @@ from typing import Any
 from simreportd.agent.chat import check_history, check_question
 from simreportd.errors import UsageError
 from simreportd.events.codec import Recorded
-from simreportd.events.models import InterviewAnswered, InterviewUnlocked, ReportCompleted, ReportFailed, SectionCompleted
+from simreportd.events.models import (
+    InterviewAnswered,
+    InterviewUnlocked,
+    ReportCompleted,
+    ReportFailed,
+    SectionCompleted,
+    SimulationCompleted,
+    SimulationDiscovered,
+    SimulationGenerationStarted,
+)
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.report import STATUS_AFTER, progress_for, shown_progress
 
@@ -224,7 +233,8 @@ def event_frame(recorded: Recorded) -> dict[str, Any]:
     return {"type": "event", **shape}
 
 
-NOTIFYING = frozenset(STATUS_AFTER) | {InterviewUnlocked.TYPE, InterviewAnswered.TYPE}  # the events below tell of
+RUN_NOTIFYING = frozenset({SimulationDiscovered.TYPE, SimulationGenerationStarted.TYPE, SimulationCompleted.TYPE})
+NOTIFYING = frozenset(STATUS_AFTER) | {InterviewUnlocked.TYPE, InterviewAnswered.TYPE} | RUN_NOTIFYING  # told below
 
 
 def notifies(recorded: Recorded) -> bool:
@@ -233,11 +243,13 @@ def notifies(recorded: Recorded) -> bool:
 
 
 def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
-    """section_ready, interview_unlocked and report_status frames derived from one event."""
+    """section_ready, interview_unlocked, report_status and a run's frames derived from one event."""
     t = recorded.type
     if t not in NOTIFYING:
         return []
     d = recorded.data
+    if t in RUN_NOTIFYING:
+        return [run_notification(recorded)]
     base = {"position": recorded.position, "report_id": d["report_id"],
             "simulation_id": info.simulation_id if info else d.get("simulation_id")}
     total = info.sections_total if info else 0
@@ -263,3 +275,14 @@ def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str,
             status["problems"] = d["problems"]
         out.append(status)
     return out
+
+
+def run_notification(recorded: Recorded) -> dict[str, Any]:
+    """`simulation_discovered` (a new run, or a new generation of one: `restarted`) or `simulation_completed`."""
+    d = recorded.data
+    base = {"position": recorded.position, "simulation_id": d["simulation_id"], "generation": d["generation"]}
+    if recorded.type == SimulationCompleted.TYPE:
+        return {"type": "simulation_completed", **base, "platforms": d["platforms"],
+                "all_rounds_ran": d["all_rounds_ran"]}
+    return {"type": "simulation_discovered", **base, "restarted": recorded.type == SimulationGenerationStarted.TYPE,
+            "requirement": d.get("requirement", "")}
