@@ -35,11 +35,13 @@ SETTLE_S = 30.0  # how long an actor waits for the read models to show what it a
 
 @dataclass(frozen=True)
 class Ask:
-    """One request as a handler sees it: path parameters (decoded), query parameters, the JSON body."""
+    """One request as a handler sees it: path parameters (decoded), query parameters, the JSON body, and who
+    asks (the peer's address, for the per-client limits)."""
 
     params: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
     body: Any = None
+    client: str = "unknown"
 
 
 @dataclass(frozen=True)
