@@ -36,7 +36,7 @@ from simreportd.errors import LimitReached
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.sqlite import reading
 
-from . import http_api, mirofish, mirofish_simulation
+from . import http_api, mirofish, mirofish_interviews, mirofish_simulation
 from .commands import client_address
 from .connections import REFUSED
 from .edge import MAX_BODY, REQUEST_TIMEOUT_S, Refusal, body_refusal, error_body, first_refusal, guard_refusal
@@ -94,7 +94,7 @@ def mirofish_routes(daemon: Host) -> list[Route]:
     by_path: dict[str, dict[str, Any]] = {}
     for method, path, reader in [*mirofish.READERS, *mirofish_simulation.READERS]:
         by_path.setdefault(path, {})[method] = partial(_read, daemon, reader)
-    for method, path, actor in [*mirofish.ACTORS, *mirofish_simulation.ACTORS]:
+    for method, path, actor in [*mirofish.ACTORS, *mirofish_simulation.ACTORS, *mirofish_interviews.ACTORS]:
         by_path.setdefault(path, {})[method] = partial(actor, daemon)
 
     def endpoint(handlers: dict[str, Any]) -> Any:

@@ -2,9 +2,8 @@
 (docs/formats.md#simulation-routes).
 
 Routes, request fields, defaults and shapes are those of MiroFish's `backend/app/api/simulation.py`;
-the data is what ingest recorded (projections/run_queries.py), and an interview is asked through our
-interviewer (live over the simulator's file RPC, else in persona) and recorded as events on the
-report's stream, as every interview is. What belongs to MiroFish's orchestration (creating,
+the data is what ingest recorded (projections/run_queries.py); the interviews are in
+mirofish_interviews.py. What belongs to MiroFish's orchestration (creating,
 preparing, starting and stopping runs, profiles from its knowledge graph, the graph itself) is
 answered 501, naming the backend that does it.
 """
@@ -15,26 +14,20 @@ import heapq
 import json
 import sqlite3
 from collections.abc import AsyncIterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from simreportd.daemon.host import Host
-from simreportd.daemon.ingest.folder import read_env_status
-from simreportd.errors import SimreportdError
-from simreportd.events.models import AgentActed, InterviewAnswered, InterviewRequested, acted_fields
-from simreportd.events.streams import report_stream, simulation_stream
+from simreportd.events.models import AgentActed, acted_fields
+from simreportd.events.streams import simulation_stream
 from simreportd.projections import report_queries, run_queries, simulation_queries
 from simreportd.projections.sqlite import reading
 
 from .mirofish import Absurd, Actor, Ask, Reader, Reply, failed, ok
 
 PREFIX = "/api/simulation"
-MAX_INTERVIEWS = 100  # agents one interview request may ask at most: each answer may cost a model call
 MAX_ACTIONS = 100_000  # offset + limit of an actions page at most (the page is kept in memory while the log is read)
-ERROR_STATUS = {"not_found": 404, "locked": 409, "limit_reached": 429}
+
 ORCHESTRATION = ("MiroFish's backend does this (it builds graphs, prepares, runs and stops simulations); "
                  "simreportd only reads the runs it watches and reports on them: send this route to MiroFish's "
                  "backend (docs/deploy/mirofish.md)")
@@ -50,7 +43,7 @@ def number(query: dict[str, str], name: str, default: int | None) -> int | None:
     return int(text)
 
 
-def _key(conn: sqlite3.Connection, given: object) -> tuple[str, int] | None:
+def key_of(conn: sqlite3.Connection, given: object) -> tuple[str, int] | None:
     """(our simulation id, its newest generation) of the simulation a client names (folder or config id)."""
     simulation_id = simulation_queries.resolve(conn, given) if isinstance(given, str) and given else None
     latest = simulation_queries.latest_generation(conn, simulation_id) if simulation_id else None
@@ -65,7 +58,7 @@ class BadField(ValueError):
     """A request field we cannot use: answered 400 with the message (`answering`)."""
 
 
-def _platform(value: object) -> str | None:
+def platform_named(value: object) -> str | None:
     """A platform the client named; BadField for anything but twitter, reddit or none."""
     if value in (None, "", "twitter", "reddit"):
         return str(value) if value else None
@@ -82,7 +75,7 @@ def answering(actor: Actor) -> Actor:
     return answer
 
 
-def _body(ask: Ask) -> dict[str, Any]:
+def body_of(ask: Ask) -> dict[str, Any]:
     return ask.body if isinstance(ask.body, dict) else {}
 
 
@@ -90,13 +83,13 @@ def _body(ask: Ask) -> dict[str, Any]:
 
 
 def get_info(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    key = _key(conn, ask.params["simulation_id"])
+    key = key_of(conn, ask.params["simulation_id"])
     found = run_queries.info(conn, key) if key else None
     return ok(found) if found else unknown(ask.params["simulation_id"])
 
 
 def get_profiles(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    key, platform = _key(conn, ask.params["simulation_id"]), ask.query.get("platform", "reddit")
+    key, platform = key_of(conn, ask.params["simulation_id"]), ask.query.get("platform", "reddit")
     if key is None:
         return unknown(ask.params["simulation_id"])
     profiles = run_queries.profiles(conn, key, platform)
@@ -114,7 +107,7 @@ def get_profiles_realtime(conn: sqlite3.Connection, ask: Ask) -> Reply:
 
 
 def get_config(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    key = _key(conn, ask.params["simulation_id"])
+    key = key_of(conn, ask.params["simulation_id"])
     found = run_queries.config(conn, key) if key else None
     return ok(found) if found else unknown(ask.params["simulation_id"])
 
@@ -143,12 +136,12 @@ def download_config(conn: sqlite3.Connection, ask: Ask) -> Reply:
 
 
 def get_run_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    key = _key(conn, ask.params["simulation_id"])
+    key = key_of(conn, ask.params["simulation_id"])
     return ok(run_queries.run_status(conn, key)) if key else unknown(ask.params["simulation_id"])
 
 
 def get_posts(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    key, platform = _key(conn, ask.params["simulation_id"]), ask.query.get("platform", "reddit")
+    key, platform = key_of(conn, ask.params["simulation_id"]), ask.query.get("platform", "reddit")
     if key is None:
         return unknown(ask.params["simulation_id"])
     total, posts = run_queries.posts(conn, key, platform, max(0, number(ask.query, "limit", 50) or 0),
@@ -157,7 +150,7 @@ def get_posts(conn: sqlite3.Connection, ask: Ask) -> Reply:
 
 
 def get_comments(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    key = _key(conn, ask.params["simulation_id"])
+    key = key_of(conn, ask.params["simulation_id"])
     if key is None:
         return unknown(ask.params["simulation_id"])
     comments = run_queries.comments(conn, key, number(ask.query, "post_id", None),
@@ -168,7 +161,7 @@ def get_comments(conn: sqlite3.Connection, ask: Ask) -> Reply:
 
 def list_simulations(conn: sqlite3.Connection, ask: Ask) -> Reply:
     """Every simulation watched, newest generation each, as `SimulationState.to_dict()`."""
-    found = [run_queries.info(conn, key) for key in _every_key(conn)]
+    found = [run_queries.info(conn, key) for key in _everykey_of(conn)]
     return ok([f for f in found if f], count=len(found))
 
 
@@ -176,7 +169,7 @@ def history(conn: sqlite3.Connection, ask: Ask) -> Reply:
     """The home page's list: each simulation with its requirement, rounds and newest report."""
     limit = max(0, number(ask.query, "limit", 20) or 0)
     rows = []
-    for key in _every_key(conn)[:limit]:
+    for key in _everykey_of(conn)[:limit]:
         state = run_queries.info(conn, key) or {}
         run, setup = run_queries.run_status(conn, key), simulation_queries.setup(conn, key)
         report = report_queries.latest_report(conn, key[0])
@@ -187,7 +180,7 @@ def history(conn: sqlite3.Connection, ask: Ask) -> Reply:
     return ok(rows, count=len(rows))
 
 
-def _every_key(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+def _everykey_of(conn: sqlite3.Connection) -> list[tuple[str, int]]:
     newest: dict[str, int] = {}
     for row in simulation_queries.simulations(conn):
         newest[row["simulation_id"]] = max(newest.get(row["simulation_id"], 0), row["generation"])
@@ -197,11 +190,11 @@ def _every_key(conn: sqlite3.Connection) -> list[tuple[str, int]]:
 # --- actors: the event log, the folder, the interviewer ----------------------------------------------
 
 
-async def _find(daemon: Host, given: object) -> tuple[str, int, Path] | None:
+async def find(daemon: Host, given: object) -> tuple[str, int, Path] | None:
     """(simulation id, newest generation, folder) of the simulation a client names."""
     def find(path: Path) -> tuple[str, int, Path] | None:
         with reading(path) as conn:
-            key = _key(conn, given)
+            key = key_of(conn, given)
             latest = simulation_queries.latest_generation(conn, key[0]) if key else None
         return (key[0], key[1], Path(latest[1])) if key and latest else None
 
@@ -217,7 +210,7 @@ async def run_actions(daemon: Host, simulation_id: str, generation: int) -> Asyn
 
 async def get_actions(daemon: Host, ask: Ask) -> Reply:
     """A page of the run's actions, newest first, filtered by platform, agent and round."""
-    found = await _find(daemon, ask.params["simulation_id"])
+    found = await find(daemon, ask.params["simulation_id"])
     if found is None:
         return unknown(ask.params["simulation_id"])
     limit, offset = max(0, number(ask.query, "limit", 100) or 0), max(0, number(ask.query, "offset", 0) or 0)
@@ -257,7 +250,7 @@ class Newest:
 
 async def get_run_status_detail(daemon: Host, ask: Ask) -> Reply:
     """The run status with its actions, newest first (MAX_ACTIONS at most), per platform and of the last round."""
-    found = await _find(daemon, ask.params["simulation_id"])
+    found = await find(daemon, ask.params["simulation_id"])
     if found is None:
         return unknown(ask.params["simulation_id"])
 
@@ -279,7 +272,7 @@ async def get_run_status_detail(daemon: Host, ask: Ask) -> Reply:
 
 
 async def get_timeline(daemon: Host, ask: Ask) -> Reply:
-    found = await _find(daemon, ask.params["simulation_id"])
+    found = await find(daemon, ask.params["simulation_id"])
     if found is None:
         return unknown(ask.params["simulation_id"])
     actions = [a async for a in run_actions(daemon, found[0], found[1])]
@@ -289,180 +282,11 @@ async def get_timeline(daemon: Host, ask: Ask) -> Reply:
 
 
 async def get_agent_stats(daemon: Host, ask: Ask) -> Reply:
-    found = await _find(daemon, ask.params["simulation_id"])
+    found = await find(daemon, ask.params["simulation_id"])
     if found is None:
         return unknown(ask.params["simulation_id"])
     stats = run_queries.agent_stats([a async for a in run_actions(daemon, found[0], found[1])])
     return ok({"agents_count": len(stats), "stats": stats})
-
-
-async def env_status(daemon: Host, ask: Ask) -> Reply:
-    """Whether the run's environment takes interviews now (its env_status.json, a dead simulator's `alive`
-    read as gone)."""
-    given = _body(ask).get("simulation_id")
-    if not given:
-        return failed(400, "send simulation_id")
-    found = await _find(daemon, given)
-    if found is None:
-        return unknown(given)
-    status = await anyio.to_thread.run_sync(read_env_status, found[2])
-    alive = status is not None and status.status == "alive"
-    return ok({"simulation_id": given, "env_alive": alive,
-               "twitter_available": bool(status and status.twitter_available),
-               "reddit_available": bool(status and status.reddit_available),
-               "message": "the environment is running and takes interviews" if alive else
-               "the environment is not running: interviews are answered in persona from profiles and posts"})
-
-
-async def interview(daemon: Host, ask: Ask) -> Reply:
-    """One agent, one question: `{simulation_id, agent_id, prompt, platform?}`."""
-    body = _body(ask)
-    agent, prompt = body.get("agent_id"), body.get("prompt")
-    if not body.get("simulation_id"):
-        return failed(400, "send simulation_id")
-    if agent is None or not prompt:
-        return failed(400, "send agent_id and prompt (the question)")
-    platform = _platform(body.get("platform"))
-    with daemon.interview_gate.admit(ask.client):
-        answered = await _ask(daemon, body["simulation_id"], agent, prompt, platform)
-    if isinstance(answered, Reply):
-        return answered
-    now = datetime.now().isoformat()
-    return ok({"success": True, "agent_id": agent, "prompt": prompt, "timestamp": now,
-               "result": {"agent_id": agent, "response": answered["answer"], "platform": platform, "timestamp": now,
-                          "mode": answered["mode"], "interview_id": answered["interview_id"]}})
-
-
-async def interview_batch(daemon: Host, ask: Ask) -> Reply:
-    """Several agents: `{simulation_id, interviews: [{agent_id, prompt, platform?}], platform?}`."""
-    body = _body(ask)
-    items, platform = body.get("interviews"), _platform(body.get("platform"))
-    if not body.get("simulation_id"):
-        return failed(400, "send simulation_id")
-    if not items or not isinstance(items, list):
-        return failed(400, "send interviews: a list of {agent_id, prompt}")
-    for n, item in enumerate(items, 1):
-        if not isinstance(item, dict) or "agent_id" not in item or not item.get("prompt"):
-            return failed(400, f"interview {n} of the list needs agent_id and prompt")
-        _platform(item.get("platform"))
-    return await _batch(daemon, ask.client, body["simulation_id"],
-                        [(i["agent_id"], i["prompt"], i.get("platform") or platform) for i in items])
-
-
-async def interview_all(daemon: Host, ask: Ask) -> Reply:
-    """Every agent of the run, one question: `{simulation_id, prompt, platform?}`."""
-    body = _body(ask)
-    given, prompt, platform = body.get("simulation_id"), body.get("prompt"), _platform(body.get("platform"))
-    if not given or not prompt:
-        return failed(400, "send simulation_id and prompt (the question)")
-
-    def agents(path: Path) -> list[int] | None:
-        with reading(path) as conn:
-            key = _key(conn, given)
-            return [p["user_id"] for p in run_queries.profiles(conn, key, "reddit")] if key else None
-
-    found = await daemon.views.in_thread(agents, daemon.views.path)
-    if found is None:
-        return unknown(given)
-    return await _batch(daemon, ask.client, given, [(agent, prompt, platform) for agent in found])
-
-
-async def _batch(daemon: Host, client: str, given: str, items: list[tuple[Any, Any, str | None]]) -> Reply:
-    """Ask each (agent, question, platform): the first alone (a locked or unknown simulation asks no one),
-    the rest at once; answers keyed `<platform>_<agent_id>` as MiroFish's are."""
-    if len(items) > MAX_INTERVIEWS:
-        return failed(400, f"{len(items)} interviews asked; at most {MAX_INTERVIEWS} a request: send them in parts")
-    results: dict[str, dict[str, Any]] = {}
-    default = await _default_platform(daemon, given)
-
-    async def one(agent: Any, prompt: Any, platform: str | None) -> Reply | None:
-        answered = await _ask(daemon, given, agent, prompt, platform)
-        if isinstance(answered, Reply):
-            return answered
-        results[f"{platform or default}_{agent}"] = {"agent_id": agent, "response": answered["answer"],
-                                                     "platform": platform or default, "mode": answered["mode"],
-                                                     "interview_id": answered["interview_id"]}
-        return None
-
-    with daemon.interview_gate.admit(client):
-        if refused := await one(*items[0]):
-            return refused
-        refusals: list[Reply] = []
-        async with anyio.create_task_group() as group:
-            for item in items[1:]:
-                group.start_soon(_collect, one, item, refusals)
-    if refusals:
-        return refusals[0]
-    now = datetime.now().isoformat()
-    return ok({"success": True, "interviews_count": len(items), "timestamp": now,
-               "result": {"interviews_count": len(results), "results": results}})
-
-
-async def _collect(one: Any, item: tuple[Any, Any, str | None], refusals: list[Reply]) -> None:
-    if (refused := await one(*item)) is not None:
-        refusals.append(refused)
-
-
-async def _default_platform(daemon: Host, given: str) -> str:
-    """The platform an answer is filed under when none was named: Reddit, which MiroFish's frontend reads first,
-    unless the run had only Twitter."""
-    def platforms(path: Path) -> dict[str, Any]:
-        with reading(path) as conn:
-            key = _key(conn, given)
-            return simulation_queries.platforms(conn, key) if key else {}
-
-    found = await daemon.views.in_thread(platforms, daemon.views.path)
-    return "twitter" if found and "reddit" not in found else "reddit"
-
-
-async def _ask(daemon: Host, given: str, agent: Any, prompt: Any, platform: str | None) -> dict[str, Any] | Reply:
-    """The interviewer's answer, or our error as MiroFish's error reply."""
-    found = await _find(daemon, given)
-    if found is None:
-        return unknown(given)
-    try:
-        return await daemon.interviews.ask(found[0], agent, prompt, platform)
-    except SimreportdError as exc:
-        return failed(ERROR_STATUS.get(exc.code, 400 if exc.exit_code == 2 else 500), str(exc), code=exc.code)
-
-
-async def interview_history(daemon: Host, ask: Ask) -> Reply:
-    """The interviews of the run, newest first: those its simulator recorded and those asked through us."""
-    body = _body(ask)
-    given, platform, agent, limit = body.get("simulation_id"), _platform(body.get("platform")), \
-        body.get("agent_id"), body.get("limit", 100)
-    if not given:
-        return failed(400, "send simulation_id")
-    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else 100
-    agent = agent if isinstance(agent, int) and not isinstance(agent, bool) else None
-
-    def read(path: Path) -> tuple[list[dict[str, Any]], list[str]] | None:
-        with reading(path) as conn:
-            key = _key(conn, given)
-            if key is None:
-                return None
-            return (run_queries.recorded_interviews(conn, key, platform, agent),
-                    report_queries.report_list(conn, key[0], 50))
-
-    found = await daemon.views.in_thread(read, daemon.views.path)
-    if found is None:
-        return unknown(given)
-    recorded, reports = found
-    ours = [h for report_id in reports for h in await _asked(daemon, report_id)
-            if platform in (None, h["platform"]) and agent in (None, h["agent_id"])]
-    history = sorted(ours, key=lambda h: h["timestamp"], reverse=True) + recorded
-    return ok({"count": len(history[:limit]), "history": history[:limit]})
-
-
-async def _asked(daemon: Host, report_id: str) -> list[dict[str, Any]]:
-    """The interviews recorded on one report's stream, in MiroFish's history shape (and their mode)."""
-    events = await daemon.store.read_stream(report_stream(report_id),
-                                            types=[InterviewRequested.TYPE, InterviewAnswered.TYPE])
-    asked = {r.data["interview_id"]: r for r in events if r.type == InterviewRequested.TYPE}
-    return [{"agent_id": r.data["agent_id"], "response": r.data["answer"],
-             "prompt": asked[r.data["interview_id"]].data["question"] if r.data["interview_id"] in asked else "",
-             "timestamp": r.recorded_at, "platform": r.data.get("platform"), "mode": r.data["mode"]}
-            for r in events if r.type == InterviewAnswered.TYPE]
 
 
 async def not_ours(daemon: Host, ask: Ask) -> Reply:
@@ -487,11 +311,6 @@ ACTORS: list[tuple[str, str, Actor]] = [
     ("GET", PREFIX + "/{simulation_id}/timeline", get_timeline),
     ("GET", PREFIX + "/{simulation_id}/agent-stats", get_agent_stats),
     ("GET", PREFIX + "/{simulation_id}/run-status/detail", get_run_status_detail),
-    ("POST", f"{PREFIX}/env-status", env_status),
-    ("POST", f"{PREFIX}/interview", answering(interview)),
-    ("POST", f"{PREFIX}/interview/batch", answering(interview_batch)),
-    ("POST", f"{PREFIX}/interview/all", answering(interview_all)),
-    ("POST", f"{PREFIX}/interview/history", answering(interview_history)),
     *(("POST", f"{PREFIX}/{path}", not_ours) for path in (
         "create", "prepare", "prepare/status", "start", "stop", "generate-profiles", "close-env")),
     *(("GET", PREFIX + path, not_ours) for path in (
