@@ -1,4 +1,4 @@
-"""Browser pages whose origin may not use the server, told once each (docs/protocol.md#origins).
+"""Browser pages whose origin may not use the server, told once each (docs/protocol.md#security).
 
 A page on an origin that is not allowed gets no CORS answers: its browser blocks every call, and
 all its user sees is a page that waits forever ("Waiting for Report Agent..."). So the first
