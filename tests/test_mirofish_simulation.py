@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from .conftest import TIMEOUT, make_config
+from .fake_llm import FakeLLM
 from .test_mirofish_routes import acall, written  # noqa: F401 (written is a fixture)
+from .test_server import Running
 
 pytestmark = pytest.mark.anyio
 
@@ -140,3 +143,30 @@ async def test_orchestration_routes_answer_501_naming_mirofish_backend(written) 
         assert status == 501 and answer["success"] is False and "MiroFish's backend" in answer["error"], path
     status, answer, _ = await acall(running.base, "/api/simulation/sim_small/nothing-here")
     assert status == 404 and answer["success"] is False  # MiroFish's error shape under its prefix
+
+
+async def test_chat_answers_about_a_simulation_whose_report_failed(tmp_path: Path, small_sim: Path) -> None:
+    """MiroFish's chat needs only the simulation: with the report failed, the chat is grounded in the run's
+    context and the tools, and says it has no report to go on."""
+    with FakeLLM() as llm:
+        config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted",
+                                            "timeout_s": 5.0, "max_retries": 1, "retry_backoff_s": 0.01},
+                             reports={"auto": False}, server={"port": 0})
+        llm.faults.extend([("status", 503)] * 2)  # the report's first request fails, and its one retry
+        async with Running(config, [small_sim]) as running:
+            report_id = await running.daemon.reports.request(small_sim.name)
+            state = await running.daemon.reports.wait(report_id)
+            await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+            config_id = json.loads((small_sim / "simulation_config.json").read_text())["simulation_id"]
+            _, check, _ = await acall(running.base, f"/api/report/check/{config_id}")
+            served = len(llm.requests)
+            status, answer, _ = await acall(running.base, "/api/report/chat", {
+                "simulation_id": config_id, "message": "Which arguments dominated the debate?", "chat_history": []})
+            chat_id = answer["data"]["chat_id"] if status == 200 else ""
+            started = await running.daemon.store.read_stream(f"chat-{chat_id}", limit=1)
+    assert state.failed is not None and check["data"]["report_status"] == "failed"
+    assert status == 200 and answer["success"] is True and answer["data"]["response"], answer
+    assert answer["data"]["report_id"] is None and answer["data"]["tool_calls"]  # grounded by the tools
+    assert started[0].data["report_id"] == "" and started[0].data["simulation_id"] == small_sim.name
+    opening = json.dumps(llm.requests[served]["messages"])
+    assert "No report has been written" in opening and "congestion charge" in opening  # the run's requirement
