@@ -161,6 +161,26 @@ def recorded_interviews(conn: sqlite3.Connection, key: Key, platform: str | None
         (*key, platform, agent_id)))
 
 
+def search_result(ours: dict[str, Any]) -> dict[str, Any]:
+    """Our `quick_search` answer with the fields of MiroFish's `SearchResult.to_dict()` (`services/zep_tools.py`
+    26-41): each statement found as a fact, `[ref] name: content`; the graph's nodes and edges are none here."""
+    results = ours.get("results") or []
+    facts = [f"[{r['ref']}] {r['agent']['name']}: {r['content']}" for r in results]
+    return {**ours, "facts": facts, "edges": [], "nodes": [], "query": ours.get("query", ""),
+            "total_count": len(facts)}
+
+
+def graph_statistics(conn: sqlite3.Connection, key: Key, graph_id: str) -> dict[str, Any]:
+    """MiroFish's `get_graph_statistics` fields (`services/zep_tools.py` 863-869) for the run: its agents as the
+    nodes, by entity type, and who-reacted-to-whom links (not undone) as the edges, by kind."""
+    kinds = dict(conn.execute(f"SELECT kind, sum(count - undone) FROM sim_links WHERE {KEY} GROUP BY kind"
+                              " ORDER BY kind", key).fetchall())
+    types = dict(conn.execute(f"SELECT entity_type, count(*) FROM sim_agents WHERE {KEY} GROUP BY entity_type"
+                              " ORDER BY entity_type", key).fetchall())
+    return {"graph_id": graph_id, "total_nodes": sum(types.values()), "total_edges": sum(kinds.values()),
+            "entity_types": types, "relation_types": kinds}
+
+
 # --- what needs every action: pure summaries of the run's actions (`acted_fields` dicts, in log order) ---------
 
 

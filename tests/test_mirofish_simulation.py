@@ -170,3 +170,18 @@ async def test_chat_answers_about_a_simulation_whose_report_failed(tmp_path: Pat
     assert started[0].data["report_id"] == "" and started[0].data["simulation_id"] == small_sim.name
     opening = json.dumps(llm.requests[served]["messages"])
     assert "No report has been written" in opening and "congestion charge" in opening  # the run's requirement
+
+
+async def test_the_tools_find_the_simulation_by_the_graph_id_mirofish_sends(written, small_sim: Path) -> None:  # noqa: F811
+    running, _ = written
+    graph = json.loads((small_sim / "simulation_config.json").read_text())["graph_id"]
+    status, found, _ = await acall(running.base, "/api/report/tools/search",
+                                   {"graph_id": graph, "query": "congestion charge", "limit": 4})
+    data = found["data"]
+    assert status == 200 and data["query"] == "congestion charge" and 0 < data["total_count"] == len(data["facts"]) <= 4
+    assert data["facts"][0].startswith(f"[{data['results'][0]['ref']}] ") and data["nodes"] == data["edges"] == []
+    status, stats, _ = await acall(running.base, "/api/report/tools/statistics", {"graph_id": graph})
+    assert status == 200 and stats["data"]["graph_id"] == graph and stats["data"]["total_nodes"] == 12
+    assert sum(stats["data"]["entity_types"].values()) == 12 and stats["data"]["total_edges"] > 0
+    status, unknown, _ = await acall(running.base, "/api/report/tools/statistics", {"graph_id": "graph_nowhere"})
+    assert status == 404 and "graph_nowhere" in unknown["error"]

@@ -25,7 +25,7 @@ from simreportd.daemon.host import Host
 from simreportd.errors import SimreportdError, WaitTimeout
 from simreportd.events.models import ReportDeleted
 from simreportd.events.streams import report_stream
-from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections import report_queries, run_queries, simulation_queries
 from simreportd.projections.export import full_markdown, load_report, meta, progress, section_markdown
 from simreportd.projections.report import mirofish_status
 from simreportd.projections.sqlite import reading
@@ -217,9 +217,12 @@ def generate_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
 # --- actors ----------------------------------------------------------------------------------
 
 
-async def _resolve(daemon: Host, given: object) -> str | None:
+async def _resolve(daemon: Host, given: object, graph: object = None) -> str | None:
+    """The simulation a client names, or (with no `given`) the one of the graph it names."""
     def find(path: Any) -> str | None:
         with reading(path) as conn:
+            if not given and isinstance(graph, str) and graph:
+                return simulation_queries.resolve_graph(conn, graph) or _simulation(conn, graph)
             return _simulation(conn, given)
 
     return await daemon.views.in_thread(find, daemon.views.path)
@@ -288,10 +291,14 @@ async def statistics_tool(daemon: Host, ask: Ask) -> Reply:
 
 
 async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Reply:
-    given = body.get("simulation_id") or body.get("graph_id")
-    simulation_id = await _resolve(daemon, given)
+    """Our tool on the simulation named (by `simulation_id`, or by the `graph_id` MiroFish sends), its answer
+    with the fields of MiroFish's (run_queries.search_result, graph_statistics)."""
+    given, graph = body.get("simulation_id"), body.get("graph_id")
+    simulation_id = await _resolve(daemon, given, graph)
     if simulation_id is None:
-        return failed(400 if not given else 404, f"no simulation {given}" if given else "send simulation_id")
+        named = given or graph
+        return failed(400 if not named else 404, f"no simulation or graph {named}" if named else
+                      "send simulation_id or graph_id")
 
     def newest(path: Any) -> int | None:
         with reading(path) as conn:
@@ -302,10 +309,17 @@ async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[s
     if generation is None:
         return failed(404, f"no run of {simulation_id} is folded yet")
     try:
-        result = await daemon.runner.tools.run(tool, arguments, simulation_id, generation)
+        result = json.loads(await daemon.runner.tools.run(tool, arguments, simulation_id, generation))
     except SimreportdError as exc:
         return failed(400, str(exc))
-    return ok(json.loads(result))
+    if tool == "quick_search":
+        return ok(run_queries.search_result(result))
+
+    def statistics(path: Any) -> dict[str, Any]:
+        with reading(path) as conn:
+            return run_queries.graph_statistics(conn, (simulation_id, generation), str(graph or ""))
+
+    return ok({**result, **await daemon.views.in_thread(statistics, daemon.views.path)})
 
 
 READERS: list[tuple[str, str, Reader]] = [
