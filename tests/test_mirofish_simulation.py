@@ -54,6 +54,11 @@ async def test_the_run_is_read_in_mirofish_shapes_by_either_id(written, small_si
     assert got_config["data"]["time_config"] == config["time_config"]
     status, nothing, _ = await acall(base, "/api/simulation/sim_nowhere")
     assert status == 404 and nothing["success"] is False and "sim_nowhere" in nothing["error"]
+    _, listed, _ = await acall(base, "/api/simulation/list")
+    assert listed["count"] == 1 and listed["data"][0]["simulation_id"] == config["simulation_id"]
+    _, history, _ = await acall(base, "/api/simulation/history?limit=5")
+    assert history["data"][0]["report_id"] == written[1]  # the home page links the run to its report
+    assert history["data"][0]["simulation_requirement"] == config["simulation_requirement"]
 
 
 async def test_actions_timeline_and_stats_count_every_action_ingested(written, small_sim: Path) -> None:  # noqa: F811
@@ -100,6 +105,10 @@ async def test_step_five_interviews_one_agent_and_a_batch_and_each_is_recorded(w
     base = running.base
     _, env, _ = await acall(base, "/api/simulation/env-status", {"simulation_id": small_sim.name})
     assert env["data"]["env_alive"] is False and env["data"]["reddit_available"] is False
+    (small_sim / "env_status.json").write_text(json.dumps({"status": "alive", "reddit_available": True}))
+    _, alive, _ = await acall(base, "/api/simulation/env-status", {"simulation_id": small_sim.name})
+    (small_sim / "env_status.json").unlink()  # nobody would answer: the interviews below go to persona
+    assert alive["data"]["env_alive"] is True and alive["data"]["reddit_available"] is True
     status, single, _ = await acall(base, "/api/simulation/interview",
                                     {"simulation_id": small_sim.name, "agent_id": 2, "prompt": "What do you think?"})
     assert status == 200 and single["data"]["result"]["response"] and single["data"]["result"]["mode"] == "persona"

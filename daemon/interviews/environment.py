@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import anyio
 
-from simreportd.daemon.ingest.folder import read_env_status
+from simreportd.daemon.ingest.folder import EnvStatus, read_env_status
 from simreportd.projections import simulation_queries
 from simreportd.projections.sqlite import in_thread, reading
 
@@ -25,12 +26,20 @@ class FolderEnvironment:
         self.silent: dict[Path, tuple[int, int] | None] = {}  # folder -> its env_status.json when it fell silent
 
     async def alive(self, simulation_id: str) -> bool:
-        return await in_thread(self._alive, simulation_id, limiter=self.limiter)
+        found = await self.status(simulation_id)
+        return found is not None and found.status == "alive"
 
-    def _alive(self, simulation_id: str) -> bool:
+    async def status(self, simulation_id: str) -> EnvStatus | None:
+        """The environment's env_status.json now (None without one); a dead simulator's or a silent `alive`
+        reads `stale`."""
+        return await in_thread(self._status, simulation_id, limiter=self.limiter)
+
+    def _status(self, simulation_id: str) -> EnvStatus | None:
         folder = self.folder_of(simulation_id)
         status = read_env_status(folder) if folder else None
-        return folder is not None and status is not None and status.status == "alive" and not self._still_silent(folder)
+        if folder is not None and status is not None and status.status == "alive" and self._still_silent(folder):
+            return dataclasses.replace(status, status="stale")
+        return status
 
     def fell_silent(self, folder: Path) -> None:
         """Remember that the environment in `folder` did not answer (until its env_status.json changes)."""

@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 
 from simreportd.daemon.host import Host
-from simreportd.daemon.ingest.folder import read_env_status
 from simreportd.errors import SimreportdError
 from simreportd.events.models import InterviewAnswered, InterviewRequested
 from simreportd.events.streams import report_stream
@@ -41,7 +40,7 @@ async def env_status(daemon: Host, ask: Ask) -> Reply:
     found = await find(daemon, given)
     if found is None:
         return unknown(given)
-    status = await anyio.to_thread.run_sync(read_env_status, found[2])
+    status = await daemon.interviews.environment.status(found[0])
     alive = status is not None and status.status == "alive"
     return ok({"simulation_id": given, "env_alive": alive,
                "twitter_available": bool(status and status.twitter_available),

@@ -161,15 +161,15 @@ def get_comments(conn: sqlite3.Connection, ask: Ask) -> Reply:
 
 def list_simulations(conn: sqlite3.Connection, ask: Ask) -> Reply:
     """Every simulation watched, newest generation each, as `SimulationState.to_dict()`."""
-    found = [run_queries.info(conn, key) for key in _everykey_of(conn)]
-    return ok([f for f in found if f], count=len(found))
+    found = [info for info in (run_queries.info(conn, key) for key in _every_key(conn)) if info]
+    return ok(found, count=len(found))
 
 
 def history(conn: sqlite3.Connection, ask: Ask) -> Reply:
     """The home page's list: each simulation with its requirement, rounds and newest report."""
     limit = max(0, number(ask.query, "limit", 20) or 0)
     rows = []
-    for key in _everykey_of(conn)[:limit]:
+    for key in _every_key(conn)[:limit]:
         state = run_queries.info(conn, key) or {}
         run, setup = run_queries.run_status(conn, key), simulation_queries.setup(conn, key)
         report = report_queries.latest_report(conn, key[0])
@@ -180,7 +180,7 @@ def history(conn: sqlite3.Connection, ask: Ask) -> Reply:
     return ok(rows, count=len(rows))
 
 
-def _everykey_of(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+def _every_key(conn: sqlite3.Connection) -> list[tuple[str, int]]:
     newest: dict[str, int] = {}
     for row in simulation_queries.simulations(conn):
         newest[row["simulation_id"]] = max(newest.get(row["simulation_id"], 0), row["generation"])
