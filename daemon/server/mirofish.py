@@ -282,17 +282,24 @@ async def search_tool(daemon: Host, ask: Ask) -> Reply:
     query, limit = body.get("query"), body.get("limit", 10)
     if not isinstance(query, str) or not query.strip():
         return failed(400, "send simulation_id (or graph_id) and query")
-    return await _tool(daemon, body, "quick_search", {"query": query, "limit": limit if isinstance(limit, int) else 10})
+    return await _tool(daemon, body, "quick_search", {"query": query, "limit": limit if isinstance(limit, int) else 10},
+                       lambda conn, key, found: run_queries.search_result(found))
 
 
 async def statistics_tool(daemon: Host, ask: Ask) -> Reply:
     """MiroFish's `tools/statistics`: our `simulation_analytics` on the simulation the request names."""
-    return await _tool(daemon, ask.body if isinstance(ask.body, dict) else {}, "simulation_analytics", {})
+    body = ask.body if isinstance(ask.body, dict) else {}
+    graph = str(body.get("graph_id") or "")
+    return await _tool(daemon, body, "simulation_analytics", {},
+                       lambda conn, key, found: {**found, **run_queries.graph_statistics(conn, key, graph)})
 
 
-async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Reply:
+Shape = Callable[[sqlite3.Connection, tuple[str, int], dict[str, Any]], dict[str, Any]]
+
+
+async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[str, Any], shape: Shape) -> Reply:
     """Our tool on the simulation named (by `simulation_id`, or by the `graph_id` MiroFish sends), its answer
-    with the fields of MiroFish's (run_queries.search_result, graph_statistics)."""
+    given the fields of MiroFish's by `shape` (on the read models)."""
     given, graph = body.get("simulation_id"), body.get("graph_id")
     simulation_id = await _resolve(daemon, given, graph)
     if simulation_id is None:
@@ -312,14 +319,12 @@ async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[s
         result = json.loads(await daemon.runner.tools.run(tool, arguments, simulation_id, generation))
     except SimreportdError as exc:
         return failed(400, str(exc))
-    if tool == "quick_search":
-        return ok(run_queries.search_result(result))
 
-    def statistics(path: Any) -> dict[str, Any]:
+    def shaped(path: Any) -> dict[str, Any]:
         with reading(path) as conn:
-            return run_queries.graph_statistics(conn, (simulation_id, generation), str(graph or ""))
+            return shape(conn, (simulation_id, generation), result)
 
-    return ok({**result, **await daemon.views.in_thread(statistics, daemon.views.path)})
+    return ok(await daemon.views.in_thread(shaped, daemon.views.path))
 
 
 READERS: list[tuple[str, str, Reader]] = [
