@@ -137,14 +137,9 @@ def _spent(s: ChatState, turn: Turn) -> bool:
 
 def _opening(s: ChatState, turn: Turn, report: ReportState) -> list[dict[str, Any]]:
     """System prompt, then the report (shortened to its share of the budget), background and question."""
-    assert report.outline is not None
     rules = s.rules
     context = report.context or {}
-    room = int(_prompt_target(s) * REPORT_SHARE * budget.DEFAULT_CHARS_PER_TOKEN)
-    sections = [done for _, done in sorted(report.completed.items())]
-    share = max(300, room // max(1, len(sections)))
-    text = "\n\n".join([f"# {report.outline.title}", report.outline.summary,
-                        *(f"## {d.title}\n{budget.cut(d.content, share)}" for d in sections)])
+    text = _report_text(s, report)
     background: dict[str, Any] = {k: context[k] for k in ("rounds", "platforms", "agents_count", "stances", "hot_topics",
                                           "scheduled_events") if k in context}
     earlier = [(t.question, budget.cut(t.answer.answer, 600)) for n, t in sorted(s.turns.items())
@@ -152,6 +147,17 @@ def _opening(s: ChatState, turn: Turn, report: ReportState) -> list[dict[str, An
     return [chat_prompts.system_message(s.protocol, list(rules.tools), CHAT_MIN_TOOLS, rules.max_tool_calls),
             chat_prompts.opening(report=text, requirement=str(context.get("requirement", "")), background=background,
                                  earlier=earlier, history=turn.history, turn=turn.number, question=turn.question)]
+
+
+def _report_text(s: ChatState, report: ReportState) -> str:
+    """The report, each section cut to its share of the prompt; a chat on a simulation alone says it has none."""
+    if report.outline is None:
+        return chat_prompts.NO_REPORT
+    room = int(_prompt_target(s) * REPORT_SHARE * budget.DEFAULT_CHARS_PER_TOKEN)
+    sections = [done for _, done in sorted(report.completed.items())]
+    share = max(300, room // max(1, len(sections)))
+    return "\n\n".join([f"# {report.outline.title}", report.outline.summary,
+                         *(f"## {d.title}\n{budget.cut(d.content, share)}" for d in sections)])
 
 
 def _prompt_target(s: ChatState) -> int:

@@ -42,6 +42,10 @@ def system_message(protocol: str, tools: list[str], min_tools: int, max_tools: i
     return {"role": "system", "content": "\n".join(lines)}
 
 
+NO_REPORT = ("(No report has been written on this simulation yet. Answer from the simulation's background below "
+             "and from what the tools find in its data.)")
+
+
 def opening(*, report: str, requirement: str, background: dict[str, Any], earlier: list[tuple[str, str]],
             history: list[dict[str, str]], turn: int, question: str) -> dict[str, Any]:
     """The first user message: the report, the simulation's background, what was said before, the question."""

@@ -56,6 +56,7 @@ class ChatWriter:
 
 
 CHAT_ID_PREFIX = "chat_"
+NO_REPORT = ""  # the report_id of a chat about a simulation that has no completed report
 
 
 def new_chat_id() -> str:
@@ -63,7 +64,8 @@ def new_chat_id() -> str:
 
 
 class ChatRunner:
-    """Opens chats on completed reports and answers their questions, one question at a time per chat."""
+    """Opens chats on completed reports (or on a simulation alone) and answers their questions, one question at
+    a time per chat."""
 
     def __init__(self, store: EventLog, tools: SimulationTools, writers: Writers, writer: ChatWriter,
                  sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
@@ -77,14 +79,24 @@ class ChatRunner:
         assert request is not None
         w = self.writer
         same_writer = (request.provider, request.model) == (w.provider, w.model)
-        protocol = report.protocol if same_writer and report.protocol else (
-            "text" if w.settings.tool_protocol == "text" else "native")
+        protocol = report.protocol if same_writer and report.protocol else None
+        return await self._start(report_id, request.simulation_id, request.generation, protocol, surface)
+
+    async def open_on_simulation(self, simulation_id: str, generation: int, surface: str) -> str:
+        """A new chat about a run that has no completed report (MiroFish's chat needs only the simulation): its
+        grounds are the run's planning context and what the tools find, with no report text (`NO_REPORT`)."""
+        return await self._start(NO_REPORT, simulation_id, generation, None, surface)
+
+    async def _start(self, report_id: str, simulation_id: str, generation: int, protocol: str | None,
+                     surface: str) -> str:
+        w = self.writer
         chat_id = new_chat_id()
-        started = ChatStarted(chat_id=chat_id, report_id=report_id, simulation_id=request.simulation_id,
-                              generation=request.generation, provider=w.provider, model=w.model,
-                              protocol=protocol, settings=await self._sized(w), surface=surface)  # type: ignore[arg-type]
+        started = ChatStarted(chat_id=chat_id, report_id=report_id, simulation_id=simulation_id, generation=generation,
+                              provider=w.provider, model=w.model,
+                              protocol=protocol or ("text" if w.settings.tool_protocol == "text" else "native"),  # type: ignore[arg-type]
+                              settings=await self._sized(w), surface=surface)
         await self.store.append(chat_stream(chat_id), caused([started], correlation_id=chat_id), expected_version=0)
-        log.debug("chat %s opened on report %s (%s)", chat_id, report_id, surface)
+        log.debug("chat %s opened on %s (%s)", chat_id, f"report {report_id}" if report_id else simulation_id, surface)
         return chat_id
 
     async def _sized(self, w: ChatWriter) -> ReportRules:
@@ -123,7 +135,7 @@ class ChatRunner:
             raise NotFound(f"no chat {chat_id!r}; open one with `simreportd chat REPORT_ID`")
         state = chat_state.fold([r.event for r in history], chat_id)
         assert state.started is not None
-        report = await self._report(state.started.report_id)
+        report = await self._grounds(state.started)
         while not isinstance(effect := chat.decide(state, report), effects.Stop):
             try:
                 events = await self._perform(state, effect)
@@ -143,6 +155,15 @@ class ChatRunner:
                                     expected_version=state.version)
         for event in events:
             state.apply(event)
+
+    async def _grounds(self, started: ChatStarted) -> ReportState:
+        """What the chat is about: its report, or for a chat on a simulation alone an empty report holding the
+        run's planning context (what a report's planning would have gathered)."""
+        if started.report_id:
+            return await self._report(started.report_id)
+        grounds = ReportState(NO_REPORT)
+        grounds.context = await self.tools.context(started.simulation_id, started.generation)
+        return grounds
 
     async def _report(self, report_id: str) -> ReportState:
         events = await self.store.read_stream(report_stream(report_id))

@@ -14,6 +14,7 @@ from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import ChatAnswered, ChatEvent, ChatLLMRequested, ChatToolCalled
 from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections.report import mirofish_status
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading
 
@@ -58,7 +59,7 @@ def answer_frame(chat_id: str, report_id: str, answered: ChatAnswered) -> dict[s
 def mirofish_reply(chat_id: str, report_id: str, answered: ChatAnswered) -> dict[str, Any]:
     """MiroFish's `POST /api/report/chat` reply: `{success, data: {response, tool_calls, sources}}` (and ours)."""
     fields = answer_fields(answered)
-    return {"success": True, "data": {"response": fields.pop("answer"), "chat_id": chat_id, "report_id": report_id,
+    return {"success": True, "data": {"response": fields.pop("answer"), "chat_id": chat_id, "report_id": report_id or None,
                                       **fields}}
 
 
@@ -89,8 +90,10 @@ async def chat_request(chats: ChatRunner, views: ProjectionRunner, body: bytes) 
             raise UsageError("report_id and chat_id, when given, are strings")
         message = check_question(request.get("message", request.get("question")))
         history = check_history(request.get("chat_history"))
-        report_id = request.get("report_id") or await _latest_report(views, request.get("simulation_id"))
-        chat_id, report_id = await chat_target(chats, report_id, request.get("chat_id"), "http")
+        if request.get("report_id") or request.get("chat_id"):
+            chat_id, report_id = await chat_target(chats, request.get("report_id"), request.get("chat_id"), "http")
+        else:
+            chat_id, report_id = await _simulation_chat(chats, views, request.get("simulation_id"))
         answered = await chats.ask(chat_id, message, history)
     except SimreportdError as exc:
         return HTTP_STATUS.get(exc.code, 400 if exc.exit_code == 2 else 500), \
@@ -101,15 +104,23 @@ async def chat_request(chats: ChatRunner, views: ProjectionRunner, body: bytes) 
 HTTP_STATUS = {"not_found": 404, "chat_locked": 409, "chat_failed": 502}
 
 
-async def _latest_report(views: ProjectionRunner, simulation_id: object) -> str:
+async def _simulation_chat(chats: ChatRunner, views: ProjectionRunner, simulation_id: object) -> tuple[str, str]:
+    """(chat id, report id) of a new chat on the simulation: on its newest report if that completed, else on the
+    simulation alone (MiroFish's chat needs no report; the report id is then empty)."""
     if not isinstance(simulation_id, str) or not simulation_id:
         raise UsageError("Please provide simulation_id (or report_id)")
 
-    def latest(path: Path) -> dict[str, Any] | None:
+    def latest(path: Path) -> tuple[str, int, dict[str, Any] | None] | None:
         with reading(path) as conn:  # a simulation is named by its folder or by its config's simulation_id
-            return report_queries.latest_report(conn, simulation_queries.resolve(conn, simulation_id) or simulation_id)
+            found = simulation_queries.resolve(conn, simulation_id)
+            newest = simulation_queries.latest_generation(conn, found) if found else None
+            return (found, newest[0], report_queries.latest_report(conn, found)) if found and newest else None
 
-    row = await views.in_thread(latest, views.path)
-    if row is None:
-        raise NotFound(f"simulation {simulation_id} has no report; `simreportd report SIM_DIR --wait` writes one")
-    return str(row["report_id"])
+    found = await views.in_thread(latest, views.path)
+    if found is None:
+        raise NotFound(f"no simulation {simulation_id}: it has no report, and its folder is not under [watch] roots "
+                       "or not ingested yet")
+    simulation, generation, report = found
+    if report is not None and mirofish_status(report["status"]) == "completed":
+        return await chats.open(str(report["report_id"]), "http"), str(report["report_id"])
+    return await chats.open_on_simulation(simulation, generation, "http"), ""

@@ -170,11 +170,16 @@ class LimitsConfig(Section):
     interviews_per_minute: int = Field(default=20, ge=1)
 
 
+# MiroFish's frontend as its dev server serves it (`frontend/vite.config.js`, lines 7-8: port 3000): allowed by
+# default, so that frontend works next to simreportd out of the box (docs/deploy/mirofish.md).
+MIROFISH_ORIGINS = ("http://localhost:3000", "http://127.0.0.1:3000")
+
+
 class ServerConfig(Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     token: str = ""
-    allowed_origins: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=lambda: list(MIROFISH_ORIGINS))
     allowed_hosts: list[str] = Field(default_factory=list)
     max_connections: int = Field(default=900, ge=1)
     max_connections_per_client: int = Field(default=100, ge=1)

@@ -49,6 +49,14 @@ def resolve(conn: sqlite3.Connection, given: str) -> str | None:
     return str(row[0]) if row else None
 
 
+def resolve_graph(conn: sqlite3.Connection, graph_id: str) -> str | None:
+    """The simulation of the knowledge graph MiroFish names (`graph_id` in its simulation_config.json): the one
+    ingested last, when several runs share the graph; None if none does."""
+    row = conn.execute("SELECT simulation_id FROM sim_generations WHERE json_extract(config, '$.graph_id') = ?"
+                       " ORDER BY started_position DESC LIMIT 1", (graph_id,)).fetchone()
+    return str(row[0]) if row else None
+
+
 def interviews(conn: sqlite3.Connection, key: Key) -> list[dict[str, Any]]:
     """The interviews the simulator recorded for one generation (after its run), in the order they came."""
     return rows_as_dicts(conn.execute(

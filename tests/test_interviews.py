@@ -84,6 +84,27 @@ async def test_without_a_live_environment_answers_come_in_persona_and_say_so(
     assert [e.type for e in events][-1] == "InterviewUnlocked"
 
 
+async def test_an_environment_that_did_not_answer_counts_as_gone_until_its_status_is_written_anew(
+        tmp_path: Path, small_sim: Path) -> None:
+    """A stale `alive` with a live pid (nobody reads the commands): the report waits the timeout out once, then
+    every interview goes to persona without sending a command, until env_status.json is written again."""
+    set_environment(small_sim, "alive", os.getpid())
+    config = make_config(tmp_path, reports={"auto": False}, interview={"timeout_s": 0.5})
+    events, daemon = await report_with_interviews(config, small_sim)
+    try:
+        notes = [json.loads(e.data["result"])["note"] for e in events
+                 if e.type == "ToolObserved" and e.data["tool"] == "interview_agents"]
+        after_silence = await daemon.interviews.ask("sim_small", 1, "Still there?")
+        set_environment(small_sim, "alive", os.getpid())  # a simulator wrote it anew: asked again
+        (small_sim / "env_status.json").write_text((small_sim / "env_status.json").read_text() + " ")
+        asked_again = await daemon.interviews.ask("sim_small", 1, "Now?")
+    finally:
+        await daemon.__aexit__()
+    assert "did not answer within" in notes[0] and all("not running" in note for note in notes[1:])
+    assert after_silence["mode"] == "persona" and after_silence["note"] == ""  # no command sent, no wait
+    assert asked_again["mode"] == "persona" and "did not answer within" in asked_again["note"]
+
+
 async def test_user_interviews_are_refused_before_unlock_and_answered_after(tmp_path: Path, small_sim: Path) -> None:
     config = make_config(tmp_path, reports={"auto": False})
     async with Daemon(config, folders=[small_sim]) as daemon:

@@ -93,6 +93,7 @@ class Interviewer:
                     {"agent_id": a["agent_id"], "prompt": prompt} for a in agents]}, self.timeout_s)
                 return _live_answers(result, agents), "live", "answered live by the running simulation"
             except RPCFailed as exc:
+                self._unanswered(folder, exc)
                 note = f"live interview failed ({exc}); answered in persona from profiles and posts instead"
         else:
             note = "the simulation environment is not running; answered in persona from profiles and posts"
@@ -114,6 +115,11 @@ class Interviewer:
         if errors:
             raise errors[0]
         return persona, "persona", note
+
+    def _unanswered(self, folder: Path, exc: RPCFailed) -> None:
+        """A command nobody took in time: the environment counts as gone until its env_status.json changes."""
+        if isinstance(exc, interview_rpc.Unanswered):
+            self.environment.fell_silent(folder)
 
     def _choose(self, simulation_id: str, generation: int, topic: str, count: int) -> list[dict[str, Any]]:
         """Agents who wrote about the topic, taken in turn from each stance so camps are all heard."""
@@ -191,6 +197,7 @@ class Interviewer:
                 result = await interview_rpc.call(folder, "interview", args, self.timeout_s)
                 answer, mode = _single_answer(result), "live"
             except RPCFailed as exc:
+                self._unanswered(folder, exc)
                 note = f"live interview failed ({exc}); answered in persona"
         if mode == "persona":
             materials = await self._in_thread(self._persona_materials, simulation_id, generation, [agent_id], question)

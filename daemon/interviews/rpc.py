@@ -24,6 +24,10 @@ from simreportd.errors import RPCFailed
 POLL_MS = 250
 
 
+class Unanswered(RPCFailed):
+    """The environment took no command in time: nobody reads them (a stale `alive`), or it is stuck."""
+
+
 def write_command(folder: Path, command_type: str, args: dict[str, Any]) -> str:
     """Place one command atomically; return its id."""
     command_id = uuid.uuid4().hex
@@ -56,7 +60,7 @@ async def call(folder: Path, command_type: str, args: dict[str, Any], timeout_s:
             response = await _await_file(responses, path)
     except TimeoutError:
         (folder / "ipc_commands" / f"{command_id}.json").unlink(missing_ok=True)  # never handled: withdraw it
-        raise RPCFailed(f"the simulation environment did not answer within {timeout_s:g}s") from None
+        raise Unanswered(f"the simulation environment did not answer within {timeout_s:g}s") from None
     path.unlink(missing_ok=True)
     if response.get("status") != "completed":
         raise RPCFailed(f"the simulation environment answered {response.get('status')!r}: {response.get('error')}")

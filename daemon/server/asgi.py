@@ -1,6 +1,7 @@
 """The server's ASGI app (Starlette): the routing table, the edge's middleware, the handlers of our own.
 
 A request passes, in order: `EdgeMiddleware` (connection limits, doubled headers, Host),
+`RefusedOriginsTold` (logs the first request of each origin that is not allowed),
 Starlette's `CORSMiddleware` (answers preflights from `[server] allowed_origins`: a browser
 sends them without a token), `GuardMiddleware` (token, Origin of a websocket or a
 state-changing request, its body type), then `routes`. To add a route, add it to `routes`:
@@ -35,11 +36,12 @@ from simreportd.errors import LimitReached
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.sqlite import reading
 
-from . import http_api, mirofish
+from . import http_api, mirofish, mirofish_interviews, mirofish_simulation
 from .commands import client_address
 from .connections import REFUSED
 from .edge import MAX_BODY, REQUEST_TIMEOUT_S, Refusal, body_refusal, error_body, first_refusal, guard_refusal
 from .fanout import Fanout
+from .origins import RefusedOriginsTold
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
@@ -52,7 +54,8 @@ def build_app(daemon: Host, fanout: Fanout, config: ServerConfig) -> Starlette:
     cors = Middleware(CORSMiddleware, allow_origins=config.allowed_origins, allow_methods=["GET", "POST", "DELETE"],
                       allow_headers=["Content-Type", "Authorization"])
     guard = Middleware(GuardMiddleware, config=config, table=table)
-    return Starlette(routes=table, middleware=[Middleware(EdgeMiddleware, config=config), cors, guard],
+    told = Middleware(RefusedOriginsTold, config=config)
+    return Starlette(routes=table, middleware=[Middleware(EdgeMiddleware, config=config), told, cors, guard],
                      exception_handlers={HTTPException: http_error})  # type: ignore[dict-item]
 
 
@@ -89,21 +92,24 @@ def read_route(path: str, fn: Any, daemon: Host) -> Route:
 def mirofish_routes(daemon: Host) -> list[Route]:
     """MiroFish's report API (mirofish.py): one Route per path, with every method its handlers take."""
     by_path: dict[str, dict[str, Any]] = {}
-    for method, path, reader in mirofish.READERS:
+    for method, path, reader in [*mirofish.READERS, *mirofish_simulation.READERS]:
         by_path.setdefault(path, {})[method] = partial(_read, daemon, reader)
-    for method, path, actor in mirofish.ACTORS:
+    for method, path, actor in [*mirofish.ACTORS, *mirofish_simulation.ACTORS, *mirofish_interviews.ACTORS]:
         by_path.setdefault(path, {})[method] = partial(actor, daemon)
 
     def endpoint(handlers: dict[str, Any]) -> Any:
         async def answer(request: Request) -> Response:
             try:
-                ask = mirofish.Ask(dict(request.path_params), dict(request.query_params), await _json(request))
+                ask = mirofish.Ask(dict(request.path_params), dict(request.query_params), await _json(request),
+                                   client_address(request))
             except ValueError as exc:
                 return _mirofish_reply(mirofish.failed(400, str(exc)))
             try:
                 return _mirofish_reply(await handlers[request.method](ask))
             except mirofish.Absurd as exc:
                 return _mirofish_reply(mirofish.failed(400, str(exc), code="bad_request"))
+            except LimitReached as exc:
+                return limited(exc)
         return answer
 
     return [route(path, endpoint(handlers), *handlers) for path, handlers in by_path.items()]

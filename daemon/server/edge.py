@@ -26,7 +26,7 @@ REQUEST_TIMEOUT_S = 10.0  # for a client to send its request head, and then its 
 WILDCARDS = ("0.0.0.0", "::", "")
 SINGLE_HEADERS = ("host", "authorization", "origin")
 STATE_CHANGING = frozenset({"POST", "DELETE", "PUT", "PATCH"})
-MIROFISH_PREFIX = "/api/report/"  # MiroFish's routes answer errors in MiroFish's shape
+MIROFISH_PREFIX = ("/api/report/", "/api/simulation/", "/api/graph/")  # MiroFish's routes: errors in its shape
 REFUSAL_LOG_PERIOD_S = 10.0
 
 

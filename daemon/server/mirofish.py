@@ -25,7 +25,7 @@ from simreportd.daemon.host import Host
 from simreportd.errors import SimreportdError, WaitTimeout
 from simreportd.events.models import ReportDeleted
 from simreportd.events.streams import report_stream
-from simreportd.projections import report_queries, simulation_queries
+from simreportd.projections import report_queries, run_queries, simulation_queries
 from simreportd.projections.export import full_markdown, load_report, meta, progress, section_markdown
 from simreportd.projections.report import mirofish_status
 from simreportd.projections.sqlite import reading
@@ -35,11 +35,13 @@ SETTLE_S = 30.0  # how long an actor waits for the read models to show what it a
 
 @dataclass(frozen=True)
 class Ask:
-    """One request as a handler sees it: path parameters (decoded), query parameters, the JSON body."""
+    """One request as a handler sees it: path parameters (decoded), query parameters, the JSON body, and who
+    asks (the peer's address, for the per-client limits)."""
 
     params: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
     body: Any = None
+    client: str = "unknown"
 
 
 @dataclass(frozen=True)
@@ -216,9 +218,12 @@ def generate_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
 # --- actors ----------------------------------------------------------------------------------
 
 
-async def _resolve(daemon: Host, given: object) -> str | None:
+async def _resolve(daemon: Host, given: object, graph: object = None) -> str | None:
+    """The simulation a client names, or (with no `given`) the one of the graph it names."""
     def find(path: Any) -> str | None:
         with reading(path) as conn:
+            if not given and isinstance(graph, str) and graph:
+                return simulation_queries.resolve_graph(conn, graph) or _simulation(conn, graph)
             return _simulation(conn, given)
 
     return await daemon.views.in_thread(find, daemon.views.path)
@@ -278,19 +283,30 @@ async def search_tool(daemon: Host, ask: Ask) -> Reply:
     query, limit = body.get("query"), body.get("limit", 10)
     if not isinstance(query, str) or not query.strip():
         return failed(400, "send simulation_id (or graph_id) and query")
-    return await _tool(daemon, body, "quick_search", {"query": query, "limit": limit if isinstance(limit, int) else 10})
+    return await _tool(daemon, body, "quick_search", {"query": query, "limit": limit if isinstance(limit, int) else 10},
+                       lambda conn, key, found: run_queries.search_result(found))
 
 
 async def statistics_tool(daemon: Host, ask: Ask) -> Reply:
     """MiroFish's `tools/statistics`: our `simulation_analytics` on the simulation the request names."""
-    return await _tool(daemon, ask.body if isinstance(ask.body, dict) else {}, "simulation_analytics", {})
+    body = ask.body if isinstance(ask.body, dict) else {}
+    graph = str(body.get("graph_id") or "")
+    return await _tool(daemon, body, "simulation_analytics", {},
+                       lambda conn, key, found: {**found, **run_queries.graph_statistics(conn, key, graph)})
 
 
-async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[str, Any]) -> Reply:
-    given = body.get("simulation_id") or body.get("graph_id")
-    simulation_id = await _resolve(daemon, given)
+Shape = Callable[[sqlite3.Connection, tuple[str, int], dict[str, Any]], dict[str, Any]]
+
+
+async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[str, Any], shape: Shape) -> Reply:
+    """Our tool on the simulation named (by `simulation_id`, or by the `graph_id` MiroFish sends), its answer
+    given the fields of MiroFish's by `shape` (on the read models)."""
+    given, graph = body.get("simulation_id"), body.get("graph_id")
+    simulation_id = await _resolve(daemon, given, graph)
     if simulation_id is None:
-        return failed(400 if not given else 404, f"no simulation {given}" if given else "send simulation_id")
+        named = given or graph
+        return failed(400 if not named else 404, f"no simulation or graph {named}" if named else
+                      "send simulation_id or graph_id")
 
     def newest(path: Any) -> int | None:
         with reading(path) as conn:
@@ -301,10 +317,15 @@ async def _tool(daemon: Host, body: dict[str, Any], tool: str, arguments: dict[s
     if generation is None:
         return failed(404, f"no run of {simulation_id} is folded yet")
     try:
-        result = await daemon.runner.tools.run(tool, arguments, simulation_id, generation)
+        result = json.loads(await daemon.runner.tools.run(tool, arguments, simulation_id, generation))
     except SimreportdError as exc:
         return failed(400, str(exc))
-    return ok(json.loads(result))
+
+    def shaped(path: Any) -> dict[str, Any]:
+        with reading(path) as conn:
+            return shape(conn, (simulation_id, generation), result)
+
+    return ok(await daemon.views.in_thread(shaped, daemon.views.path))
 
 
 READERS: list[tuple[str, str, Reader]] = [
