@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from simreportd.daemon.chat import chat_request
+from simreportd.daemon.client_json import checked
 from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.host import Host
 from simreportd.errors import LimitReached
@@ -125,11 +126,12 @@ async def _json(request: Request) -> Any:
         return None
     body = await json_body(request)
     try:
-        return json.loads(body) if body.strip() else None
+        value = json.loads(body) if body.strip() else None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"the body is not JSON: {exc}") from None
     except RecursionError:
         raise ValueError("the body nests its JSON too deep") from None
+    return checked(value)  # BadText, a ValueError, if a string in it is not text
 
 
 def _mirofish_reply(answer: mirofish.Reply) -> Response:

@@ -1,0 +1,91 @@
+"""Hostile load, third round (docs/protocol.md#security): bad strings, smuggled requests, missing read models,
+forced regeneration and spend, slow readers. Each attack over real sockets on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+
+from simreportd.daemon import client_json
+
+from .conftest import TIMEOUT
+from .test_server import Running, server_config
+
+pytestmark = pytest.mark.anyio
+LONE = '"\\ud800"'  # a JSON string holding an unpaired surrogate
+
+
+@pytest.fixture
+async def running(tmp_path: Path, small_sim: Path) -> AsyncIterator[Running]:
+    async with Running(server_config(tmp_path), [small_sim]) as r:
+        yield r
+
+
+async def exchange(base: str, request: bytes) -> bytes:
+    """Write `request` on one connection and read until the server closes it (or TIMEOUT)."""
+    host, port = base.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(request)
+    await writer.drain()
+    try:
+        return await asyncio.wait_for(reader.read(), TIMEOUT)
+    finally:
+        writer.close()
+
+
+def post(path: str, body: str, *extra: str) -> bytes:
+    head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+            f"Content-Length: {len(body.encode())}", "Connection: close", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n" + body).encode()
+
+
+def answer(raw: bytes) -> tuple[int, dict]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+BAD_BODIES = [
+    ("/api/report/generate", '{"simulation_id": %s, "force_regenerate": true}' % LONE),
+    ("/api/report/generate/status", '{"task_id": %s}' % LONE),
+    ("/api/report/chat", '{"simulation_id": "small", "message": %s}' % LONE),
+    ("/api/report/chat", '{"report_id": %s, "message": "hello"}' % LONE),
+    ("/api/report/chat", '{"simulation_id": "small", "message": "hi", "chat_history": [{"role": "user", "content": %s}]}'
+     % LONE),
+    ("/api/report/tools/search", '{"simulation_id": "small", "query": %s}' % LONE),
+    ("/api/report/tools/statistics", '{"graph_id": %s}' % LONE),
+    ("/api/report/generate", '{%s: 1}' % LONE),
+]
+
+
+async def test_lone_surrogates_in_a_body_are_a_400_in_mirofish_shape_with_one_log_line(
+        running: Running, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_json.refusals, "logged_at", float("-inf"))
+    caplog.set_level(logging.INFO)
+    for path, body in BAD_BODIES:
+        status, shape = answer(await exchange(running.base, post(path, body)))
+        assert status == 400 and shape["success"] is False and "unpaired" in shape["error"], (path, body, shape)
+    refusals = [r for r in caplog.records if r.name == client_json.log.name]
+    assert len(refusals) == 1 and "unpaired surrogate" in refusals[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("frame", [
+    '{"op": "generate_report", "simulation_id": %s}' % LONE,
+    '{"op": "interview", "simulation_id": "small", "agent_id": 1, "question": %s}' % LONE,
+    '{"op": "chat", "report_id": "r1", "question": %s}' % LONE,
+    '{"op": "chat", %s: "x"}' % LONE,
+])
+async def test_lone_surrogates_in_a_frame_get_an_error_frame_and_the_socket_stays_open(
+        running: Running, frame: str) -> None:
+    async with connect(f"ws://{running.base}/ws") as ws:
+        await ws.send(frame)
+        error = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+        assert error["type"] == "error" and error["code"] == "bad_text" and "unpaired" in error["message"]
+        await ws.send('{"op": "nonsense"}')  # still served
+        assert json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["code"] == "unknown_op"
