@@ -89,3 +89,14 @@ async def test_lone_surrogates_in_a_frame_get_an_error_frame_and_the_socket_stay
         assert error["type"] == "error" and error["code"] == "bad_text" and "unpaired" in error["message"]
         await ws.send('{"op": "nonsense"}')  # still served
         assert json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["code"] == "unknown_op"
+
+
+async def test_a_request_framed_both_ways_is_refused_and_what_follows_it_is_not_answered(running: Running) -> None:
+    """RFC 9112 section 6.1: Content-Length and Transfer-Encoding together; the chunked body ends early and the
+    bytes after it would be a second request on the same connection."""
+    smuggled = "GET /api/reports HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    request = ("POST /api/report/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {5 + len(smuggled)}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n{smuggled}")
+    raw = await exchange(running.base, request.encode())
+    assert raw.count(b"HTTP/1.1 ") == 1 and raw.startswith(b"HTTP/1.1 400 ")
+    assert b"not both" in raw and b"Connection: close" in raw

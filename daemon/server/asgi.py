@@ -196,7 +196,7 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
         await websocket.close(TRY_AGAIN_LATER, refusal.message.encode()[:120].decode(errors="ignore"))
         return
     response = reply(refusal.status, http_api.JSON, error_body(scope["path"], refusal.code, refusal.message),
-                     {"Connection": "close"} if refusal.status == 503 else None)
+                     {"Connection": "close"} if refusal.status == 503 or refusal.close else None)
     if scope["type"] == "websocket":
         await WebSocket(scope, receive, send).send_denial_response(response)
     else:

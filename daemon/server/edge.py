@@ -38,6 +38,7 @@ class Refusal:
     code: str
     message: str
     allow: str = ""  # the Allow header of a 405
+    close: bool = False  # answered with Connection: close (what follows on the connection is not read)
 
 
 def error_body(path: str, code: str, message: str) -> bytes:
@@ -84,11 +85,15 @@ def authorized(authorization: str, query_token: str, config: ServerConfig) -> bo
 
 def first_refusal(headers: list[tuple[bytes, bytes]], config: ServerConfig) -> Refusal | None:
     """What every request must pass before anything else (CORS preflights included): one of each
-    header that names who is asking, and a Host this server answers to."""
+    header that names who is asking, one way to frame its body (a request framed both ways may smuggle
+    another behind it: it is refused and its connection closed), and a Host this server answers to."""
     names = [name.lower() for name, _ in headers]
     for name in SINGLE_HEADERS:
         if names.count(name.encode()) > 1:
             return Refusal(400, "bad_request", f"more than one {name.title()} header")
+    if header(headers, b"content-length") is not None and header(headers, b"transfer-encoding") is not None:
+        return Refusal(400, "bad_request", "send Content-Length or Transfer-Encoding, not both: the body's end "
+                                           "would be ambiguous (RFC 9112 section 6.1)", close=True)
     host = header(headers, b"host") or ""
     if not host_allowed(host, config):
         return Refusal(403, "forbidden_host", f"host {host!r} is not allowed; add it to [server] allowed_hosts if "
