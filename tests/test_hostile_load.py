@@ -13,8 +13,9 @@ import pytest
 from websockets.asyncio.client import connect
 
 from simreportd.daemon import client_json
+from simreportd.projections import runner as projection_runner
 
-from .conftest import TIMEOUT
+from .conftest import TIMEOUT, make_config
 from .test_server import Running, server_config
 
 pytestmark = pytest.mark.anyio
@@ -100,3 +101,22 @@ async def test_a_request_framed_both_ways_is_refused_and_what_follows_it_is_not_
     raw = await exchange(running.base, request.encode())
     assert raw.count(b"HTTP/1.1 ") == 1 and raw.startswith(b"HTTP/1.1 400 ")
     assert b"not both" in raw and b"Connection: close" in raw
+
+
+async def test_reads_while_the_read_models_are_missing_are_a_503_rebuilding_with_retry_after(
+        tmp_path: Path, small_sim: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The file deleted under a running daemon; its fold (inline, its idle file check put off) has not made it
+    again yet, so every read meets the missing file."""
+    monkeypatch.setattr(projection_runner, "FILE_CHECK_S", 3600.0)
+    config = make_config(tmp_path, reports={"auto": False}, server={"port": 0}, service={"fold": "inline"})
+    async with Running(config, [small_sim]) as running:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{running.daemon.views.path}{suffix}").unlink(missing_ok=True)
+        for path in ("/healthz", "/metrics", "/api/reports", "/api/simulations", "/api/report/list",
+                     "/api/report/check/small"):
+            raw = await exchange(running.base, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                                 .encode())
+            status, shape = answer(raw)
+            assert status == 503 and b"Retry-After: 2" in raw and "rebuilt" in str(shape), (path, raw)
+            assert (shape["success"] is False) if path.startswith("/api/report/") else shape["error"] == "rebuilding"
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]

@@ -34,7 +34,7 @@ from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.host import Host
 from simreportd.errors import LimitReached
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.sqlite import reading
+from simreportd.projections.sqlite import ViewsMissing, reading
 
 from . import http_api, mirofish
 from .commands import client_address
@@ -44,6 +44,7 @@ from .fanout import Fanout
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+REBUILD_RETRY_S = 2  # the Retry-After of a read while the read models are rebuilt (their runner checks each second)
 CODES = {404: "not_found", 405: "method_not_allowed", 408: "request_timeout", 413: "too_large"}
 
 
@@ -54,7 +55,8 @@ def build_app(daemon: Host, fanout: Fanout, config: ServerConfig) -> Starlette:
                       allow_headers=["Content-Type", "Authorization"])
     guard = Middleware(GuardMiddleware, config=config, table=table)
     return Starlette(routes=table, middleware=[Middleware(EdgeMiddleware, config=config), cors, guard],
-                     exception_handlers={HTTPException: http_error})  # type: ignore[dict-item]
+                     exception_handlers={HTTPException: http_error,  # type: ignore[dict-item]
+                                         ViewsMissing: rebuilding})
 
 
 def routes(daemon: Host, fanout: Fanout) -> list[BaseRoute]:
@@ -112,8 +114,6 @@ def mirofish_routes(daemon: Host) -> list[Route]:
 
 async def _read(daemon: Host, reader: mirofish.Reader, ask: mirofish.Ask) -> mirofish.Reply:
     def read(path: Path) -> mirofish.Reply:
-        if not path.exists():
-            return mirofish.failed(503, "the read models are being built; try again in a moment")
         with reading(path) as conn:
             return reader(conn, ask)
 
@@ -185,6 +185,14 @@ async def http_error(request: Request, exc: HTTPException) -> Response:
         message = f"{request.method} is not allowed here; use {headers['Allow']}"
     body = error_body(request.url.path, CODES.get(exc.status_code, "error"), message)
     return reply(exc.status_code, http_api.JSON, body, headers)
+
+
+async def rebuilding(request: Request, exc: Exception) -> Response:
+    """A read while the read-model file is missing (deleted, or not made yet): 503 with Retry-After, in the
+    route's error shape, while its runner makes it again from the log; no traceback, no 500."""
+    body = error_body(request.url.path, "rebuilding", "the read models are being rebuilt from the log; "
+                                                      f"try again in {REBUILD_RETRY_S} s")
+    return reply(503, http_api.JSON, body, {"Retry-After": str(REBUILD_RETRY_S)})
 
 
 async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -> None:
