@@ -140,6 +140,9 @@ class LimitsConfig(Section):
     interviews_at_once: int = Field(default=4, ge=1)
     interviews_per_client: int = Field(default=2, ge=1)
     interviews_per_minute: int = Field(default=20, ge=1)
+    regenerate_every_s: float = Field(default=300.0, ge=0)
+    regenerations_per_hour: int = Field(default=6, ge=1)
+    model_calls_per_minute: int = Field(default=120, ge=0)
 
 
 class ServerConfig(Section):

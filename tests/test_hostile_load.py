@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
+from simreportd.agent.providers import OpenAIProvider
 from simreportd.daemon import client_json
+from simreportd.daemon.gates import CallBudget
+from simreportd.errors import LimitReached
+from simreportd.events.models import LLMRequested
 from simreportd.projections import runner as projection_runner
 
 from .conftest import TIMEOUT, make_config
+from .fake_llm import FakeLLM
 from .test_server import Running, server_config
 
 pytestmark = pytest.mark.anyio
@@ -28,10 +33,10 @@ async def running(tmp_path: Path, small_sim: Path) -> AsyncIterator[Running]:
         yield r
 
 
-async def exchange(base: str, request: bytes) -> bytes:
-    """Write `request` on one connection and read until the server closes it (or TIMEOUT)."""
+async def exchange(base: str, request: bytes, source: str = "127.0.0.1") -> bytes:
+    """Write `request` on one connection from `source` and read until the server closes it (or TIMEOUT)."""
     host, port = base.split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
+    reader, writer = await asyncio.open_connection(host, int(port), local_addr=(source, 0))
     writer.write(request)
     await writer.drain()
     try:
@@ -54,11 +59,11 @@ def answer(raw: bytes) -> tuple[int, dict]:
 BAD_BODIES = [
     ("/api/report/generate", '{"simulation_id": %s, "force_regenerate": true}' % LONE),
     ("/api/report/generate/status", '{"task_id": %s}' % LONE),
-    ("/api/report/chat", '{"simulation_id": "small", "message": %s}' % LONE),
+    ("/api/report/chat", '{"simulation_id": "sim_small", "message": %s}' % LONE),
     ("/api/report/chat", '{"report_id": %s, "message": "hello"}' % LONE),
-    ("/api/report/chat", '{"simulation_id": "small", "message": "hi", "chat_history": [{"role": "user", "content": %s}]}'
+    ("/api/report/chat", '{"simulation_id": "sim_small", "message": "hi", "chat_history": [{"role": "user", "content": %s}]}'
      % LONE),
-    ("/api/report/tools/search", '{"simulation_id": "small", "query": %s}' % LONE),
+    ("/api/report/tools/search", '{"simulation_id": "sim_small", "query": %s}' % LONE),
     ("/api/report/tools/statistics", '{"graph_id": %s}' % LONE),
     ("/api/report/generate", '{%s: 1}' % LONE),
 ]
@@ -78,7 +83,7 @@ async def test_lone_surrogates_in_a_body_are_a_400_in_mirofish_shape_with_one_lo
 
 @pytest.mark.parametrize("frame", [
     '{"op": "generate_report", "simulation_id": %s}' % LONE,
-    '{"op": "interview", "simulation_id": "small", "agent_id": 1, "question": %s}' % LONE,
+    '{"op": "interview", "simulation_id": "sim_small", "agent_id": 1, "question": %s}' % LONE,
     '{"op": "chat", "report_id": "r1", "question": %s}' % LONE,
     '{"op": "chat", %s: "x"}' % LONE,
 ])
@@ -113,10 +118,75 @@ async def test_reads_while_the_read_models_are_missing_are_a_503_rebuilding_with
         for suffix in ("", "-wal", "-shm"):
             Path(f"{running.daemon.views.path}{suffix}").unlink(missing_ok=True)
         for path in ("/healthz", "/metrics", "/api/reports", "/api/simulations", "/api/report/list",
-                     "/api/report/check/small"):
+                     "/api/report/check/sim_small"):
             raw = await exchange(running.base, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
                                  .encode())
             status, shape = answer(raw)
             assert status == 503 and b"Retry-After: 2" in raw and "rebuilt" in str(shape), (path, raw)
             assert (shape["success"] is False) if path.startswith("/api/report/") else shape["error"] == "rebuilding"
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+async def generate(running: Running, source: str) -> tuple[int, dict, bytes]:
+    """MiroFish's Step 3: POST /api/report/generate with force_regenerate, as it always sends, from `source`."""
+    raw = await exchange(running.base, post("/api/report/generate", json.dumps(
+        {"simulation_id": "sim_small", "force_regenerate": True})), source)
+    status, shape = answer(raw)
+    if status == 200:
+        await running.daemon.reports.wait(shape["data"]["report_id"])
+    return status, shape, raw
+
+
+async def test_forced_regeneration_is_limited_per_client_and_per_simulation_with_a_429_naming_the_limit(
+        tmp_path: Path, small_sim: Path) -> None:
+    config = make_config(tmp_path, reports={"auto": False}, server={"port": 0},
+                         limits={"regenerate_every_s": 3600, "regenerations_per_hour": 2})
+    async with Running(config, [small_sim]) as running:
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+        first = await generate(running, "127.0.0.1")  # the first report is not a forced one
+        forced = await generate(running, "127.0.0.1")
+        assert forced[0] == 200, (first, forced)
+        assert forced[1]["data"]["report_id"] != first[1]["data"]["report_id"]
+        status, shape, raw = await generate(running, "127.0.0.1")
+        assert status == 429 and "regenerate_every_s" in shape["error"] and b"Retry-After: " in raw
+        assert shape["code"] == "limit_reached" and shape["success"] is False
+        assert (await generate(running, "127.0.0.2"))[0] == 200  # another client: its own interval
+        status, shape, _ = await generate(running, "127.0.0.3")
+        assert status == 429 and "regenerations_per_hour" in shape["error"]
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+        listed = answer(await exchange(running.base, b"GET /api/report/list HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                                      b"Connection: close\r\n\r\n"))[1]
+        assert listed["count"] == 3  # the first, and one forced by each of two clients
+
+
+async def test_chats_and_forced_reports_are_refused_while_the_model_call_budget_is_spent(
+        tmp_path: Path, small_sim: Path) -> None:
+    """The budget is the daemon's own, spent here as its model calls spend it (each takes one)."""
+    config = make_config(tmp_path, reports={"auto": False}, server={"port": 0},
+                         limits={"model_calls_per_minute": 3, "regenerate_every_s": 0})
+    async with Running(config, [small_sim]) as running:
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+        assert (await generate(running, "127.0.0.1"))[0] == 200
+        for _ in range(3):
+            await running.daemon.budget.acquire()
+        status, shape = answer(await exchange(running.base, post("/api/report/chat", json.dumps(
+            {"simulation_id": "sim_small", "message": "Who led the debate?"}))))
+        assert status == 429 and "model_calls_per_minute" in shape["error"] and "3 calls a minute" in shape["error"]
+        status, shape, _ = await generate(running, "127.0.0.2")
+        assert status == 429 and "model_calls_per_minute" in shape["error"]
+
+
+async def test_every_model_call_of_a_provider_takes_from_the_budget() -> None:
+    budget = CallBudget(2)
+    with FakeLLM() as llm:
+        provider = OpenAIProvider(llm.base_url, "", 30.0, 2, budget=budget)
+        try:
+            for n in range(2):
+                await provider.complete(LLMRequested(report_id="r", call_id=f"c{n}", model="m", purpose="section",
+                                                     protocol="text", messages_added=[], fingerprint="f"),
+                                        [{"role": "user", "content": "hi"}], 1)
+        finally:
+            await provider.close()
+    with pytest.raises(LimitReached, match=r"model_calls_per_minute"):
+        budget.check("chat questions")
+    assert CallBudget(0).check("anything") is None  # 0: no budget

@@ -100,7 +100,8 @@ def mirofish_routes(daemon: Host) -> list[Route]:
     def endpoint(handlers: dict[str, Any]) -> Any:
         async def answer(request: Request) -> Response:
             try:
-                ask = mirofish.Ask(dict(request.path_params), dict(request.query_params), await _json(request))
+                ask = mirofish.Ask(dict(request.path_params), dict(request.query_params), await _json(request),
+                                   client_address(request))
             except ValueError as exc:
                 return _mirofish_reply(mirofish.failed(400, str(exc)))
             try:

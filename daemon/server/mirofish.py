@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simreportd.daemon.host import Host
-from simreportd.errors import SimreportdError, WaitTimeout
+from simreportd.errors import LimitReached, SimreportdError, WaitTimeout
 from simreportd.events.models import ReportDeleted
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
@@ -40,6 +40,7 @@ class Ask:
     params: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
     body: Any = None
+    client: str = ""  # who asks, for the per-client limits (commands.client_address)
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,8 @@ async def _resolve(daemon: Host, given: object) -> str | None:
 
 
 async def generate(daemon: Host, ask: Ask) -> Reply:
-    """The run's report: the one it has (running or completed) unless `force_regenerate`; else a new one."""
+    """The run's report: the one it has (running or completed) unless `force_regenerate`; else a new one.
+    A forced one passes `[limits]`' regenerations (daemon/gates.py): beyond them, 429 naming the limit."""
     body = ask.body if isinstance(ask.body, dict) else {}
     given = body.get("simulation_id")
     if not isinstance(given, str) or not given:
@@ -233,8 +235,13 @@ async def generate(daemon: Host, ask: Ask) -> Reply:
     if simulation_id is None:
         return failed(404, f"no simulation {given}: its folder is not under [watch] roots or not ingested yet")
     try:
-        report_id, state = await daemon.reports.ensure(simulation_id, force=body.get("force_regenerate") is True,
-                                                       trigger="http")
+        report_id, state = await daemon.reports.ensure(simulation_id, trigger="http")
+        if state == "completed" and body.get("force_regenerate") is True:  # a running one is never doubled
+            daemon.regenerations.admit(ask.client, simulation_id)
+            report_id, state = await daemon.reports.ensure(simulation_id, force=True, trigger="http")
+    except LimitReached as exc:
+        return Reply(429, {"success": False, "error": str(exc), "code": exc.code},
+                     headers={"Retry-After": str(exc.retry_after_s)})
     except SimreportdError as exc:
         return failed(409 if exc.exit_code == 2 else 500, str(exc))
     await _settled(daemon)  # the report's routes know it now
