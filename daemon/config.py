@@ -155,6 +155,15 @@ class ServerConfig(Section):
     max_connections_per_client: int = Field(default=100, ge=1)
     http_reserve: int = Field(default=64, ge=0)
     send_buffer_mb: int = Field(default=64, ge=1)
+    trusted_proxies: list[str] = Field(default_factory=list)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        """Addresses or networks (`127.0.0.1`, `10.0.0.0/8`), checked as the config is read."""
+        for item in value:
+            ipaddress.ip_network(item, strict=False)  # a ValueError names the bad one
+        return value
 
     def refuse_if_exposed(self) -> None:
         """A host beyond loopback needs a token: refused when the config is read (at start and at SIGHUP),

@@ -190,3 +190,30 @@ async def test_every_model_call_of_a_provider_takes_from_the_budget() -> None:
     with pytest.raises(LimitReached, match=r"model_calls_per_minute"):
         budget.check("chat questions")
     assert CallBudget(0).check("anything") is None  # 0: no budget
+
+
+async def kept(base: str, source: str, forwarded_for: str) -> tuple[int, bytes, asyncio.StreamWriter]:
+    """GET /healthz from `source` with X-Forwarded-For, on a connection kept open: (status, body, its writer)."""
+    host, port = base.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port), local_addr=(source, 0))
+    writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: {forwarded_for}\r\n\r\n".encode())
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    return int(head.split()[1]), await asyncio.wait_for(reader.readexactly(length), TIMEOUT), writer
+
+
+async def test_the_client_is_the_one_a_trusted_proxy_forwards_and_only_a_trusted_one(
+        tmp_path: Path, small_sim: Path) -> None:
+    config = make_config(tmp_path, reports={"auto": False},
+                         server={"port": 0, "trusted_proxies": ["127.0.0.1"], "max_connections_per_client": 2})
+    async with Running(config, [small_sim]) as running:
+        answers = [await kept(running.base, "127.0.0.1", "10.0.0.1") for _ in range(2)]
+        answers.append(await kept(running.base, "127.0.0.1", "10.0.0.9, 10.0.0.1"))  # the left is the client's say
+        answers.append(await kept(running.base, "127.0.0.1", "10.0.0.2"))
+        answers += [await kept(running.base, "127.0.0.2", "10.0.0.3") for _ in range(3)]  # not a trusted peer
+        try:
+            assert [status for status, _, _ in answers] == [200, 200, 503, 200, 200, 200, 503]
+            assert b"10.0.0.1 holds its limit of 2" in answers[2][1] and b"127.0.0.2 holds" in answers[6][1]
+        finally:
+            for _, _, writer in answers:
+                writer.close()

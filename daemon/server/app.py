@@ -74,7 +74,8 @@ class Server:
         start = await self.daemon.store.last_position()
         self.sockets = listen(self.config)
         self.limits = ConnectionLimits(within_file_limit(self.config.max_connections),
-                                       self.config.max_connections_per_client, self.config.http_reserve)
+                                       self.config.max_connections_per_client, self.config.http_reserve,
+                                       trusted_proxies=self.config.trusted_proxies)
         self._uvicorn = EmbeddedUvicorn(uvicorn_config(self.daemon, self.fanout, self.config, self.limits))
         logging.getLogger("uvicorn.error").setLevel(logging.ERROR)  # a line per bad request is not for our log
         accept_errors = AcceptErrorsOnce()

@@ -38,8 +38,18 @@ from simreportd.projections.sqlite import ViewsMissing, reading
 
 from . import http_api, mirofish
 from .commands import client_address
-from .connections import REFUSED
-from .edge import MAX_BODY, REQUEST_TIMEOUT_S, Refusal, body_refusal, error_body, first_refusal, guard_refusal
+from .connections import CONNECTION, REFUSED
+from .edge import (
+    MAX_BODY,
+    REQUEST_TIMEOUT_S,
+    Refusal,
+    body_refusal,
+    error_body,
+    first_refusal,
+    forwarded_client,
+    guard_refusal,
+    trusted,
+)
 from .fanout import Fanout
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
@@ -212,16 +222,33 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
         await response(scope, receive, send)
 
 
+def forwarded(scope: Scope, config: ServerConfig) -> Refusal | None:
+    """Behind a proxy in `[server] trusted_proxies`, the client is the one its X-Forwarded-For or Forwarded
+    header names: the scope's client becomes it (every per-client limit then counts that client), and its
+    connection counts against that client's limit (the refusal if it holds it)."""
+    peer = scope.get("client")
+    if peer is None or not trusted(peer[0], config.trusted_proxies):
+        return None
+    who = forwarded_client(scope["headers"], config.trusted_proxies)
+    if who is None:
+        return None
+    scope["client"] = (who, peer[1])
+    connection = scope.get("state", {}).get(CONNECTION)
+    return connection.forwarded(who) if connection is not None else None
+
+
 class EdgeMiddleware:
     """What every request must pass first: the connection limits (decided as it opened), one Host,
-    Authorization and Origin header each, a Host this server answers to."""
+    Authorization and Origin header each, a Host this server answers to, and the client a trusted proxy
+    forwards (`forwarded`)."""
 
     def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
         self.app, self.config = app, config
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
-            refusal = scope.get("state", {}).get(REFUSED) or first_refusal(scope["headers"], self.config)
+            refusal = scope.get("state", {}).get(REFUSED) or first_refusal(scope["headers"], self.config) \
+                or forwarded(scope, self.config)
             if refusal is not None:
                 await refuse(scope, receive, send, refusal)
                 return
