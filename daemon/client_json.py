@@ -2,7 +2,7 @@
 
 JSON may spell a lone UTF-16 half (`"\\ud800"`); Python decodes it to a string that cannot be
 encoded as UTF-8, so it would fail later, deep inside, wherever it reaches SQLite, a log line
-or an answer (docs/protocol.md#bad-text). It is refused here instead, at the edge, naming the
+or an answer (docs/protocol.md#security). It is refused here instead, at the edge, naming the
 field: a 400 over HTTP, an `error` frame over the websocket, one log line a period.
 """
 

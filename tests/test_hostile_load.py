@@ -132,8 +132,9 @@ async def generate(running: Running, source: str) -> tuple[int, dict, bytes]:
     raw = await exchange(running.base, post("/api/report/generate", json.dumps(
         {"simulation_id": "sim_small", "force_regenerate": True})), source)
     status, shape = answer(raw)
-    if status == 200:
+    if status == 200:  # written, and folded: the next ask finds it completed
         await running.daemon.reports.wait(shape["data"]["report_id"])
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
     return status, shape, raw
 
 

@@ -19,6 +19,7 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from simreportd.daemon.host import Host
@@ -235,10 +236,9 @@ async def generate(daemon: Host, ask: Ask) -> Reply:
     if simulation_id is None:
         return failed(404, f"no simulation {given}: its folder is not under [watch] roots or not ingested yet")
     try:
-        report_id, state = await daemon.reports.ensure(simulation_id, trigger="http")
-        if state == "completed" and body.get("force_regenerate") is True:  # a running one is never doubled
-            daemon.regenerations.admit(ask.client, simulation_id)
-            report_id, state = await daemon.reports.ensure(simulation_id, force=True, trigger="http")
+        report_id, state = await daemon.reports.ensure(
+            simulation_id, force=body.get("force_regenerate") is True, trigger="http",
+            admit=partial(daemon.regenerations.admit, ask.client, simulation_id))
     except LimitReached as exc:
         return Reply(429, {"success": False, "error": str(exc), "code": exc.code},
                      headers={"Retry-After": str(exc.retry_after_s)})
