@@ -15,6 +15,7 @@ from websockets.asyncio.client import connect
 from simreportd.agent.providers import OpenAIProvider
 from simreportd.daemon import client_json
 from simreportd.daemon.gates import CallBudget
+from simreportd.daemon.server import streaming
 from simreportd.errors import LimitReached
 from simreportd.events.models import LLMRequested
 from simreportd.projections import runner as projection_runner
@@ -53,7 +54,17 @@ def post(path: str, body: str, *extra: str) -> bytes:
 
 def answer(raw: bytes) -> tuple[int, dict]:
     head, _, body = raw.partition(b"\r\n\r\n")
-    return int(head.split()[1]), json.loads(body)
+    return int(head.split()[1]), json.loads(dechunked(body) if b"transfer-encoding: chunked" in head.lower() else body)
+
+
+def dechunked(body: bytes) -> bytes:
+    """A chunked body's bytes (RFC 9112 section 7.1), without its chunk sizes."""
+    out = b""
+    while True:
+        size, _, rest = body.partition(b"\r\n")
+        if not int(size, 16):
+            return out
+        out, body = out + rest[:int(size, 16)], rest[int(size, 16) + 2:]
 
 
 BAD_BODIES = [
@@ -218,3 +229,25 @@ async def test_the_client_is_the_one_a_trusted_proxy_forwards_and_only_a_trusted
         finally:
             for _, _, writer in answers:
                 writer.close()
+
+
+async def test_the_whole_logs_are_streamed_a_page_at_a_time_and_equal_the_logs(
+        tmp_path: Path, small_sim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of about 1 KiB: the answers are made of many, and still are the logs, whole and in order."""
+    monkeypatch.setattr(streaming, "PAGE_BYTES", 1024)
+    config = make_config(tmp_path, reports={"auto": False}, server={"port": 0})
+    async with Running(config, [small_sim]) as running:
+        report_id = await running.daemon.reports.request(small_sim.name)
+        await running.daemon.reports.wait(report_id)
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+        for kind in ("agent-log", "console-log"):
+            def ask(path: str) -> bytes:
+                return f"GET /api/report/{report_id}/{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" \
+                    .encode()
+            status, whole = answer(await exchange(running.base, ask(f"{kind}/stream")))
+            paged = answer(await exchange(running.base, ask(f"{kind}?from_line=0")))[1]["data"]
+            assert status == 200 and whole["success"] is True and whole["data"]["logs"] == paged["logs"]
+            assert whole["data"]["count"] == paged["total_lines"] == len(paged["logs"])
+            assert len(json.dumps(paged["logs"])) > 3 * streaming.PAGE_BYTES, kind  # a few pages
+        status, empty = answer(await exchange(running.base, ask("agent-log/stream").replace(report_id.encode(), b"r0")))
+        assert status == 200 and empty["data"] == {"logs": [], "count": 0}

@@ -33,6 +33,7 @@ from simreportd.daemon.client_json import checked
 from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.host import Host
 from simreportd.errors import LimitReached
+from simreportd.projections import report_queries
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.sqlite import ViewsMissing, reading
 
@@ -51,6 +52,7 @@ from .edge import (
     trusted,
 )
 from .fanout import Fanout
+from .streaming import LogAnswer, json_string
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
@@ -77,6 +79,9 @@ def routes(daemon: Host, fanout: Fanout) -> list[BaseRoute]:
         route("/healthz", handlers.health, "GET"),
         route("/metrics", handlers.metrics, "GET"),
         route("/api/report/chat", handlers.chat, "POST"),
+        route("/api/report/{report_id}/agent-log/stream", LogAnswer(daemon, report_queries.agent_log_lines, str), "GET"),
+        route("/api/report/{report_id}/console-log/stream",
+              LogAnswer(daemon, report_queries.console_log_lines, json_string), "GET"),
         *mirofish_routes(daemon),
         *(read_route(path, fn, daemon) for path, fn in http_api.ROUTES),
         WebSocketRoute("/ws", fanout.serve),

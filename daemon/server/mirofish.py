@@ -173,21 +173,11 @@ def agent_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
                "from_line": start, "has_more": False})
 
 
-def agent_log_whole(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    lines = [json.loads(line) for line in report_queries.agent_log(conn, ask.params["report_id"])]
-    return ok({"logs": lines, "count": len(lines)})
-
-
 def console_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
     start = _from_line(ask)
     lines = report_queries.console_log(conn, ask.params["report_id"], start)
     return ok({"logs": lines, "total_lines": report_queries.log_length(conn, "console_log", ask.params["report_id"]),
                "from_line": start, "has_more": False})
-
-
-def console_log_whole(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    lines = report_queries.console_log(conn, ask.params["report_id"])
-    return ok({"logs": lines, "count": len(lines)})
 
 
 def generate_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
@@ -325,14 +315,12 @@ READERS: list[tuple[str, str, Reader]] = [
     ("GET", "/api/report/{report_id}/sections", sections),
     ("GET", "/api/report/{report_id}/section/{index}", section),
     ("GET", "/api/report/{report_id}/agent-log", agent_log),
-    ("GET", "/api/report/{report_id}/agent-log/stream", agent_log_whole),
     ("GET", "/api/report/{report_id}/console-log", console_log),
-    ("GET", "/api/report/{report_id}/console-log/stream", console_log_whole),
 ]
 ACTORS: list[tuple[str, str, Actor]] = [
     ("POST", "/api/report/generate", generate),
     ("DELETE", "/api/report/{report_id}", delete),
     ("POST", "/api/report/tools/search", search_tool),
     ("POST", "/api/report/tools/statistics", statistics_tool),
-]  # POST /api/report/chat is daemon/chat.py's chat_request
+]  # POST /api/report/chat is daemon/chat.py's chat_request; the two whole logs (`/stream`) are streaming.py's
 
