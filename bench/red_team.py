@@ -16,6 +16,8 @@ PAD bytes (the agent log grows to tens of megabytes, as with a real model's long
 - bad strings: POSTs whose JSON holds a lone surrogate (their statuses, the log's growth, tracebacks);
 - smuggling: a request framed both ways, with a second request behind it (the answers on that connection);
 - read models deleted while running: `/healthz` and `/api/reports` asked at once after (their statuses).
+
+RED_TEAM_CASES="slow readers,spend" runs only those (their names as printed), in that order.
 """
 
 from __future__ import annotations
@@ -199,13 +201,14 @@ def main(args: list[str]) -> None:
         try:
             while status(request("GET", "/healthz") if _listening() else b"") != 200:
                 time.sleep(0.2)
+            cases = {"slow readers": lambda: slow_readers(daemon.pid, report_id, readers),
+                     "bad strings": lambda: bad_strings(log, 500 if readers >= 30 else 20),
+                     "forced regeneration": lambda: forced_regeneration("sim_red", FLOOD_S),
+                     "spend": lambda: spend("sim_red", 40 if readers >= 30 else 4, FLOOD_S, llm),
+                     "smuggling": smuggling, "read models deleted": lambda: views_deleted(work)}
+            chosen = [c.strip() for c in os.environ.get("RED_TEAM_CASES", "").split(",") if c.strip()] or list(cases)
             results = {"agent log MB": round(len(request("GET", f"/api/report/{report_id}/agent-log/stream")) / 1e6, 1),
-                       "slow readers": slow_readers(daemon.pid, report_id, readers),
-                       "forced regeneration": forced_regeneration("sim_red", FLOOD_S),
-                       "spend": spend("sim_red", 40 if readers >= 30 else 4, FLOOD_S, llm),
-                       "bad strings": bad_strings(log, 500 if readers >= 30 else 20),
-                       "smuggling": smuggling(), "read models deleted": views_deleted(work),
-                       "daemon alive": daemon.poll() is None}
+                       **{name: cases[name]() for name in chosen}, "daemon alive": daemon.poll() is None}
             print(json.dumps(results, indent=2))
         finally:
             daemon.terminate()

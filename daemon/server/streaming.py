@@ -34,6 +34,13 @@ slow_readers = OncePerPeriod(log, f"dropped %d reader(s) that took nothing for {
 Lines = Callable[[sqlite3.Connection, str, int], Iterator[str]]
 
 
+class Dropped:
+    """Readers the streams dropped since the start: the server gives their memory back after (app.py; what a
+    cancelled write leaves is held in reference cycles until a collection)."""
+
+    total = 0
+
+
 def page(views: Path, lines: Lines, report_id: str, start: int) -> list[str]:
     """The report's lines from `start` on, as many as fill PAGE_BYTES (at least one, if any are left)."""
     with reading(views) as conn:
@@ -84,6 +91,7 @@ class Writer:
             await self.send({"type": "http.response.body", "body": body, "more_body": True})
         if late.cancelled_caught:
             slow_readers.count(f"a reader of {len(body)} bytes at {self.connection.client if self.connection else '?'}")
+            Dropped.total += 1
             if self.connection is not None:
                 self.connection.transport.abort()  # its unsent bytes are freed now, not when it reads
             await self.end(b"")  # returns once uvicorn has seen the connection go
