@@ -16,6 +16,7 @@ from simreportd.agent.providers import OpenAIProvider
 from simreportd.daemon import client_json
 from simreportd.daemon.gates import CallBudget
 from simreportd.daemon.server import streaming
+from simreportd.daemon.server.edge import forwarded_client, trusted
 from simreportd.errors import LimitReached
 from simreportd.events.models import LLMRequested
 from simreportd.projections import runner as projection_runner
@@ -251,3 +252,17 @@ async def test_the_whole_logs_are_streamed_a_page_at_a_time_and_equal_the_logs(
             assert len(json.dumps(paged["logs"])) > 3 * streaming.PAGE_BYTES, kind  # a few pages
         status, empty = answer(await exchange(running.base, ask("agent-log/stream").replace(report_id.encode(), b"r0")))
         assert status == 200 and empty["data"] == {"logs": [], "count": 0}
+
+
+@pytest.mark.parametrize(("headers", "client"), [
+    ([("x-forwarded-for", "203.0.113.7")], "203.0.113.7"),
+    ([("x-forwarded-for", "198.51.100.1, 203.0.113.7, 10.1.2.3")], "203.0.113.7"),  # 10.1.2.3: a listed proxy
+    ([("x-forwarded-for", "not-an-address")], None),
+    ([("forwarded", 'for="[2001:db8::1]:4711";proto=https, for=10.0.0.2')], "2001:db8::1"),
+    ([("forwarded", "for=unknown")], None),
+    ([], None),
+])
+def test_the_forwarded_client_is_the_right_most_address_not_a_listed_proxy(headers: list, client: str | None) -> None:
+    raw = [(name.encode(), value.encode()) for name, value in headers]
+    assert forwarded_client(raw, ["127.0.0.1", "10.0.0.0/8"]) == client
+    assert trusted("10.9.9.9", ["10.0.0.0/8"]) and not trusted("10.9.9.9", []) and not trusted("x", ["10.0.0.0/8"])

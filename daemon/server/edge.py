@@ -134,11 +134,14 @@ def _networks(proxies: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddre
 
 def trusted(address: str, proxies: Iterable[str]) -> bool:
     """Whether `address` is one of `[server] trusted_proxies` (addresses or networks)."""
+    listed = tuple(proxies)
+    if not listed:
+        return False
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    return any(ip in network for network in _networks(tuple(proxies)))
+    return any(ip in network for network in _networks(listed))
 
 
 def forwarded_client(headers: list[tuple[bytes, bytes]], proxies: Iterable[str]) -> str | None:
