@@ -52,6 +52,12 @@ def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
+class Pacer(Protocol):
+    """What a call waits for before it starts (the daemon's model-call budget)."""
+
+    async def acquire(self) -> None: ...
+
+
 class RateLimiter:
     """At most `per_minute` request starts per minute (0 = unlimited), spaced evenly."""
 
@@ -127,7 +133,8 @@ class OpenAIProvider:
     name = "openai"
 
     def __init__(self, base_url: str, api_key: str, timeout_s: float, max_concurrency: int,
-                 requests_per_minute: int = 0, stream: bool = False, max_reply_bytes: int = 1 << 20) -> None:
+                 requests_per_minute: int = 0, stream: bool = False, max_reply_bytes: int = 1 << 20,
+                 budget: Pacer | None = None) -> None:
         import openai  # here, not at the top: it takes a second to import, and only the API writer needs it
 
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
@@ -137,6 +144,7 @@ class OpenAIProvider:
         self.max_reply_bytes = max_reply_bytes  # a longer reply is refused, never recorded: the log keeps it all
         self.slots = ServerSlots(max_concurrency)  # shared by every report and chat of this daemon
         self.rate = RateLimiter(requests_per_minute)
+        self.budget = budget  # shared by every provider of the daemon
 
     async def close(self) -> None:
         await self.client.close()
@@ -170,6 +178,8 @@ class OpenAIProvider:
             late = f"the server sent nothing for {timeout:g}s ([llm] timeout_s, between streamed chunks)"
         async with self.slots.slot():
             await self.rate.acquire()
+            if self.budget is not None:
+                await self.budget.acquire()
             try:
                 if self.stream:
                     return _bounded(await _streamed(self.client, kwargs, timeout, request.call_id, messages,

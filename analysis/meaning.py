@@ -4,9 +4,9 @@ Pure numpy. How alike two statements are is read twice and blended: by their emb
 run's mean first (what every statement shares, the topic itself, is taken out, so "cameras in bedrooms"
 and "false flags", both about proctoring, stay apart while "监考摄像头" meets "webcams"), and by the words
 they share, weighted by how rare each word is in the run (paraphrases of one argument keep its telling
-words). Wordings many agents repeat verbatim are arguments already and are never merged with each other;
-statements said once or twice may join them. Groups are then merged pairwise, closest first, by their average likeness (average linkage) until
-no two groups are alike enough: the order of the input decides nothing. What decorates a statement and
+words). Wordings said more than once verbatim are arguments already and are never merged with each other;
+statements said once may join them. Groups are then merged pairwise, closest first, by their average
+likeness (average linkage) until no two groups are alike enough: the order of the input decides nothing. What decorates a statement and
 says nothing of its argument (quotes of others, @mentions, #hashtags, emojis) is left out first.
 """
 

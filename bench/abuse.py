@@ -1,7 +1,10 @@
 """A connection flood against a daemon held to 1,024 open files: does it stay up, answer and stay small?
 
 Run by hand: `python bench/abuse.py [WEBSOCKETS] [IDLE] [LOG_COPY]` (defaults 2000 and 1000), or
-`python bench/abuse.py --tiny` (20 and 10, a short flood: to check the script runs, not to measure). It writes a small
+`python bench/abuse.py --tiny` (20 and 10, a short flood: to check the script runs, not to measure).
+`python bench/abuse.py --red-team [READERS | --tiny]` runs the red team's other cases instead (slow readers
+of a long answer, forced regeneration, spend from many addresses, bad strings, smuggling, read models
+deleted): bench/red_team.py. The flood writes a small
 finished simulation, starts `simreportd run` under `prlimit --nofile=1024` with its report written,
 then, from many loopback addresses (127.0.1.x and 127.0.2.x, as many clients would come from many
 hosts), opens WEBSOCKETS websocket connections that subscribe from position 0, and IDLE TCP sockets
@@ -265,7 +268,9 @@ def main(args: list[str]) -> None:
 
 if __name__ == "__main__":
     PORT = free_port()
-    if sys.argv[1:] == ["--tiny"]:
+    if sys.argv[1:2] == ["--red-team"]:  # the red team's cases (bench/red_team.py)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("red_team.py")), *sys.argv[2:]], check=True)
+    elif sys.argv[1:] == ["--tiny"]:
         FLOOD_S, SETTLE_S, ROUNDS = 2.0, 0.0, 1
         main(["20", "10"])
     else:

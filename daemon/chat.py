@@ -18,6 +18,7 @@ from simreportd.projections.report import mirofish_status
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading
 
+from .client_json import checked
 from .config import Config
 from .writers import model_for
 
@@ -84,7 +85,7 @@ async def chat_request(chats: ChatRunner, views: ProjectionRunner, body: bytes) 
             raise UsageError(f"the body is not JSON: {exc}") from exc
         except RecursionError:
             raise UsageError("the body nests its JSON too deep") from None
-        if not isinstance(request, dict):
+        if not isinstance(checked(request), dict):
             raise UsageError("send a JSON object: {\"simulation_id\", \"message\", \"chat_history\"}")
         if any(not isinstance(request.get(key), str | None) for key in ("report_id", "chat_id")):
             raise UsageError("report_id and chat_id, when given, are strings")

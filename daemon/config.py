@@ -168,6 +168,9 @@ class LimitsConfig(Section):
     interviews_at_once: int = Field(default=4, ge=1)
     interviews_per_client: int = Field(default=2, ge=1)
     interviews_per_minute: int = Field(default=20, ge=1)
+    regenerate_every_s: float = Field(default=300.0, ge=0)
+    regenerations_per_hour: int = Field(default=6, ge=1)
+    model_calls_per_minute: int = Field(default=120, ge=0)
 
 
 # MiroFish's frontend as its dev server serves it (`frontend/vite.config.js`, lines 7-8: port 3000): allowed by
@@ -185,6 +188,15 @@ class ServerConfig(Section):
     max_connections_per_client: int = Field(default=100, ge=1)
     http_reserve: int = Field(default=64, ge=0)
     send_buffer_mb: int = Field(default=64, ge=1)
+    trusted_proxies: list[str] = Field(default_factory=list)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        """Addresses or networks (`127.0.0.1`, `10.0.0.0/8`), checked as the config is read."""
+        for item in value:
+            ipaddress.ip_network(item, strict=False)  # a ValueError names the bad one
+        return value
 
     def refuse_if_exposed(self) -> None:
         """A host beyond loopback needs a token: refused when the config is read (at start and at SIGHUP),

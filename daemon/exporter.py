@@ -17,7 +17,7 @@ from simreportd.projections.chart import activity_chart
 from simreportd.projections.derived import set_aside
 from simreportd.projections.export import load_report, render
 from simreportd.projections.report import mirofish_status
-from simreportd.projections.sqlite import in_thread, reading
+from simreportd.projections.sqlite import ViewsMissing, in_thread, reading
 
 log = logging.getLogger("simreportd.daemon.exporter")
 
@@ -78,6 +78,8 @@ class Exporter:
     async def _mark_stale(self) -> None:
         try:
             self.changed(await in_thread(self._stale, limiter=self.limiter))
+        except ViewsMissing as exc:  # deleted under the daemon: a folder behind is written at its next change
+            log.warning("%s; report folders behind them are written at their next change", exc)
         except Exception:
             log.exception("finding the report folders behind their views failed; each is written at its next change")
 

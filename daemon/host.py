@@ -16,7 +16,7 @@ from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config
 from .exporter import Exporter
-from .gates import Gate
+from .gates import Gate, Regenerations
 from .ingest.watcher import Watcher
 from .interviews.interviewer import Interviewer
 from .reports import ReportScheduler
@@ -57,3 +57,6 @@ class Host(Protocol):
 
     @property
     def interview_gate(self) -> Gate: ...
+
+    @property
+    def regenerations(self) -> Regenerations: ...

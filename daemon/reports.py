@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,11 +150,11 @@ class ReportScheduler:
                     self.start(report_id, position)
 
     async def ensure(self, simulation_id: str, force: bool = False, trigger: str = "cli",
-                     writer: tuple[str, str] | None = None) -> tuple[str, str]:
+                     writer: tuple[str, str] | None = None, admit: Callable[[], None] | None = None) -> tuple[str, str]:
         """The report of the simulation's newest run: (its id, `running` or `completed`) if it has one,
         else a new one's (id, `new`), written by `writer` (provider, model; default `[llm]`'s). With `force`
-        a completed report is written again; a running one is never doubled, so many callers asking at
-        once cost one report."""
+        a completed report is written again, if `admit` (the caller's limits) does not raise; a running one
+        is never doubled, so many callers asking at once cost one report."""
         async with self._asking:
             runs = await runs_so_far(self.store, simulation_id)
             if not runs:
@@ -162,6 +163,8 @@ class ReportScheduler:
             found = await self._current(simulation_id, generation, whole_run=runs[generation] is None)
             if found is not None and (found[1] == "running" or not force):
                 return found
+            if found is not None and admit is not None:
+                admit()
             forced = trigger + report_queries.FORCED if found is not None else trigger  # status tells it apart
             return await self._ask(simulation_id, generation, runs[generation] is not None, forced,
                                    writer=writer), "new"

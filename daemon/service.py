@@ -32,7 +32,7 @@ from .chat import chat_writer
 from .config import Config, LLMConfig
 from .exporter import Exporter
 from .fold_child import ChildSpec, FoldChild
-from .gates import Gate
+from .gates import CallBudget, Gate, Regenerations
 from .healing_snapshots import HealingSnapshots
 from .leases import leases_for
 from .lock import StoreLock
@@ -85,6 +85,8 @@ class Daemon:
         self.exporter = Exporter(views_path, c.reports.output_dir, limiter)
         self.views.listen(self._export_batch, ReportView.types)
         await self._while_starting(self.views.catch_up)
+        limits = c.limits  # what clients may spend on model calls (daemon/gates.py)
+        self.budget = CallBudget(limits.model_calls_per_minute)
         self._use_writers(c.llm)
         self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s,
                                       limiter)
@@ -92,10 +94,11 @@ class Daemon:
                                                                    c.embeddings.reader(c.store.path)), self.writers,
                                    FolderEnvironment(views_path, limiter))
         self.chats = ChatRunner(self.store, self.runner.tools, self.writers, chat_writer(c))
-        limits = c.limits  # what clients may spend on model calls (daemon/gates.py)
-        self.chat_gate = Gate("chat question", limits.chats_at_once, limits.chats_per_client, limits.chats_per_minute)
+        self.chat_gate = Gate("chat question", limits.chats_at_once, limits.chats_per_client, limits.chats_per_minute,
+                              self.budget)
         self.interview_gate = Gate("interview", limits.interviews_at_once, limits.interviews_per_client,
-                                   limits.interviews_per_minute)
+                                   limits.interviews_per_minute, self.budget)
+        self.regenerations = Regenerations(limits.regenerate_every_s, limits.regenerations_per_hour, self.budget)
         self.reports = ReportScheduler(self.store, self.views, self.runner, c, self.provider.name, self.leases)
         self.watcher = Watcher(self.store, c.watch.roots, self.folders, c.watch.rescan_seconds,
                                c.watch.max_line_bytes, self.leases, c.watch.follow_external_symlinks,
@@ -216,7 +219,7 @@ class Daemon:
 
     def _use_writers(self, llm: LLMConfig) -> None:
         """Writers from `[llm]`; `provider` is the one `[llm]` names, for new reports and interviews."""
-        self.writers = Writers(llm)
+        self.writers = Writers(llm, self.budget)
         self._stack.push_async_callback(self.writers.close)
         self.provider = self.writers(llm.resolved_provider())
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from simreportd.agent.offline import OfflineProvider
-from simreportd.agent.providers import Completion, LLMProvider, OpenAIProvider, innermost_reason
+from simreportd.agent.providers import Completion, LLMProvider, OpenAIProvider, Pacer, innermost_reason
 from simreportd.errors import LLMError, UsageError, WriterUnreachable
 from simreportd.events.models import LLMRequested
 
@@ -112,8 +112,8 @@ class Unavailable:
 class Writers:
     """One provider per writer name, built from `[llm]` on first use and shared by every report."""
 
-    def __init__(self, llm: LLMConfig) -> None:
-        self.llm = llm
+    def __init__(self, llm: LLMConfig, budget: Pacer | None = None) -> None:
+        self.llm, self.budget = llm, budget
         self.providers: dict[str, LLMProvider] = {}
 
     def __call__(self, name: str) -> LLMProvider:
@@ -127,7 +127,7 @@ class Writers:
         if name == "openai":
             return OpenAIProvider(self.llm.base_url, os.environ.get(self.llm.api_key_env, ""), self.llm.timeout_s,
                                   self.llm.max_concurrency, self.llm.requests_per_minute, stream=self.llm.stream,
-                                  max_reply_bytes=self.llm.max_reply_bytes)
+                                  max_reply_bytes=self.llm.max_reply_bytes, budget=self.budget)
         return OfflineProvider()
 
     async def close(self) -> None:

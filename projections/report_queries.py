@@ -7,6 +7,7 @@ this module and the folds, nothing else.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 from .sqlite import rows_as_dicts
@@ -74,18 +75,28 @@ def sections(conn: sqlite3.Connection, report_id: str) -> list[dict[str, Any]]:
 def agent_log(conn: sqlite3.Connection, report_id: str, from_line: int = 0) -> list[str]:
     """The report's agent_log.jsonl lines (JSON text) from `from_line` on; the first (`report_start`) with the
     run's requirement and graph id, which the simulation model holds."""
-    return [r[0] for r in conn.execute(
+    return list(agent_log_lines(conn, report_id, from_line))
+
+
+def agent_log_lines(conn: sqlite3.Connection, report_id: str, from_line: int = 0) -> Iterator[str]:
+    """`agent_log`, a line at a time as SQLite reads them (a caller may stop early: a page of a long log)."""
+    return (r[0] for r in conn.execute(
         "SELECT CASE WHEN a.line_no = 0 THEN json_set(a.line, '$.details.simulation_requirement',"
         " coalesce(g.requirement, ''), '$.details.graph_id', coalesce(json_extract(g.config, '$.graph_id'), ''))"
         " ELSE a.line END FROM agent_log a JOIN reports r ON r.report_id = a.report_id"
         " LEFT JOIN sim_generations g ON g.simulation_id = r.simulation_id AND g.generation = r.generation"
-        " WHERE a.report_id = ? AND a.line_no >= ? ORDER BY a.line_no", (report_id, from_line))]
+        " WHERE a.report_id = ? AND a.line_no >= ? ORDER BY a.line_no", (report_id, from_line)))
 
 
 def console_log(conn: sqlite3.Connection, report_id: str, from_line: int = 0) -> list[str]:
     """The report's console_log.txt lines from `from_line` on."""
-    return [r[0] for r in conn.execute(
-        "SELECT line FROM console_log WHERE report_id = ? AND line_no >= ? ORDER BY line_no", (report_id, from_line))]
+    return list(console_log_lines(conn, report_id, from_line))
+
+
+def console_log_lines(conn: sqlite3.Connection, report_id: str, from_line: int = 0) -> Iterator[str]:
+    """`console_log`, a line at a time as SQLite reads them."""
+    return (r[0] for r in conn.execute(
+        "SELECT line FROM console_log WHERE report_id = ? AND line_no >= ? ORDER BY line_no", (report_id, from_line)))
 
 
 def log_length(conn: sqlite3.Connection, table: str, report_id: str) -> int:

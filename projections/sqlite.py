@@ -27,10 +27,20 @@ PROGRESS_STEPS = 20_000  # SQLite instructions between checks whether a cancelle
 T = TypeVar("T")
 
 
+class ViewsMissing(sqlite3.OperationalError):
+    """The read-model file is not there (deleted, or not made yet): its runner makes it again from the log."""
+
+
 def connect_views(path: Path, readonly: bool = True) -> sqlite3.Connection:
-    """A sqlite3 connection to the read models, usable from worker threads (closed again if it fails)."""
+    """A sqlite3 connection to the read models, usable from worker threads (closed again if it fails);
+    ViewsMissing when a read-only one finds no file."""
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        except sqlite3.OperationalError:
+            if path.exists():
+                raise
+            raise ViewsMissing(f"the read models {path} are missing; they are being rebuilt from the log") from None
     else:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:

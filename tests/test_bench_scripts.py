@@ -39,6 +39,7 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
     "peaks.py": (["python3", "-c", "b = bytearray(80_000_000); import time; time.sleep(0.5)"],
                  ["peak RSS, the command: "]),
     "postgres.py": (["--tiny"], ["batched append", "commit to subscriber in another process"]),
+    "red_team.py": (["--tiny"], ['"answers on the connection": 1', '"tracebacks in the log": 0', '"daemon alive": true']),
     "real_model.py": (["--gguf", "{gguf}", "--protocols", "auto", "--agents", "4", "--rounds", "2"], ["verdict"]),
     "replay.py": (["500"], ["replay of a", "rebuild of every read model"]),
     "report_quality.py": (["--runs", "1", "--agents", "8", "--rounds", "3"], ["| **all** |", "Goal"]),

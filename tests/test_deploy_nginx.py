@@ -19,9 +19,11 @@ import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from .conftest import PYTHON, TIMEOUT, write_config
 from .processes import cli, wait_until
@@ -29,6 +31,7 @@ from .processes import cli, wait_until
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (.ci/run installs Debian's nginx)")
 SHIPPED = Path(__file__).parent.parent / "docs" / "deploy" / "nginx-mirofish.conf"
+PER_USER = 3  # [server] max_connections_per_client behind the proxy, which [server] trusted_proxies lists
 
 
 def free_port() -> int:
@@ -56,7 +59,8 @@ class Backend(BaseHTTPRequestHandler):
 def proxied(tmp_path: Path, small_sim: Path) -> Iterator[tuple[str, str]]:
     """(the proxy's base URL, the id of a completed report) with simreportd, the stand-in and nginx running."""
     ours, theirs, front = free_port(), free_port(), free_port()
-    config = write_config(tmp_path, auto=False).read_text().replace("port = 0", f"port = {ours}")
+    config = write_config(tmp_path, auto=False, text=f"trusted_proxies = [\"127.0.0.1\"]\n"
+                          f"max_connections_per_client = {PER_USER}\n").read_text().replace("port = 0", f"port = {ours}")
     (tmp_path / "config.toml").write_text(config)
     done = subprocess.run([PYTHON, "-m", "simreportd", "-c", str(tmp_path / "config.toml"), "report", str(small_sim),
                            "--wait"], capture_output=True, text=True, timeout=300)
@@ -136,3 +140,33 @@ def test_our_dashboard_websocket_is_upgraded_through_the_proxy(proxied: tuple[st
 
     frames = asyncio.run(subscribe())
     assert any(f["type"] == "section_ready" and f["report_id"] == report_id for f in frames)
+
+
+def test_behind_the_proxy_each_user_has_a_connection_limit_of_their_own(proxied: tuple[str, str]) -> None:
+    """Users at 127.0.0.2 and 127.0.0.3 reach simreportd only through nginx (whose address is 127.0.0.1):
+    the first, holding its limit of websockets, is refused one more (1013); the second is still served."""
+    base, _ = proxied
+
+    async def opened(source: str) -> Any:
+        return await connect(f"ws://{base}/ws", local_addr=(source, 0), open_timeout=TIMEOUT)
+
+    async def served(ws: Any) -> bool:
+        try:
+            await ws.send(json.dumps({"op": "subscribe", "topics": ["notifications"], "after": 0}))
+            while json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["type"] != "caught_up":
+                pass
+            return True
+        except ConnectionClosed as exc:
+            assert exc.rcvd is not None and exc.rcvd.code == 1013 and "max_connections_per_client" in exc.rcvd.reason
+            return False
+
+    async def crowd() -> tuple[list[bool], bool]:
+        held = [await opened("127.0.0.2") for _ in range(PER_USER + 1)]
+        try:
+            return [await served(ws) for ws in held], await served(await opened("127.0.0.3"))
+        finally:
+            for ws in held:
+                await ws.close()
+
+    first, second = asyncio.run(crowd())
+    assert first == [True] * PER_USER + [False] and second is True

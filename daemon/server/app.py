@@ -28,6 +28,7 @@ from .asgi import build_app
 from .connections import FramesProtocol, h11_for
 from .edge import AcceptErrorsOnce, ConnectionLimits, within_file_limit
 from .fanout import MAX_MESSAGE, Fanout
+from .streaming import Dropped
 
 log = logging.getLogger("simreportd.daemon.server.app")
 
@@ -74,7 +75,8 @@ class Server:
         start = await self.daemon.store.last_position()
         self.sockets = listen(self.config)
         self.limits = ConnectionLimits(within_file_limit(self.config.max_connections),
-                                       self.config.max_connections_per_client, self.config.http_reserve)
+                                       self.config.max_connections_per_client, self.config.http_reserve,
+                                       trusted_proxies=self.config.trusted_proxies)
         self._uvicorn = EmbeddedUvicorn(uvicorn_config(self.daemon, self.fanout, self.config, self.limits))
         logging.getLogger("uvicorn.error").setLevel(logging.ERROR)  # a line per bad request is not for our log
         accept_errors = AcceptErrorsOnce()
@@ -112,7 +114,8 @@ class Server:
         A connection ends with its tasks cancelled, and their exceptions, tracebacks and frames form
         reference cycles that hold its buffers (290 MB after 832 subscribers left): Python frees them
         only at a full collection, which may not come for minutes, so one is run at a check when CHURN
-        connections have opened since the last. Once the crowd has gone (down to a tenth of its peak),
+        connections have opened since the last. Once the crowd has gone (down to a tenth of its peak), or
+        a slow reader of a long answer was dropped (streaming.py),
         a collection, the rebuilding of the server's sets of connections, tasks and sessions (tables sized for
         the crowd), the clearing of Python's type attribute cache (it holds the names of up to 4096 lookups,
         strings made during the crowd, each keeping a page of the heap) and the C allocator's trim run at each
@@ -120,13 +123,13 @@ class Server:
         thread finishes the history pages already asked for).
         """
         trim = _malloc_trim()
-        peak = trims_left = opened = 0
+        peak = trims_left = opened = dropped = 0
         while self._uvicorn is not None:
             await anyio.sleep(TRIM_EVERY_S)
             state = self._uvicorn.server_state
             open_now, peak = len(state.connections), max(peak, len(state.connections))
-            if peak >= TRIM_AFTER_PEAK and open_now * 10 <= peak:
-                peak, trims_left = open_now, TRIM_CHECKS
+            if (peak >= TRIM_AFTER_PEAK and open_now * 10 <= peak) or Dropped.total != dropped:
+                peak, trims_left, dropped = open_now, TRIM_CHECKS, Dropped.total
             if self.limits.opened - opened >= CHURN or trims_left:
                 opened = self.limits.opened
                 gc.collect()

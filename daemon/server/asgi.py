@@ -30,21 +30,35 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from simreportd.daemon.chat import chat_request
+from simreportd.daemon.client_json import checked
 from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.host import Host
 from simreportd.errors import LimitReached
+from simreportd.projections import report_queries
 from simreportd.projections.failures import fold_failures
-from simreportd.projections.sqlite import reading
+from simreportd.projections.sqlite import ViewsMissing, reading
 
 from . import http_api, mirofish, mirofish_interviews, mirofish_simulation
 from .commands import client_address
-from .connections import REFUSED
-from .edge import MAX_BODY, REQUEST_TIMEOUT_S, Refusal, body_refusal, error_body, first_refusal, guard_refusal
+from .connections import CONNECTION, REFUSED
+from .edge import (
+    MAX_BODY,
+    REQUEST_TIMEOUT_S,
+    Refusal,
+    body_refusal,
+    error_body,
+    first_refusal,
+    forwarded_client,
+    guard_refusal,
+    trusted,
+)
 from .fanout import Fanout
 from .origins import RefusedOriginsTold
+from .streaming import LogAnswer, json_string
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+REBUILD_RETRY_S = 2  # the Retry-After of a read while the read models are rebuilt (their runner checks each second)
 CODES = {404: "not_found", 405: "method_not_allowed", 408: "request_timeout", 413: "too_large"}
 
 
@@ -56,7 +70,8 @@ def build_app(daemon: Host, fanout: Fanout, config: ServerConfig) -> Starlette:
     guard = Middleware(GuardMiddleware, config=config, table=table)
     told = Middleware(RefusedOriginsTold, config=config)
     return Starlette(routes=table, middleware=[Middleware(EdgeMiddleware, config=config), told, cors, guard],
-                     exception_handlers={HTTPException: http_error})  # type: ignore[dict-item]
+                     exception_handlers={HTTPException: http_error,  # type: ignore[dict-item]
+                                         ViewsMissing: rebuilding})
 
 
 def routes(daemon: Host, fanout: Fanout) -> list[BaseRoute]:
@@ -67,6 +82,9 @@ def routes(daemon: Host, fanout: Fanout) -> list[BaseRoute]:
         route("/healthz", handlers.health, "GET"),
         route("/metrics", handlers.metrics, "GET"),
         route("/api/report/chat", handlers.chat, "POST"),
+        route("/api/report/{report_id}/agent-log/stream", LogAnswer(daemon, report_queries.agent_log_lines, str), "GET"),
+        route("/api/report/{report_id}/console-log/stream",
+              LogAnswer(daemon, report_queries.console_log_lines, json_string), "GET"),
         *mirofish_routes(daemon),
         *(read_route(path, fn, daemon) for path, fn in http_api.ROUTES),
         WebSocketRoute("/ws", fanout.serve),
@@ -117,8 +135,6 @@ def mirofish_routes(daemon: Host) -> list[Route]:
 
 async def _read(daemon: Host, reader: mirofish.Reader, ask: mirofish.Ask) -> mirofish.Reply:
     def read(path: Path) -> mirofish.Reply:
-        if not path.exists():
-            return mirofish.failed(503, "the read models are being built; try again in a moment")
         with reading(path) as conn:
             return reader(conn, ask)
 
@@ -131,11 +147,12 @@ async def _json(request: Request) -> Any:
         return None
     body = await json_body(request)
     try:
-        return json.loads(body) if body.strip() else None
+        value = json.loads(body) if body.strip() else None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"the body is not JSON: {exc}") from None
     except RecursionError:
         raise ValueError("the body nests its JSON too deep") from None
+    return checked(value)  # BadText, a ValueError, if a string in it is not text
 
 
 def _mirofish_reply(answer: mirofish.Reply) -> Response:
@@ -191,6 +208,14 @@ async def http_error(request: Request, exc: HTTPException) -> Response:
     return reply(exc.status_code, http_api.JSON, body, headers)
 
 
+async def rebuilding(request: Request, exc: Exception) -> Response:
+    """A read while the read-model file is missing (deleted, or not made yet): 503 with Retry-After, in the
+    route's error shape, while its runner makes it again from the log; no traceback, no 500."""
+    body = error_body(request.url.path, "rebuilding", "the read models are being rebuilt from the log; "
+                                                      f"try again in {REBUILD_RETRY_S} s")
+    return reply(503, http_api.JSON, body, {"Retry-After": str(REBUILD_RETRY_S)})
+
+
 async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -> None:
     """Answer a refused request: a websocket beyond the limits is accepted and closed with 1013 (try again
     later, which clients understand); any other refusal is an HTTP answer, before any upgrade."""
@@ -200,23 +225,40 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
         await websocket.close(TRY_AGAIN_LATER, refusal.message.encode()[:120].decode(errors="ignore"))
         return
     response = reply(refusal.status, http_api.JSON, error_body(scope["path"], refusal.code, refusal.message),
-                     {"Connection": "close"} if refusal.status == 503 else None)
+                     {"Connection": "close"} if refusal.status == 503 or refusal.close else None)
     if scope["type"] == "websocket":
         await WebSocket(scope, receive, send).send_denial_response(response)
     else:
         await response(scope, receive, send)
 
 
+def forwarded(scope: Scope, config: ServerConfig) -> Refusal | None:
+    """Behind a proxy in `[server] trusted_proxies`, the client is the one its X-Forwarded-For or Forwarded
+    header names: the scope's client becomes it (every per-client limit then counts that client), and its
+    connection counts against that client's limit (the refusal if it holds it)."""
+    peer = scope.get("client")
+    if peer is None or not trusted(peer[0], config.trusted_proxies):
+        return None
+    who = forwarded_client(scope["headers"], config.trusted_proxies)
+    if who is None:
+        return None
+    scope["client"] = (who, peer[1])
+    connection = scope.get("state", {}).get(CONNECTION)
+    return connection.forwarded(who) if connection is not None else None
+
+
 class EdgeMiddleware:
     """What every request must pass first: the connection limits (decided as it opened), one Host,
-    Authorization and Origin header each, a Host this server answers to."""
+    Authorization and Origin header each, a Host this server answers to, and the client a trusted proxy
+    forwards (`forwarded`)."""
 
     def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
         self.app, self.config = app, config
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
-            refusal = scope.get("state", {}).get(REFUSED) or first_refusal(scope["headers"], self.config)
+            refusal = scope.get("state", {}).get(REFUSED) or first_refusal(scope["headers"], self.config) \
+                or forwarded(scope, self.config)
             if refusal is not None:
                 await refuse(scope, receive, send, refusal)
                 return

@@ -38,10 +38,11 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from .deflate import MIN_COMPRESSED, SmallFramesPlain, SmallFramesPlainFactory
-from .edge import REQUEST_TIMEOUT_S, ConnectionLimits
+from .edge import REQUEST_TIMEOUT_S, ConnectionLimits, Refusal
 
 FRAMES_EXTENSION = "simreportd.frames"  # scope["extensions"][FRAMES_EXTENSION]["sink"] is the FramesProtocol
 REFUSED = "refused"  # scope["state"][REFUSED]: the edge.Refusal of a connection beyond the limits, or None
+CONNECTION = "connection"  # scope["state"][CONNECTION]: the EdgeH11 the request came on (its `who`, set by the edge)
 H11_REASONS = {"Found multiple Host: headers": "more than one Host header"}  # h11's words, where ours are clearer
 OVERDUE = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 FULL_TEXT = b"the server holds its limit of connections ([server] max_connections); try again later\n"
@@ -57,12 +58,14 @@ class EdgeH11(H11Protocol):
     def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(config, server_state, dict(app_state), _loop)  # a copy: this connection's own state
+        self.app_state[CONNECTION] = self
+        self.who: str | None = None  # the client a trusted proxy forwards on this connection (`forwarded`)
         self.deadline: asyncio.TimerHandle | None = None
         self.idle_since = self.loop.time()  # when it opened or last finished an answer
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        clients = (peer[0] if (peer := getattr(c, "client", None)) else None for c in self.connections)
+        clients = map(client_of, self.connections)
         refusal = self.app_state[REFUSED] = self.limits.admit(self.client[0] if self.client else None, clients)
         if refusal is not None and refusal.code == "server_full" and self._evict_idle():
             refusal = self.app_state[REFUSED] = None  # an idle connection made room: this one is served
@@ -83,6 +86,14 @@ class EdgeH11(H11Protocol):
         oldest.transport.write(OVERDUE)
         oldest.transport.close()
         return True
+
+    def forwarded(self, who: str) -> Refusal | None:
+        """Count this connection as `who`'s, the client a trusted proxy says it forwards (its request's
+        headers name it); the refusal if `who` already holds its limit of connections."""
+        if who == self.who:
+            return None
+        self.who = who
+        return self.limits.admit_forwarded(who, map(client_of, self.connections))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -130,6 +141,15 @@ class EdgeH11(H11Protocol):
         if self.waiting():
             self.transport.write(OVERDUE)
             self.transport.close()
+
+
+def client_of(connection: Any) -> str | None:
+    """Whose an open connection is: the client a trusted proxy forwards on it, else its peer's address (a
+    websocket keeps the state dict, and so the EdgeH11, of the connection it was upgraded from)."""
+    edge = getattr(connection, "app_state", {}).get(CONNECTION)
+    if edge is not None and edge.who is not None:
+        return str(edge.who)
+    return peer[0] if (peer := getattr(connection, "client", None)) else None
 
 
 def h11_for(limits: ConnectionLimits) -> type[EdgeH11]:

@@ -9,12 +9,14 @@ hold no socket, so each is tested on its own.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 import resource
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from simreportd.daemon.config import ServerConfig, is_loopback
@@ -38,6 +40,7 @@ class Refusal:
     code: str
     message: str
     allow: str = ""  # the Allow header of a 405
+    close: bool = False  # answered with Connection: close (what follows on the connection is not read)
 
 
 def error_body(path: str, code: str, message: str) -> bytes:
@@ -84,11 +87,15 @@ def authorized(authorization: str, query_token: str, config: ServerConfig) -> bo
 
 def first_refusal(headers: list[tuple[bytes, bytes]], config: ServerConfig) -> Refusal | None:
     """What every request must pass before anything else (CORS preflights included): one of each
-    header that names who is asking, and a Host this server answers to."""
+    header that names who is asking, one way to frame its body (a request framed both ways may smuggle
+    another behind it: it is refused and its connection closed), and a Host this server answers to."""
     names = [name.lower() for name, _ in headers]
     for name in SINGLE_HEADERS:
         if names.count(name.encode()) > 1:
             return Refusal(400, "bad_request", f"more than one {name.title()} header")
+    if header(headers, b"content-length") is not None and header(headers, b"transfer-encoding") is not None:
+        return Refusal(400, "bad_request", "send Content-Length or Transfer-Encoding, not both: the body's end "
+                                           "would be ambiguous (RFC 9112 section 6.1)", close=True)
     host = header(headers, b"host") or ""
     if not host_allowed(host, config):
         return Refusal(403, "forbidden_host", f"host {host!r} is not allowed; add it to [server] allowed_hosts if "
@@ -118,6 +125,58 @@ def body_refusal(method: str, headers: list[tuple[bytes, bytes]]) -> Refusal | N
     if method in STATE_CHANGING and kind != "application/json" and (method == "POST" or has_body(headers)):
         return Refusal(415, "unsupported_media_type", f"send the body as application/json (got {kind or 'none'})")
     return None
+
+
+@lru_cache(maxsize=64)
+def _networks(proxies: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(p, strict=False) for p in proxies)
+
+
+def trusted(address: str, proxies: Iterable[str]) -> bool:
+    """Whether `address` is one of `[server] trusted_proxies` (addresses or networks)."""
+    listed = tuple(proxies)
+    if not listed:
+        return False
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in _networks(listed))
+
+
+def forwarded_client(headers: list[tuple[bytes, bytes]], proxies: Iterable[str]) -> str | None:
+    """The client a trusted proxy says it forwards, from X-Forwarded-For or else Forwarded (RFC 7239): the
+    right-most address that is not itself a trusted proxy (the left of it is what the client claimed); None
+    when neither header names a valid address."""
+    proxies = tuple(proxies)
+    addresses = [a for a in map(_address, _forwarded_chain(headers)) if a is not None]
+    for address in reversed(addresses):
+        if not trusted(address, proxies):
+            return address
+    return addresses[0] if addresses else None
+
+
+def _forwarded_chain(headers: list[tuple[bytes, bytes]]) -> list[str]:
+    """The hops the proxies recorded, oldest first: X-Forwarded-For's, or else the `for=` of Forwarded's."""
+    xff = [v.decode("latin-1") for k, v in headers if k == b"x-forwarded-for"]
+    if xff:
+        return [item for value in xff for item in value.split(",")]
+    hops = [v.decode("latin-1") for k, v in headers if k == b"forwarded"]
+    return [pair.split("=", 1)[1] for value in hops for element in value.split(",")
+            for pair in element.split(";") if pair.strip().lower().startswith("for=")]
+
+
+def _address(item: str) -> str | None:
+    """An IP address from one hop (`192.0.2.1`, `"[2001:db8::1]:443"`, `192.0.2.1:80`), or None."""
+    item = item.strip().strip('"')
+    if item.startswith("["):
+        item = item[1:].split("]", 1)[0]
+    elif item.count(":") == 1:
+        item = item.split(":", 1)[0]
+    try:
+        return str(ipaddress.ip_address(item))
+    except ValueError:
+        return None
 
 
 def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -195,24 +254,34 @@ class ConnectionLimits:
     """
 
     def __init__(self, total: int, per_client: int, http_reserve: int = 0,
-                 period_s: float = REFUSAL_LOG_PERIOD_S) -> None:
-        self.total, self.per_client = total, per_client
+                 period_s: float = REFUSAL_LOG_PERIOD_S, trusted_proxies: Iterable[str] = ()) -> None:
+        self.total, self.per_client, self.trusted_proxies = total, per_client, tuple(trusted_proxies)
         self.websockets = total - min(http_reserve, total // 2)
         self.refusals = OncePerPeriod(log, "refused %d connection(s)", period_s)
         self.opened = 0  # connections admitted or refused since the start
 
     def admit(self, client: str | None, open_clients: Iterable[str | None]) -> Refusal | None:
-        """None, or the refusal of a connection from `client` while `open_clients` (itself included) are open."""
+        """None, or the refusal of a connection from `client` while `open_clients` (itself included) are open.
+        A trusted proxy's connection counts against the client it forwards, once its request names it
+        (`admit_forwarded`)."""
         self.opened += 1
         others = list(open_clients)
         if len(others) > self.total:
             refusal = Refusal(503, "server_full", f"the server holds its limit of {self.total} connections "
                                                   "([server] max_connections); try again later")
-        elif client is not None and others.count(client) > self.per_client:
-            refusal = Refusal(503, "too_many_connections", f"{client} holds its limit of {self.per_client} connections "
-                                                           "([server] max_connections_per_client); try again later")
+        elif client is not None and not trusted(client, self.trusted_proxies):
+            return self.admit_forwarded(client, others)
         else:
             return None
+        self.refusals.count(refusal.message)
+        return refusal
+
+    def admit_forwarded(self, client: str, open_clients: Iterable[str | None]) -> Refusal | None:
+        """None, or the refusal of one more connection of `client` (the peer, or whom a trusted proxy forwards)."""
+        if list(open_clients).count(client) <= self.per_client:
+            return None
+        refusal = Refusal(503, "too_many_connections", f"{client} holds its limit of {self.per_client} connections "
+                                                       "([server] max_connections_per_client); try again later")
         self.refusals.count(refusal.message)
         return refusal
 

@@ -61,9 +61,8 @@ def route(path: str) -> Callable[[Callable[..., Reply]], Callable[..., Reply]]:
 
 
 def answer(views: Path, fn: Callable[..., Reply], query: dict[str, str], args: list[str]) -> Reply:
-    """Answer one GET with `fn` on a fresh read-only connection (in a worker thread; the edge checked the request)."""
-    if not views.exists():
-        return error_reply("starting", "read models not built yet", 503)
+    """Answer one GET with `fn` on a fresh read-only connection (in a worker thread; the edge checked the request).
+    A missing file raises ViewsMissing, which the app answers 503 with Retry-After."""
     with reading(views) as conn:
         try:
             return fn(conn, query, *args)

@@ -19,10 +19,11 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from simreportd.daemon.host import Host
-from simreportd.errors import SimreportdError, WaitTimeout
+from simreportd.errors import LimitReached, SimreportdError, WaitTimeout
 from simreportd.events.models import ReportDeleted
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, run_queries, simulation_queries
@@ -41,7 +42,7 @@ class Ask:
     params: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
     body: Any = None
-    client: str = "unknown"
+    client: str = ""  # who asks, for the per-client limits (commands.client_address)
 
 
 @dataclass(frozen=True)
@@ -174,21 +175,11 @@ def agent_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
                "from_line": start, "has_more": False})
 
 
-def agent_log_whole(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    lines = [json.loads(line) for line in report_queries.agent_log(conn, ask.params["report_id"])]
-    return ok({"logs": lines, "count": len(lines)})
-
-
 def console_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
     start = _from_line(ask)
     lines = report_queries.console_log(conn, ask.params["report_id"], start)
     return ok({"logs": lines, "total_lines": report_queries.log_length(conn, "console_log", ask.params["report_id"]),
                "from_line": start, "has_more": False})
-
-
-def console_log_whole(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    lines = report_queries.console_log(conn, ask.params["report_id"])
-    return ok({"logs": lines, "count": len(lines)})
 
 
 def generate_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
@@ -230,7 +221,8 @@ async def _resolve(daemon: Host, given: object, graph: object = None) -> str | N
 
 
 async def generate(daemon: Host, ask: Ask) -> Reply:
-    """The run's report: the one it has (running or completed) unless `force_regenerate`; else a new one."""
+    """The run's report: the one it has (running or completed) unless `force_regenerate`; else a new one.
+    A forced one passes `[limits]`' regenerations (daemon/gates.py): beyond them, 429 naming the limit."""
     body = ask.body if isinstance(ask.body, dict) else {}
     given = body.get("simulation_id")
     if not isinstance(given, str) or not given:
@@ -239,8 +231,12 @@ async def generate(daemon: Host, ask: Ask) -> Reply:
     if simulation_id is None:
         return failed(404, f"no simulation {given}: its folder is not under [watch] roots or not ingested yet")
     try:
-        report_id, state = await daemon.reports.ensure(simulation_id, force=body.get("force_regenerate") is True,
-                                                       trigger="http")
+        report_id, state = await daemon.reports.ensure(
+            simulation_id, force=body.get("force_regenerate") is True, trigger="http",
+            admit=partial(daemon.regenerations.admit, ask.client, simulation_id))
+    except LimitReached as exc:
+        return Reply(429, {"success": False, "error": str(exc), "code": exc.code},
+                     headers={"Retry-After": str(exc.retry_after_s)})
     except SimreportdError as exc:
         return failed(409 if exc.exit_code == 2 else 500, str(exc))
     await _settled(daemon)  # the report's routes know it now
@@ -340,14 +336,12 @@ READERS: list[tuple[str, str, Reader]] = [
     ("GET", "/api/report/{report_id}/sections", sections),
     ("GET", "/api/report/{report_id}/section/{index}", section),
     ("GET", "/api/report/{report_id}/agent-log", agent_log),
-    ("GET", "/api/report/{report_id}/agent-log/stream", agent_log_whole),
     ("GET", "/api/report/{report_id}/console-log", console_log),
-    ("GET", "/api/report/{report_id}/console-log/stream", console_log_whole),
 ]
 ACTORS: list[tuple[str, str, Actor]] = [
     ("POST", "/api/report/generate", generate),
     ("DELETE", "/api/report/{report_id}", delete),
     ("POST", "/api/report/tools/search", search_tool),
     ("POST", "/api/report/tools/statistics", statistics_tool),
-]  # POST /api/report/chat is daemon/chat.py's chat_request
+]  # POST /api/report/chat is daemon/chat.py's chat_request; the two whole logs (`/stream`) are streaming.py's
 

@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from simreportd.agent.chat import check_history, check_question
+from simreportd.daemon.client_json import BadText, checked
 from simreportd.errors import UsageError
 from simreportd.events.codec import Recorded
 from simreportd.events.models import (
@@ -112,6 +113,10 @@ def parse_message(text: str | bytes) -> Command | ProtocolError:
         return ProtocolError("bad_json", f"the frame is not JSON: {exc}")
     except RecursionError:
         return ProtocolError("bad_json", "the frame nests its JSON too deep")
+    try:
+        checked(message)
+    except BadText as exc:
+        return ProtocolError(exc.code, str(exc))
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
         return ProtocolError("bad_message", "a frame must be a JSON object with an 'op' (a string)")
     op = message["op"]
