@@ -6,8 +6,9 @@ and "false flags", both about proctoring, stay apart while "监考摄像头" mee
 they share, weighted by how rare each word is in the run (paraphrases of one argument keep its telling
 words). Wordings said more than once verbatim are arguments already and are never merged with each other;
 statements said once may join them. Groups are then merged pairwise, closest first, by their average
-likeness (average linkage) until no two groups are alike enough: the order of the input decides nothing. What decorates a statement and
-says nothing of its argument (quotes of others, @mentions, #hashtags, emojis) is left out first.
+likeness (average linkage) until no two groups are alike enough: the order of the input decides nothing.
+What decorates a statement and says nothing of its argument (quotes of others, @mentions, #hashtags,
+emojis) is left out first.
 """
 
 from __future__ import annotations
