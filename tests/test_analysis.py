@@ -1,0 +1,72 @@
+"""The analysis by meaning (analysis/): groups across wordings and languages, hybrid search's vector half,
+and an embedder that fails leaving keyword analysis standing."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simreportd.analysis import Reader, VectorCache, embedder_from
+from simreportd.analysis.embedders import BundledE5
+from simreportd.analysis.meaning import gist, groups
+from simreportd.analysis.vectors import CachedOnly
+from simreportd.errors import EmbeddingsUnavailable
+
+CAMERAS = ["A camera in my bedroom for hours every week is surveillance, plain and simple.",
+           "Webcams on in our own bedrooms for hours? That is surveillance of students.",
+           "监考摄像头每周在卧室里开好几个小时，这就是监视。"]
+STRESS = ["Exam season wrecks people; spreading assessment out over the term is kinder.",
+          "Finals wreck people every year. Spread the assessment out, it is kinder.",
+          "The exam hall in finals week breaks people. Coursework spreads the stress out."]
+CHATTER = ["Lunch was leftover curry today, zero regrets.", "Anyone know a decent barber near the station?"]
+
+
+def test_paraphrases_group_together_and_apart_from_other_arguments() -> None:
+    texts = CAMERAS + STRESS + CHATTER + [t.replace("kinder", "kinder #UniLife 😩") for t in STRESS]
+    labels = groups(BundledE5().embed([gist(t) for t in texts]), [gist(t) for t in texts], [1] * len(texts))
+    assert len({labels[i] for i in (3, 4, 8, 9)}) == 1  # one argument, with or without decorations
+    assert labels[0] == labels[1] and labels[0] != labels[3]  # cameras are not stress
+
+
+def test_wordings_said_often_are_never_merged_with_each_other() -> None:
+    texts = STRESS[:2]
+    vectors = BundledE5().embed(texts)
+    assert len(set(groups(vectors, texts, [1, 1]))) == 1
+    assert len(set(groups(vectors, texts, [5, 4]))) == 2  # each repeated verbatim: each an argument already
+
+
+def test_gist_leaves_out_quotes_mentions_hashtags_and_emojis() -> None:
+    said = '"nobody audited this…" says @dmitri_okafor8. Exactly. Webcams on at home. #NoSpyCams 😬'
+    assert gist(said) == "says . Exactly. Webcams on at home."
+    assert gist("😬🔥") == "😬🔥"  # nothing else left: the text as it was
+
+
+def test_a_chinese_question_finds_the_posts_that_answer_it_in_both_languages(tmp_path: Path) -> None:
+    cache = VectorCache(tmp_path / "vectors.sqlite3", BundledE5())
+    passages = cache.vectors(CAMERAS + STRESS + CHATTER)
+    asked = cache.vectors(["谁认为监考摄像头侵犯隐私？"], query=True)[0]
+    assert set(np.argsort(-(passages @ asked))[:2].tolist()) == {1, 2}  # the Chinese post, then an English one
+    again = VectorCache(tmp_path / "vectors.sqlite3", CachedOnly(BundledE5.name))  # a miss would fail
+    assert np.array_equal(again.vectors(CAMERAS), passages[:3])  # read back from the cache file
+
+
+def unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_server_that_is_down_is_named_and_the_analysis_goes_on_by_wording(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{unused_port()}/v1"
+    served = embedder_from("openai", url, "e5-small", timeout_s=2)
+    assert served is not None
+    with pytest.raises(EmbeddingsUnavailable, match=rf"{url}.*e5-small"):
+        served.embed(["anything"])
+    reader = Reader(served, VectorCache(tmp_path / "v.sqlite3", served))
+    row = (1, "a camera in my bedroom", "Ana", "opposing", 1, 1, "post:twitter:1", 1, CAMERAS[0], 1,
+           "post:twitter:1", 1, 1, 1, "post:twitter:1", 1, CAMERAS[0])
+    wordings = reader.wordings([row])
+    assert wordings.meaning == {} and url in wordings.note and "keywords" in wordings.note
