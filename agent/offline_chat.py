@@ -13,7 +13,7 @@ from simreportd.events.models import LLMRequested, ToolCallRequest
 
 from .chat_prompts import BACKGROUND, QUESTION_TAG
 from .offline_facts import RESULT_BLOCK, Facts, quote, who
-from .offline_writers import agent_profile, coalitions, divergence_sentence, stance_shifts
+from .offline_writers import agent_profile, camp_arguments, coalitions, divergence_sentence, reacted_to, stance_shifts
 from .tool_answers import PlanningContext, Seen, add_answer, answered
 
 QUESTION = re.compile(rf"<{QUESTION_TAG}>\n(.*?)\n</{QUESTION_TAG}>", re.S)
@@ -23,7 +23,9 @@ TOPICS = {  # what a question asks about, by its words (English and Chinese), an
     "platforms": ("twitter", "reddit", "platform", "diverg", "平台"),
     "timeline": ("round", "spike", "turning", "when", "peak", "busiest", "轮", "峰"),
     "sides": ("mind", "side", "chang", "shift", "switch", "camp", "stance", "立场", "阵营"),
-    "groups": ("coalition", "group", "follow", "together", "alliance", "联盟", "关注"),
+    "groups": ("coalition", "group", "follow", "together", "alliance", "联盟", "互相关注"),
+    "reactions": ("react", "attention", "most engag", "responded to", "受关注", "关注最多", "回应最多", "反应最多", "互动最多"),
+    "concerns": ("concern", "worr", "argument", "fear", "担忧", "观点", "顾虑", "论点", "担心"),
     "drivers": ("who", "active", "influen", "drove", "engag", "谁"),
 }
 
@@ -104,7 +106,11 @@ def answer(question: str, f: Facts) -> str:
         parts += stance_shifts(f)
     if "groups" in asked:
         parts.append(coalitions(f))
-    if "drivers" in asked:
+    if "reactions" in asked:
+        parts.append(reacted_to(f))
+    if "concerns" in asked:
+        parts += camp_arguments(f, follow_up=False)
+    if "drivers" in asked and ("reactions" not in asked or "activ" in question.lower() or "活跃" in question):
         parts.append(_active(f))
     parts.append(agent_profile(f))
     if statements := profile.get("latest_statements"):

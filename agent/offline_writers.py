@@ -67,20 +67,7 @@ def _camps(f: Facts) -> str:
     sizes = camp_sizes(f.background, say)
     if sizes:
         out.append(say("split", agents=f.background.get("agents_count", 0), sizes=sizes))
-    arguments = f.camps.get("arguments") or {}
-    stances = f.background.get("stances") or {}
-    for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
-        top = arguments[stance][0]
-        ex = top["example"]
-        out.append(say("camp_argument", stance=say.stance(stance), statements=say.count(top["statements"], "statement"),
-                       authors=say.count(top["authors"], "agent"), name=ex["name"], agent=ex["agent"])
-                   + f"\n\n> \"{ex['content']}\" ({ex['ref']})")
-        if len(arguments[stance]) > 1:
-            nxt = arguments[stance][1]
-            out.append(say("camp_next", stance=say.stance(stance), statements=say.count(nxt["statements"], "statement"))
-                       + f"\n\n> \"{nxt['example']['content']}\" ({nxt['example']['ref']})")
-    if not arguments:
-        out.append(say("no_arguments"))
+    out += camp_arguments(f)
     forge = (f.seen.get("insight_forge") or [{}])[0]
     agents = forge.get("agents", [])
     if agents:
@@ -89,6 +76,34 @@ def _camps(f: Facts) -> str:
     out.append(coalitions(f))
     out += _interviews(f)
     return "\n\n".join(p for p in out if p)
+
+
+def camp_arguments(f: Facts, follow_up: bool = True) -> list[str]:
+    """Each camp's most repeated argument (the largest camp first), quoted, and with `follow_up` its next."""
+    say, out = f.say, []
+    arguments = f.camps.get("arguments") or {}
+    stances = f.background.get("stances") or {}
+    for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
+        top = arguments[stance][0]
+        ex = top["example"]
+        out.append(say("camp_argument", stance=say.stance(stance), statements=say.count(top["statements"], "statement"),
+                       authors=say.count(top["authors"], "agent"), name=ex["name"], agent=ex["agent"])
+                   + f"\n\n> \"{ex['content']}\" ({ex['ref']})")
+        if follow_up and len(arguments[stance]) > 1:
+            nxt = arguments[stance][1]
+            out.append(say("camp_next", stance=say.stance(stance), statements=say.count(nxt["statements"], "statement"))
+                       + f"\n\n> \"{nxt['example']['content']}\" ({nxt['example']['ref']})")
+    return out or [say("no_arguments")]
+
+
+def reacted_to(f: Facts) -> str:
+    """The agents others reacted to most (reposts, quotes, comments, likes), with their figures."""
+    engaged, say = f.analytics.get("most_engaged_agents", []), f.say
+    if not engaged:
+        return ""
+    return say("reacted_to", agents=say.listing(
+        [say("engaged_agent", who=who(x), stance=say.stance(x["stance"]), reactions=x["reactions"],
+             shares=x["shares"], comments=x["comments"], likes=x["likes"]) for x in engaged[:3]]))
 
 
 def coalitions(f: Facts) -> str:
@@ -175,9 +190,7 @@ def _drivers(f: Facts) -> str:
              for x in active[:5]])))
     engaged = a.get("most_engaged_agents", [])
     if engaged:
-        out.append(say("reacted_to", agents=say.listing(
-            [say("engaged_agent", who=who(x), stance=say.stance(x["stance"]), reactions=x["reactions"],
-                 shares=x["shares"], comments=x["comments"], likes=x["likes"]) for x in engaged[:3]])))
+        out.append(reacted_to(f))
     out += stance_shifts(f)
     forge = (f.seen.get("insight_forge") or [{}])[0]
     chains = [c for c in forge.get("interaction_chains", []) if c["count"] > 1]

@@ -26,6 +26,8 @@ from .vectors import VectorCache, embedder_named
 
 log = logging.getLogger("simreportd.analysis")
 
+MIN_TEXTS = 60  # distinct wordings a run needs before they are grouped by meaning: fewer give the rarity of
+# words and the run's mean direction too little to stand on (a 12-agent run merged unlike catalogue lines)
 MAX_TEXTS = 1500  # distinct wordings a run's analysis embeds at most (each agent's most said first)
 FUSION_K = 60  # reciprocal-rank fusion's constant: a rank-1 hit scores 1/61
 VECTOR_CANDIDATES = 200  # nearest wordings a search takes from the vector ranking
@@ -70,8 +72,9 @@ class Reader:
             log.warning("%s; the analysis goes on by exact wording and keywords", exc)
             w.note = f"{exc}; arguments are grouped by exact wording and search is by keywords"
             return w
-        labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights)
-        w.meaning = {key: w.keys[label] for key, label in zip(w.keys, labels) if w.keys[label] != key}
+        if len(w.keys) >= MIN_TEXTS:
+            labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights)
+            w.meaning = {key: w.keys[label] for key, label in zip(w.keys, labels) if w.keys[label] != key}
         if w.total > len(w.keys):
             w.note = f"{len(w.keys)} of {w.total} distinct wordings were compared by meaning (the most said first)"
         return w

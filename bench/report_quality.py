@@ -116,14 +116,14 @@ async def main(args: argparse.Namespace) -> None:
         started = time.perf_counter()
         for seed in range(args.first_seed, args.first_seed + args.runs):
             folder = root / "sims" / f"sim_seed{seed}"
-            simulate(folder, agents=args.agents, rounds=args.rounds, seed=seed)
+            simulate(folder, agents=args.agents, rounds=args.rounds, seed=seed, style=args.style)
             written.append((seed, await one_report(config, folder, args.server_pid)))
             truth = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
             scores.append((seed, score_report(written[-1][1].markdown, truth)))
         elapsed = time.perf_counter() - started
     writer = config.llm.model if config.llm.resolved_provider() == "openai" else "offline writer"
     print(f"Report quality: {writer} ({config.llm.resolved_provider()}), {args.runs} seeds from {args.first_seed}, "
-          f"{args.agents} agents x {args.rounds} rounds, {elapsed:.1f} s\n")
+          f"{args.agents} agents x {args.rounds} rounds, {args.style} style, {elapsed:.1f} s\n")
     print(table(scores))
     print("\n| seed | seconds | server CPU seconds | kept sentences with unsupported claims |\n|---|---|---|---|")
     for seed, w in written:
@@ -153,6 +153,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--model", help="the model name sent to the server")
     p.add_argument("-c", "--config", help="a config.toml whose [llm] and [agent] tables to use")
     p.add_argument("--server-pid", type=int, help="the local model server's process id: its CPU seconds per report")
+    p.add_argument("--style", choices=["catalogue", "llm"], default="catalogue",
+                   help="the simulator's style: catalogue sentences, or statements written anew as LLM agents write them")
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--agents", type=int, default=40)

@@ -16,7 +16,7 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
-from simreportd.agent.offline_phrases import EN
+from simreportd.agent.offline_phrases import EN, ZH
 from simreportd.daemon.chat_replay import replay_chat
 from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import Config
@@ -207,3 +207,25 @@ def test_an_offline_chat_answer_to_a_chinese_question_is_in_chinese() -> None:
     assert text.startswith("由 simreportd 依据模拟工具的结果离线回答") and "最繁忙的是第3轮，共12次行动" in text
     assert "检索没有找到" in text and not re.search(r"[A-Za-z]{4,}", text.replace("simreportd", "").replace(
         "simulation_analytics", "").replace("quick_search", "").replace("Twitter", "").replace("Reddit", ""))
+
+
+def test_offline_chat_finds_who_was_reacted_to_and_the_concerns_in_both_languages(tmp_path: Path) -> None:
+    """Asked in the user's own words, on a run whose every statement is different: the answer is the analytics'
+    most reacted-to agents (not the most active), and each camp's argument for the concerns."""
+    config = write_config(tmp_path, auto=False)
+    simulate(tmp_path / "sims" / "sim_words", agents=12, rounds=6, seed=4, style="llm")
+    written = simreportd("-c", str(config), "report", str(tmp_path / "sims" / "sim_words"), "--wait")
+    assert written.returncode == 0, written.stderr
+    report_id = written.stdout.strip().splitlines()[-1]
+    truth = json.loads((tmp_path / "sims" / "sim_words" / "ground_truth.json").read_text())
+    asked = ["Which agents were most reacted to?", "谁的帖子最受关注？", "What concerns spread fastest?", "大家最担忧什么？"]
+    chat = simreportd("-c", str(config), "chat", report_id, stdin="\n".join(asked) + "\n")
+    assert chat.returncode == 0, chat.stderr
+    answers = re.split(f"{re.escape(OFFLINE_LEAD)}|{re.escape(ZH['chat_lead'].split('（')[0])}", chat.stdout)[1:]
+    assert len(answers) == 4
+    top = truth["most_engaged"][0]["name"]
+    reacted_en, reacted_zh = EN["reacted_to"].split("{")[0], "回应"
+    assert top in answers[0] and reacted_en in answers[0] and EN["most_active"].split("{")[0] not in answers[0]
+    assert top in answers[1] and reacted_zh in answers[1]
+    for answer in answers[2:]:  # each camp's most repeated argument, quoted with its id
+        assert answer.count("> \"") >= 2 and re.search(r"\((?:post|comment):(?:twitter|reddit):\d+\)", answer)
