@@ -3,7 +3,10 @@ and an embedder that fails leaving keyword analysis standing."""
 
 from __future__ import annotations
 
+import json
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +73,43 @@ def test_a_server_that_is_down_is_named_and_the_analysis_goes_on_by_wording(tmp_
            "post:twitter:1", 1, 1, 1, "post:twitter:1", 1, CAMERAS[0])
     wordings = reader.wordings([row])
     assert wordings.meaning == {} and url in wordings.note and "keywords" in wordings.note
+
+
+def test_hostile_statements_embed_as_any_other() -> None:
+    hostile = ["", "😬🔥💀", "<script>alert(1)</script><b>fees</b>", "fees " * 20_000, "收费 fees плата", "\x00x"]
+    vectors = BundledE5().embed(hostile)
+    assert vectors.shape == (len(hostile), 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-3)
+
+
+class Embeddings(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /v1/embeddings server whose second answer has another dimension."""
+
+    answered = 0
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+        size = 8 if Embeddings.answered == 0 else 6
+        Embeddings.answered += 1
+        body = json.dumps({"object": "list", "model": "m", "data": [
+            {"object": "embedding", "index": i, "embedding": [1.0] * size} for i in range(len(texts))]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_server_that_changes_its_dimension_is_refused_by_name() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        served = embedder_from("openai", url, "tiny-e5", timeout_s=5)
+        assert served is not None and served.embed(["a", "b"]).shape == (2, 8)
+        with pytest.raises(EmbeddingsUnavailable, match=r"tiny-e5.*dimensions \[6\].*expected 8"):
+            served.embed(["c"])
+    finally:
+        server.shutdown()
