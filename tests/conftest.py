@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import compileall
+import json
 import os
 import sys
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,13 @@ def small_sim(tmp_path: Path) -> Path:
     folder = tmp_path / "sims" / "sim_small"
     simulate(folder, agents=12, rounds=6, seed=3)
     return folder
+
+
+def send_json(handler: BaseHTTPRequestHandler, value: object) -> None:
+    """Answer an http.server request with `value` as JSON (the stand-in servers of the tests)."""
+    body = json.dumps(value).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)

@@ -18,6 +18,8 @@ from simreportd.analysis.meaning import gist, groups
 from simreportd.analysis.vectors import CachedOnly
 from simreportd.errors import EmbeddingsUnavailable
 
+from .conftest import send_json
+
 CAMERAS = ["A camera in my bedroom for hours every week is surveillance, plain and simple.",
            "Webcams on in our own bedrooms for hours? That is surveillance of students.",
            "监考摄像头每周在卧室里开好几个小时，这就是监视。"]
@@ -90,13 +92,8 @@ class Embeddings(BaseHTTPRequestHandler):
         texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
         size = 8 if Embeddings.answered == 0 else 6
         Embeddings.answered += 1
-        body = json.dumps({"object": "list", "model": "m", "data": [
-            {"object": "embedding", "index": i, "embedding": [1.0] * size} for i in range(len(texts))]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"object": "list", "model": "m", "data": [
+            {"object": "embedding", "index": i, "embedding": [1.0] * size} for i in range(len(texts))]})
 
     def log_message(self, *args: object) -> None:
         pass

@@ -25,7 +25,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from .conftest import PYTHON, TIMEOUT, write_config
+from .conftest import PYTHON, TIMEOUT, send_json, write_config
 from .processes import cli, wait_until
 
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
@@ -44,12 +44,7 @@ class Backend(BaseHTTPRequestHandler):
     """Stands in for MiroFish's Flask backend: every answer says who answered."""
 
     def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
-        body = json.dumps({"success": True, "data": {"answered_by": "mirofish-backend", "path": self.path}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"success": True, "data": {"answered_by": "mirofish-backend", "path": self.path}})
 
     def log_message(self, *args: object) -> None:
         pass
