@@ -54,8 +54,9 @@ def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3,
     examples = _examples(said, meaning or {})
     if meaning:
         said = _grouped(said, meaning)
-    shifts = _shifts(said, _voices(said, {}))
-    shifts = _shifts(said, _voices(said, _moved(shifts)))
+    by_meaning = bool(meaning)
+    shifts = _shifts(said, _voices(said, {}), by_meaning)
+    shifts = _shifts(said, _voices(said, _moved(shifts)), by_meaning)
     voices = _voices(said, _moved(shifts))
     return {"arguments": _arguments(said, voices, top, examples),
             "stance_shifts": [{k: v for k, v in s.items() if not k.startswith("_")} for s in shifts],
@@ -67,8 +68,9 @@ def statement_stances(rows: Iterable[tuple[Any, ...]], meaning: Mapping[str, str
     vote left out ('' for an argument no camp holds, such as chatter or a tie)."""
     said = list(map(saying, rows))
     grouped = _grouped(said, meaning) if meaning else said
-    shifts = _shifts(grouped, _voices(grouped, {}))
-    voices = _voices(grouped, _moved(_shifts(grouped, _voices(grouped, _moved(shifts)))))
+    by_meaning = bool(meaning)
+    shifts = _shifts(grouped, _voices(grouped, {}), by_meaning)
+    voices = _voices(grouped, _moved(_shifts(grouped, _voices(grouped, _moved(shifts)), by_meaning)))
     tallies = _tallies(voices)
     placed = {}
     for s in grouped:
@@ -160,16 +162,18 @@ def _camp(votes: Counter[str] | None, abstaining: str | None = None) -> str:
     return "" if tied else best
 
 
-def _shifts(said: list[Saying], voices: Voices) -> list[dict[str, Any]]:
+def _shifts(said: list[Saying], voices: Voices, by_meaning: bool = False) -> list[dict[str, Any]]:
     """Agents whose statements, from one on, are all of one camp other than their stated stance (at least
-    two of them, from round 1 on)."""
+    two of them, from round 1 on); `by_meaning`: most of them (arguments read by meaning place a statement
+    by likeness, and one misplaced statement must not hide a change of side)."""
     by_agent: dict[int, list[tuple[Saying, str]]] = {}
     tallies = _tallies(voices)
     for s in said:
         own = (s.agent, s.stance) in voices.get(s.key, ())  # never a vote on one's own words
         if camp := _camp(tallies.get(s.key), s.stance if own else None):
             by_agent.setdefault(s.agent, []).append((s, camp))
-    return [shift for agent, placed in sorted(by_agent.items()) if (shift := _shift(agent, placed))]
+    decide = _shift_by_meaning if by_meaning else _shift
+    return [shift for agent, placed in sorted(by_agent.items()) if (shift := decide(agent, placed))]
 
 
 def _shift(agent: int, placed: list[tuple[Saying, str]]) -> dict[str, Any] | None:
@@ -184,10 +188,37 @@ def _shift(agent: int, placed: list[tuple[Saying, str]]) -> dict[str, Any] | Non
     if any(c != camp for _, c in other) or any(s.last > turn.first for s, c in placed if c == stated) \
             or after < 2 or turn.first[0] <= 0:
         return None
+    return _shift_found(agent, turn, camp, stated, after, placed, max(s.last[0] for s, _ in other))
+
+
+PARTISAN = ("supportive", "opposing")
+MOST_AFTER, AT_LEAST_AFTER = 0.8, 3  # of a side-changer's statements from the turn on, for the new camp
+
+
+def _shift_by_meaning(agent: int, placed: list[tuple[Saying, str]]) -> dict[str, Any] | None:
+    """The agent's change of side, when from one statement for a partisan camp other than their own on, at
+    least 80% of their statements (and at least three) are for it and at most 20% for their own stance."""
+    stated = placed[0][0].stance
+    ordered = sorted(placed, key=lambda sc: sc[0].first)
+    for i, (turn, camp) in enumerate(ordered):
+        if camp == stated or camp not in PARTISAN or turn.first[0] <= 0:
+            continue
+        after = ordered[i:]
+        total = sum(s.statements for s, _ in after)
+        same = sum(s.statements for s, c in after if c == camp)
+        back = sum(s.statements for s, c in after if c == stated)
+        if same >= AT_LEAST_AFTER and same >= MOST_AFTER * total and back <= (1 - MOST_AFTER) * total:
+            return _shift_found(agent, turn, camp, stated, same, ordered[:i],
+                                max(s.last[0] for s, c in after if c == camp))
+    return None
+
+
+def _shift_found(agent: int, turn: Saying, camp: str, stated: str, after: int,
+                 before: list[tuple[Saying, str]], to: int) -> dict[str, Any]:
     return {"agent": f"agent:{agent}", "agent_id": agent, "name": turn.name, "stated_stance": stated,
             "now_speaks_for": camp, "from_round": turn.first[0], "statements_after": after,
-            "statements_before": sum(s.statements for s, c in placed if c == stated),
-            "example": {"ref": turn.first[1], "content": turn.first_text}, "_to": max(s.last[0] for s, _ in other)}
+            "statements_before": sum(s.statements for s, c in before if c == stated),
+            "example": {"ref": turn.first[1], "content": turn.first_text}, "_to": to}
 
 
 def _arguments(said: list[Saying], voices: Voices, top: int,
