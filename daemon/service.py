@@ -119,6 +119,8 @@ class Daemon:
                 self.lock.advertise(f"http://{self.config.server.host}:{self.server.port}/")
                 assert self.serving is not None
                 self.serving.set()
+            if ingest and ready:  # `simreportd run`, its port bound: name what it watches
+                self.watcher.announce()
             try:
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(self._watch_store, name="store-identity")

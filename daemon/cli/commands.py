@@ -42,7 +42,6 @@ log = logging.getLogger("simreportd.daemon.cli.commands")
 
 async def run(args: argparse.Namespace, config: Config) -> int:
     async with Daemon(config) as daemon:
-        daemon.watcher.announce()
         try:
             with our_error_as_itself():  # a busy port: one line naming [server] port, exit 2
                 async with anyio.create_task_group() as tasks:
