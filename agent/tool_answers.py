@@ -94,9 +94,18 @@ class StanceShift(TypedDict, total=False):
     example: Example
 
 
+class GroupedBy(TypedDict, total=False):
+    meaning: str | None  # the embedder the arguments were grouped with (None: by exact wording)
+    wordings: int
+    compared: int
+    note: str
+
+
 class Camps(TypedDict, total=False):
     arguments: dict[str, list[Argument]]  # camp -> its arguments, most stated first
     stance_shifts: list[StanceShift]
+    expressed: dict[str, int]
+    grouped_by: GroupedBy
 
 
 class RankedAgent(Named, total=False):
