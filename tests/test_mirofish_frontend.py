@@ -1,5 +1,5 @@
 """MiroFish's own frontend, built from its repository, on simreportd alone with the default `[server]` settings
-(but the port: MiroFish's backend's, 5001, which the frontend calls when built without VITE_API_BASE_URL),
+(but the port: the one the build calls, MiroFish's backend's 5001 when built without VITE_API_BASE_URL),
 in headless Chromium: Step 4 shows a report; Step 5 lists the agents, interviews one and a survey of two,
 and chats about a simulation whose report failed; no call of the page fails but the 501s of MiroFish's
 orchestration.
@@ -9,6 +9,10 @@ MiroFish is AGPL-3.0 and never copied here; build it by hand and point MIROFISH_
 
     git clone https://github.com/666ghj/MiroFish && cd MiroFish/frontend && npm ci && npx vite build
     MIROFISH_DIST=$PWD/dist python -m pytest tests/test_mirofish_frontend.py
+
+The page is served from `http://127.0.0.1:3000` (the dev server's origin, allowed by default) and
+simreportd listens on the port the build calls (bench/mirofish_frontend.py's build, for its proxy on 3300,
+does as well).
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import threading
 from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -34,11 +40,22 @@ from .test_server import Running
 
 DIST = os.environ.get("MIROFISH_DIST", "")
 PAGE = "http://127.0.0.1:3000"  # the frontend's dev-server origin, allowed by default
-API_PORT = 5001  # where the built frontend sends its calls (frontend/src/api/index.js)
 
-pytestmark = [pytest.mark.anyio, pytest.mark.skipif(not (DIST and Path(DIST, "index.html").is_file()
-                                                         and chromium_path()),
-                                                    reason="needs MiroFish's built frontend (MIROFISH_DIST) and Chromium")]
+
+def api_port(dist: str) -> int:
+    """The port of the base URL the build calls (`frontend/src/api/index.js`, baked in by vite), or 0 if it is
+    not on this machine."""
+    for bundle in Path(dist, "assets").glob("*.js"):
+        if found := re.search(r'baseURL:"(http://[^"]+)"', bundle.read_text(errors="replace")):
+            url = urlsplit(found.group(1))
+            return url.port or 80 if url.hostname in ("localhost", "127.0.0.1") else 0
+    return 0
+
+
+API_PORT = api_port(DIST) if DIST and Path(DIST, "assets").is_dir() else 0
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(not (API_PORT and chromium_path()), reason=(
+    "needs MiroFish's frontend built to call this machine (MIROFISH_DIST) and Chromium"))]
 
 
 class SinglePage(SimpleHTTPRequestHandler):
@@ -74,8 +91,8 @@ async def until(browser: Chromium, expression: str, what: str) -> Any:
     raise AssertionError(f"the page never showed {what}: {str(await browser.evaluate('document.body.innerText'))[:500]}")
 
 
-CALLS = ("performance.getEntriesByType('resource').filter(e => e.name.includes(':5001/'))"
-         ".map(e => [e.name.split(':5001')[1], e.responseStatus])")
+CALLS = (f"performance.getEntriesByType('resource').filter(e => e.name.includes(':{API_PORT}/'))"
+         f".map(e => [e.name.split(':{API_PORT}')[1], e.responseStatus])")
 
 
 async def failed_calls(browser: Chromium) -> list[list[Any]]:
