@@ -50,7 +50,6 @@ EN: dict[str, str] = {
     "after_means": "After round {round}, Twitter averaged {twitter} actions per round and Reddit averaged {reddit} "
                    "({covered}).",
     "split": "By their profiles the {agents} agents split into {sizes}.",
-    "expressed": "By what they wrote, the agents who took a side speak for {sizes}.",
     "by_wording": "Arguments were grouped by their exact wording and searches matched keywords only ({why}).",
     "camp_argument": "The {stance} camp's most repeated argument came up in {statements} by {authors}; {name} "
                      "({agent}) put it first:",
@@ -142,7 +141,6 @@ ZH: dict[str, str] = {
     "before_means": "第{round}轮之前，Twitter平均每轮{twitter}次行动，Reddit平均每轮{reddit}次（{covered}）。",
     "after_means": "第{round}轮之后，Twitter平均每轮{twitter}次行动，Reddit平均每轮{reddit}次（{covered}）。",
     "split": "按档案，{agents}名参与者分为{sizes}。",
-    "expressed": "按发言内容，表明立场的参与者分为{sizes}。",
     "by_wording": "观点按原文归并，检索仅按关键词进行（{why}）。",
     "camp_argument": "{stance}最常重复的观点出现在{statements}中，来自{authors}；{name} ({agent}) 最先提出：",
     "camp_next": "{stance}其次的观点（{statements}）：", "no_arguments": "分析没有发现在同一阵营内重复出现的观点。",

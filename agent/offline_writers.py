@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from .offline_facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
 from .offline_phrases import ENGLISH, Phrases
-from .tool_answers import Chain, PlanningContext, Statement
+from .tool_answers import Chain, Statement
 
 
 def timeline(f: Facts) -> str:
@@ -69,9 +67,6 @@ def _camps(f: Facts) -> str:
     sizes = camp_sizes(f.background, say)
     if sizes:
         out.append(say("split", agents=f.background.get("agents_count", 0), sizes=sizes))
-    expressed = f.camps.get("expressed") or {}
-    if expressed and expressed != {k: v for k, v in (f.background.get("stances") or {}).items() if k}:
-        out.append(say("expressed", sizes=camp_sizes(cast(PlanningContext, {"stances": expressed}), say)))
     grouped = f.camps.get("grouped_by") or {}
     if grouped.get("note") and not grouped.get("meaning"):
         out.append(say("by_wording", why=grouped["note"]))
