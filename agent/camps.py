@@ -64,19 +64,28 @@ def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3,
 
 
 def statement_stances(rows: Iterable[tuple[Any, ...]], meaning: Mapping[str, str] | None = None) -> dict[tuple[int, str], str]:
-    """The stance each agent's wording speaks for, by (agent, wording): its argument's camp, its author's own
-    vote left out ('' for an argument no camp holds, such as chatter or a tie)."""
+    """The stance each agent's wording speaks for, by (agent, wording): its author's stance at the time, that
+    is their profile's, or from their change of side on (found from the arguments) the camp they moved to.
+    Measured on statements written anew (bench/analysis_quality.py), an argument's camp is a worse guess
+    for one statement than its author's stance: partisans ask the neutral camp's questions too."""
     said = list(map(saying, rows))
     grouped = _grouped(said, meaning) if meaning else said
     by_meaning = bool(meaning)
     shifts = _shifts(grouped, _voices(grouped, {}), by_meaning)
-    voices = _voices(grouped, _moved(_shifts(grouped, _voices(grouped, _moved(shifts)), by_meaning)))
-    tallies = _tallies(voices)
-    placed = {}
-    for s in grouped:
-        own = (s.agent, s.stance) in voices.get(s.key, ())
-        placed[(s.agent, s.key)] = _camp(tallies.get(s.key), s.stance if own else None) or _camp(tallies.get(s.key))
-    return {(s.agent, s.key): placed[(s.agent, (meaning or {}).get(s.key, s.key))] for s in said}
+    shifts = _shifts(grouped, _voices(grouped, _moved(shifts)), by_meaning)
+    turned = {s["agent_id"]: (s["from_round"], s["now_speaks_for"]) for s in shifts}
+    return {(s.agent, s.key): turn[1] if (turn := turned.get(s.agent)) and s.first[0] >= turn[0] else s.stance
+            for s in said}
+
+
+def _held(votes: Counter[str] | None, by: int = 3, share: float = 0.6) -> str:
+    """The camp most of an argument's authors hold (at least `by` of them, `share` of them), else '': what
+    places a statement for a change of side read by meaning, where a group's plurality is too weak a sign."""
+    ranked = (votes or Counter()).most_common(2)
+    total = sum((votes or Counter()).values())
+    top = ranked[0][1] if ranked else 0
+    clear = total >= by and top >= share * total and (len(ranked) < 2 or ranked[1][1] < top)
+    return ranked[0][0] if clear else ""
 
 
 def _grouped(said: list[Saying], meaning: Mapping[str, str]) -> list[Saying]:
@@ -170,7 +179,10 @@ def _shifts(said: list[Saying], voices: Voices, by_meaning: bool = False) -> lis
     tallies = _tallies(voices)
     for s in said:
         own = (s.agent, s.stance) in voices.get(s.key, ())  # never a vote on one's own words
-        if camp := _camp(tallies.get(s.key), s.stance if own else None):
+        votes = tallies.get(s.key)
+        if by_meaning and own and votes is not None:
+            votes = votes - Counter({s.stance: 1})
+        if camp := (_held(votes) if by_meaning else _camp(votes, s.stance if own else None)):
             by_agent.setdefault(s.agent, []).append((s, camp))
     decide = _shift_by_meaning if by_meaning else _shift
     return [shift for agent, placed in sorted(by_agent.items()) if (shift := decide(agent, placed))]

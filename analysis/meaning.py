@@ -22,7 +22,7 @@ import numpy as np
 
 from .embedders import Vectors, normalised
 
-SAME_ARGUMENT = 0.06  # blended likeness at which two groups say the same thing (bench/analysis_quality.py)
+SAME_ARGUMENT = 0.08  # blended likeness at which two groups say the same thing (bench/analysis_quality.py)
 MEANING_SHARE = 0.35  # of the blend, the embeddings' part; the rest is the shared rare words'
 SAID_BY_MANY = 2  # a wording said this often is an argument already: two such never merge, others may join them
 CENTRE_FROM = 8  # statements a run needs before its mean is taken out (fewer: the mean is one of them)
