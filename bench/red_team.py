@@ -10,10 +10,10 @@ PAD bytes (the agent log grows to tens of megabytes, as with a real model's long
   HOLD_S, then as many again stay until the daemon drops them (its write timeout). Printed: the daemon's RSS
   before, its peak (VmHWM) while they hold, after the first leave and after the second are dropped, and
   how long the second waited;
-- forced regeneration: MiroFish's `force_regenerate` every 0.3 s from one address (the reports it made);
-- spend: as many addresses chatting back to back (chats answered, refusals, the model calls made, against
-  `[limits] model_calls_per_minute`);
 - bad strings: POSTs whose JSON holds a lone surrogate (their statuses, the log's growth, tracebacks);
+- spend: 40 addresses chatting back to back (chats answered, refusals, the model calls made, against
+  `[limits] model_calls_per_minute`);
+- forced regeneration: MiroFish's `force_regenerate` every 0.3 s from one address (the reports it made);
 - smuggling: a request framed both ways, with a second request behind it (the answers on that connection);
 - read models deleted while running: `/healthz` and `/api/reports` asked at once after (their statuses).
 
@@ -58,8 +58,9 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
 
 
 def request(method: str, path: str, body: str = "", source: str = "127.0.0.1", extra: str = "") -> bytes:
-    """One request on its own connection from `source`; everything the daemon sent before closing it."""
-    with socket.create_connection(("127.0.0.1", PORT), timeout=30, source_address=(source, 0)) as sock:
+    """One request on its own connection from `source`; everything the daemon sent before closing it (a chat
+    may wait minutes for its model calls while the budget is spent)."""
+    with socket.create_connection(("127.0.0.1", PORT), timeout=600, source_address=(source, 0)) as sock:
         sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      f"Content-Length: {len(body.encode())}\r\n{extra}Connection: close\r\n\r\n{body}".encode())
         return b"".join(iter(lambda: sock.recv(65536), b""))
@@ -157,9 +158,9 @@ def bad_strings(log: Path, count: int) -> dict[str, object]:
               ("/api/report/tools/search", '{"simulation_id": "x", "query": "\\ud800"}'),
               ("/api/report/generate/status", '{"task_id": "\\ud800"}')]
     size, answers = log.stat().st_size, Counter()
-    for n in range(count):
+    for n in range(count):  # each from its own address: no per-client limit (chats a minute) is met
         path, body = bodies[n % len(bodies)]
-        answers[status(request("POST", path, body))] += 1
+        answers[status(request("POST", path, body, source=source(1000 + n)))] += 1
     text = log.read_text(errors="replace")
     return {"requests": count, "statuses": dict(answers), "log bytes added": log.stat().st_size - size,
             "tracebacks in the log": text.count("Traceback")}
@@ -203,8 +204,8 @@ def main(args: list[str]) -> None:
                 time.sleep(0.2)
             cases = {"slow readers": lambda: slow_readers(daemon.pid, report_id, readers),
                      "bad strings": lambda: bad_strings(log, 500 if readers >= 30 else 20),
-                     "forced regeneration": lambda: forced_regeneration("sim_red", FLOOD_S),
                      "spend": lambda: spend("sim_red", 40 if readers >= 30 else 4, FLOOD_S, llm),
+                     "forced regeneration": lambda: forced_regeneration("sim_red", FLOOD_S),
                      "smuggling": smuggling, "read models deleted": lambda: views_deleted(work)}
             chosen = [c.strip() for c in os.environ.get("RED_TEAM_CASES", "").split(",") if c.strip()] or list(cases)
             results = {"agent log MB": round(len(request("GET", f"/api/report/{report_id}/agent-log/stream")) / 1e6, 1),

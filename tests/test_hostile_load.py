@@ -19,7 +19,9 @@ from simreportd.daemon.server import streaming
 from simreportd.daemon.server.edge import forwarded_client, trusted
 from simreportd.errors import LimitReached
 from simreportd.events.models import LLMRequested
+from simreportd.projections import report_queries
 from simreportd.projections import runner as projection_runner
+from simreportd.projections.sqlite import reading
 
 from .conftest import TIMEOUT, make_config
 from .fake_llm import FakeLLM
@@ -232,7 +234,7 @@ async def test_the_client_is_the_one_a_trusted_proxy_forwards_and_only_a_trusted
                 writer.close()
 
 
-async def test_the_whole_logs_are_streamed_a_page_at_a_time_and_equal_the_logs(
+async def test_the_logs_are_written_a_page_at_a_time_and_equal_the_logs(
         tmp_path: Path, small_sim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages of about 1 KiB: the answers are made of many, and still are the logs, whole and in order."""
     monkeypatch.setattr(streaming, "PAGE_BYTES", 1024)
@@ -250,6 +252,12 @@ async def test_the_whole_logs_are_streamed_a_page_at_a_time_and_equal_the_logs(
             assert status == 200 and whole["success"] is True and whole["data"]["logs"] == paged["logs"]
             assert whole["data"]["count"] == paged["total_lines"] == len(paged["logs"])
             assert len(json.dumps(paged["logs"])) > 3 * streaming.PAGE_BYTES, kind  # a few pages
+            with reading(running.daemon.views.path) as conn:
+                kept = {"agent-log": [json.loads(line) for line in report_queries.agent_log(conn, report_id)],
+                        "console-log": report_queries.console_log(conn, report_id)}[kind]
+            assert paged["logs"] == kept and paged["from_line"] == 0 and paged["has_more"] is False
+            tail = answer(await exchange(running.base, ask(f"{kind}?from_line=2")))[1]["data"]
+            assert tail == {**paged, "logs": kept[2:], "from_line": 2}
         status, empty = answer(await exchange(running.base, ask("agent-log/stream").replace(report_id.encode(), b"r0")))
         assert status == 200 and empty["data"] == {"logs": [], "count": 0}
 
