@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from websockets.asyncio.client import connect
 
@@ -274,3 +276,27 @@ def test_the_forwarded_client_is_the_right_most_address_not_a_listed_proxy(heade
     raw = [(name.encode(), value.encode()) for name, value in headers]
     assert forwarded_client(raw, ["127.0.0.1", "10.0.0.0/8"]) == client
     assert trusted("10.9.9.9", ["10.0.0.0/8"]) and not trusted("10.9.9.9", []) and not trusted("x", ["10.0.0.0/8"])
+
+
+async def test_a_reader_that_takes_nothing_is_dropped_and_one_log_line_says_so(
+        running: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A log of endless 200 KB lines, a client that reads none of it: once the socket buffers are full, the
+    next page waits for WRITE_TIMEOUT_S (1 s here) and the connection is dropped."""
+    def endless(conn: object, report_id: str, start: int) -> Iterator[str]:
+        return (json.dumps({"line": n, "pad": "x" * 200_000}) for n in range(start, start + 10_000))
+
+    monkeypatch.setitem(streaming.LOGS, "agent_log", (endless, str))
+    monkeypatch.setattr(streaming, "WRITE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(streaming.slow_readers, "logged_at", float("-inf"))
+    before = streaming.Dropped.total
+    host, port = running.base.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    writer.transport.pause_reading()  # reads nothing
+    writer.write(b"GET /api/report/r1/agent-log/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    with anyio.fail_after(TIMEOUT):
+        while streaming.Dropped.total == before:
+            await asyncio.sleep(0.05)
+    writer.close()
+    dropped = [r for r in caplog.records if r.name == streaming.log.name]
+    assert len(dropped) == 1 and "dropped 1 reader(s)" in dropped[0].getMessage()
