@@ -134,7 +134,7 @@ async def test_reads_while_the_read_models_are_missing_are_a_503_rebuilding_with
         for suffix in ("", "-wal", "-shm"):
             Path(f"{running.daemon.views.path}{suffix}").unlink(missing_ok=True)
         for path in ("/healthz", "/metrics", "/api/reports", "/api/simulations", "/api/report/list",
-                     "/api/report/check/sim_small"):
+                     "/api/report/r/agent-log", "/api/report/check/sim_small"):
             raw = await exchange(running.base, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
                                  .encode())
             status, shape = answer(raw)

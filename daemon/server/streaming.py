@@ -64,20 +64,22 @@ class LogAnswer:
         self.daemon, self.table, self.report_id, self.start = daemon, table, report_id, start
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        lines, as_json = LOGS[self.table]
+        first, count, views = self.start or 0, 0, self.daemon.views
+        taken = await views.in_thread(page, views.path, lines, self.report_id, first)  # a missing file: still a 503
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store"),
             (b"X-Content-Type-Options", b"nosniff")]})
         writer = Writer(send, scope.get("state", {}).get(CONNECTION))
-        lines, as_json = LOGS[self.table]
-        first, count, views = self.start or 0, 0, self.daemon.views
         body = b'{"success": true, "data": {' + \
             (b"" if self.start is None else b'"from_line": %d, "has_more": false, ' % first) + b'"logs": ['
-        while taken := await views.in_thread(page, views.path, lines, self.report_id, first + count):
+        while taken:
             body += (b"," if count else b"") + ",".join(map(as_json, taken)).encode()
             count += len(taken)
             if not await writer.write(body):
                 return
             body = b""
+            taken = await views.in_thread(page, views.path, lines, self.report_id, first + count)
         if self.start is None:
             await writer.end(body + b'], "count": %d}}' % count)
         else:
