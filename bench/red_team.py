@@ -10,10 +10,10 @@ PAD bytes (the agent log grows to tens of megabytes, as with a real model's long
   HOLD_S, then as many again stay until the daemon drops them (its write timeout). Printed: the daemon's RSS
   before, its peak (VmHWM) while they hold, after the first leave and after the second are dropped, and
   how long the second waited;
-- forced regeneration: MiroFish's `force_regenerate` every 0.3 s from one address (the reports it made);
-- spend: as many addresses chatting back to back (chats answered, refusals, the model calls made, against
-  `[limits] model_calls_per_minute`);
 - bad strings: POSTs whose JSON holds a lone surrogate (their statuses, the log's growth, tracebacks);
+- spend: 40 addresses chatting back to back (chats answered, refusals, the model calls made, against
+  `[limits] model_calls_per_minute`);
+- forced regeneration: MiroFish's `force_regenerate` every 0.3 s from one address (the reports it made);
 - smuggling: a request framed both ways, with a second request behind it (the answers on that connection);
 - read models deleted while running: `/healthz` and `/api/reports` asked at once after (their statuses).
 
@@ -41,6 +41,7 @@ PORT = 0
 PAD = 700_000  # bytes added to each model reply (below [llm] max_reply_bytes)
 HOLD_S, SETTLE_S, FLOOD_S = 10.0, 12.0, 30.0
 DROP_WAIT_S = 60.0  # the most the script waits for the daemon to drop readers that never read
+TCP_ESTABLISHED = "01"  # a connection's state in /proc/net/tcp
 
 
 def padded(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
@@ -58,8 +59,9 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
 
 
 def request(method: str, path: str, body: str = "", source: str = "127.0.0.1", extra: str = "") -> bytes:
-    """One request on its own connection from `source`; everything the daemon sent before closing it."""
-    with socket.create_connection(("127.0.0.1", PORT), timeout=30, source_address=(source, 0)) as sock:
+    """One request on its own connection from `source`; everything the daemon sent before closing it (a chat
+    may wait minutes for its model calls while the budget is spent)."""
+    with socket.create_connection(("127.0.0.1", PORT), timeout=600, source_address=(source, 0)) as sock:
         sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      f"Content-Length: {len(body.encode())}\r\n{extra}Connection: close\r\n\r\n{body}".encode())
         return b"".join(iter(lambda: sock.recv(65536), b""))
@@ -83,17 +85,15 @@ def stalled_reader(n: int, report_id: str) -> socket.socket:
     return sock
 
 
-def dropped(sock: socket.socket) -> bool:
-    """Whether the daemon closed this reader's connection (what it had sent is read and thrown away)."""
-    sock.setblocking(False)
-    try:
-        while chunk := sock.recv(1 << 20):
-            del chunk
-        return True
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
+def held_by_daemon(sources: set[str]) -> int:
+    """Connections from `sources` the daemon still holds open (its side, in /proc/net/tcp): a reader that
+    reads nothing cannot see its connection dropped (the daemon's reset falls outside its closed window)."""
+    held = 0
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, remote, state = row.split()[1:4]
+        address = socket.inet_ntoa(bytes.fromhex(remote.split(":")[0])[::-1])
+        held += int(local.split(":")[1], 16) == PORT and state == TCP_ESTABLISHED and address in sources
+    return held
 
 
 def slow_readers(pid: int, report_id: str, count: int) -> dict[str, object]:
@@ -107,10 +107,10 @@ def slow_readers(pid: int, report_id: str, count: int) -> dict[str, object]:
     time.sleep(SETTLE_S)
     after_leaving = rss_mb(pid)
     staying = [stalled_reader(count + n, report_id) for n in range(count)]
-    started, gone = time.monotonic(), 0
+    started, gone, sources = time.monotonic(), 0, {source(count + n) for n in range(count)}
     while time.monotonic() - started < DROP_WAIT_S and gone < count:
         time.sleep(1)
-        gone = sum(dropped(sock) for sock in staying)
+        gone = count - held_by_daemon(sources)
     waited = time.monotonic() - started
     for sock in staying:
         sock.close()
@@ -157,9 +157,9 @@ def bad_strings(log: Path, count: int) -> dict[str, object]:
               ("/api/report/tools/search", '{"simulation_id": "x", "query": "\\ud800"}'),
               ("/api/report/generate/status", '{"task_id": "\\ud800"}')]
     size, answers = log.stat().st_size, Counter()
-    for n in range(count):
+    for n in range(count):  # each from its own address: no per-client limit (chats a minute) is met
         path, body = bodies[n % len(bodies)]
-        answers[status(request("POST", path, body))] += 1
+        answers[status(request("POST", path, body, source=source(1000 + n)))] += 1
     text = log.read_text(errors="replace")
     return {"requests": count, "statuses": dict(answers), "log bytes added": log.stat().st_size - size,
             "tracebacks in the log": text.count("Traceback")}
@@ -203,8 +203,8 @@ def main(args: list[str]) -> None:
                 time.sleep(0.2)
             cases = {"slow readers": lambda: slow_readers(daemon.pid, report_id, readers),
                      "bad strings": lambda: bad_strings(log, 500 if readers >= 30 else 20),
-                     "forced regeneration": lambda: forced_regeneration("sim_red", FLOOD_S),
                      "spend": lambda: spend("sim_red", 40 if readers >= 30 else 4, FLOOD_S, llm),
+                     "forced regeneration": lambda: forced_regeneration("sim_red", FLOOD_S),
                      "smuggling": smuggling, "read models deleted": lambda: views_deleted(work)}
             chosen = [c.strip() for c in os.environ.get("RED_TEAM_CASES", "").split(",") if c.strip()] or list(cases)
             results = {"agent log MB": round(len(request("GET", f"/api/report/{report_id}/agent-log/stream")) / 1e6, 1),

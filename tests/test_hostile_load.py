@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from websockets.asyncio.client import connect
 
@@ -19,7 +21,9 @@ from simreportd.daemon.server import streaming
 from simreportd.daemon.server.edge import forwarded_client, trusted
 from simreportd.errors import LimitReached
 from simreportd.events.models import LLMRequested
+from simreportd.projections import report_queries
 from simreportd.projections import runner as projection_runner
+from simreportd.projections.sqlite import reading
 
 from .conftest import TIMEOUT, make_config
 from .fake_llm import FakeLLM
@@ -130,7 +134,7 @@ async def test_reads_while_the_read_models_are_missing_are_a_503_rebuilding_with
         for suffix in ("", "-wal", "-shm"):
             Path(f"{running.daemon.views.path}{suffix}").unlink(missing_ok=True)
         for path in ("/healthz", "/metrics", "/api/reports", "/api/simulations", "/api/report/list",
-                     "/api/report/check/sim_small"):
+                     "/api/report/r/agent-log", "/api/report/check/sim_small"):
             raw = await exchange(running.base, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
                                  .encode())
             status, shape = answer(raw)
@@ -232,7 +236,7 @@ async def test_the_client_is_the_one_a_trusted_proxy_forwards_and_only_a_trusted
                 writer.close()
 
 
-async def test_the_whole_logs_are_streamed_a_page_at_a_time_and_equal_the_logs(
+async def test_the_logs_are_written_a_page_at_a_time_and_equal_the_logs(
         tmp_path: Path, small_sim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages of about 1 KiB: the answers are made of many, and still are the logs, whole and in order."""
     monkeypatch.setattr(streaming, "PAGE_BYTES", 1024)
@@ -250,6 +254,12 @@ async def test_the_whole_logs_are_streamed_a_page_at_a_time_and_equal_the_logs(
             assert status == 200 and whole["success"] is True and whole["data"]["logs"] == paged["logs"]
             assert whole["data"]["count"] == paged["total_lines"] == len(paged["logs"])
             assert len(json.dumps(paged["logs"])) > 3 * streaming.PAGE_BYTES, kind  # a few pages
+            with reading(running.daemon.views.path) as conn:
+                kept = {"agent-log": [json.loads(line) for line in report_queries.agent_log(conn, report_id)],
+                        "console-log": report_queries.console_log(conn, report_id)}[kind]
+            assert paged["logs"] == kept and paged["from_line"] == 0 and paged["has_more"] is False
+            tail = answer(await exchange(running.base, ask(f"{kind}?from_line=2")))[1]["data"]
+            assert tail == {**paged, "logs": kept[2:], "from_line": 2}
         status, empty = answer(await exchange(running.base, ask("agent-log/stream").replace(report_id.encode(), b"r0")))
         assert status == 200 and empty["data"] == {"logs": [], "count": 0}
 
@@ -266,3 +276,27 @@ def test_the_forwarded_client_is_the_right_most_address_not_a_listed_proxy(heade
     raw = [(name.encode(), value.encode()) for name, value in headers]
     assert forwarded_client(raw, ["127.0.0.1", "10.0.0.0/8"]) == client
     assert trusted("10.9.9.9", ["10.0.0.0/8"]) and not trusted("10.9.9.9", []) and not trusted("x", ["10.0.0.0/8"])
+
+
+async def test_a_reader_that_takes_nothing_is_dropped_and_one_log_line_says_so(
+        running: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A log of endless 200 KB lines, a client that reads none of it: once the socket buffers are full, the
+    next page waits for WRITE_TIMEOUT_S (1 s here) and the connection is dropped."""
+    def endless(conn: object, report_id: str, start: int) -> Iterator[str]:
+        return (json.dumps({"line": n, "pad": "x" * 200_000}) for n in range(start, start + 10_000))
+
+    monkeypatch.setitem(streaming.LOGS, "agent_log", (endless, str))
+    monkeypatch.setattr(streaming, "WRITE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(streaming.slow_readers, "logged_at", float("-inf"))
+    before = streaming.Dropped.total
+    host, port = running.base.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    writer.transport.pause_reading()  # reads nothing
+    writer.write(b"GET /api/report/r1/agent-log/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    with anyio.fail_after(TIMEOUT):
+        while streaming.Dropped.total == before:
+            await asyncio.sleep(0.05)
+    writer.close()
+    dropped = [r for r in caplog.records if r.name == streaming.log.name]
+    assert len(dropped) == 1 and "dropped 1 reader(s)" in dropped[0].getMessage()

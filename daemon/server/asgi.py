@@ -34,7 +34,6 @@ from simreportd.daemon.client_json import checked
 from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.host import Host
 from simreportd.errors import LimitReached
-from simreportd.projections import report_queries
 from simreportd.projections.failures import fold_failures
 from simreportd.projections.sqlite import ViewsMissing, reading
 
@@ -54,7 +53,7 @@ from .edge import (
 )
 from .fanout import Fanout
 from .origins import RefusedOriginsTold
-from .streaming import LogAnswer, json_string
+from .streaming import LogAnswer
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
@@ -82,9 +81,9 @@ def routes(daemon: Host, fanout: Fanout) -> list[BaseRoute]:
         route("/healthz", handlers.health, "GET"),
         route("/metrics", handlers.metrics, "GET"),
         route("/api/report/chat", handlers.chat, "POST"),
-        route("/api/report/{report_id}/agent-log/stream", LogAnswer(daemon, report_queries.agent_log_lines, str), "GET"),
-        route("/api/report/{report_id}/console-log/stream",
-              LogAnswer(daemon, report_queries.console_log_lines, json_string), "GET"),
+        *(log_route(f"/api/report/{{report_id}}/{name}", daemon, table, whole)
+          for name, table in (("agent-log", "agent_log"), ("console-log", "console_log"))
+          for whole in (False, True)),
         *mirofish_routes(daemon),
         *(read_route(path, fn, daemon) for path, fn in http_api.ROUTES),
         WebSocketRoute("/ws", fanout.serve),
@@ -105,6 +104,18 @@ def read_route(path: str, fn: Any, daemon: Host) -> Route:
         args = [str(v) for v in request.path_params.values()]
         return reply(*await daemon.views.in_thread(http_api.answer, daemon.views.path, fn, query, args))
     return route(path, endpoint, "GET")
+
+
+def log_route(path: str, daemon: Host, table: str, whole: bool) -> Route:
+    """MiroFish's agent or console log (`table`) from `from_line` on, or the whole of it at `path`/stream:
+    written a page at a time as the client reads it (streaming.py)."""
+    async def endpoint(request: Request) -> Any:
+        try:
+            start = None if whole else mirofish.from_line(dict(request.query_params))
+        except mirofish.Absurd as exc:
+            return _mirofish_reply(mirofish.failed(400, str(exc), code="bad_request"))
+        return LogAnswer(daemon, table, str(request.path_params["report_id"]), start)
+    return route(path + "/stream" if whole else path, endpoint, "GET")
 
 
 def mirofish_routes(daemon: Host) -> list[Route]:

@@ -80,9 +80,9 @@ def _whole(text: str, name: str) -> int | None:
     return int(text)
 
 
-def _from_line(ask: Ask) -> int:
+def from_line(query: dict[str, str]) -> int:
     """`from_line`: anything but a whole number counts as 0, as with Flask's `type=int` (and so does < 0)."""
-    return max(0, _whole(ask.query.get("from_line", "0"), "from_line") or 0)
+    return max(0, _whole(query.get("from_line", "0"), "from_line") or 0)
 
 
 def _simulation(conn: sqlite3.Connection, given: object) -> str | None:
@@ -166,20 +166,6 @@ def check(conn: sqlite3.Connection, ask: Ask) -> Reply:
     status = mirofish_status(row["status"]) if row else None
     return ok({"simulation_id": given, "has_report": row is not None, "report_status": status,
                "report_id": row["report_id"] if row else None, "interview_unlocked": status == "completed"})
-
-
-def agent_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    start = _from_line(ask)
-    lines = [json.loads(line) for line in report_queries.agent_log(conn, ask.params["report_id"], start)]
-    return ok({"logs": lines, "total_lines": report_queries.log_length(conn, "agent_log", ask.params["report_id"]),
-               "from_line": start, "has_more": False})
-
-
-def console_log(conn: sqlite3.Connection, ask: Ask) -> Reply:
-    start = _from_line(ask)
-    lines = report_queries.console_log(conn, ask.params["report_id"], start)
-    return ok({"logs": lines, "total_lines": report_queries.log_length(conn, "console_log", ask.params["report_id"]),
-               "from_line": start, "has_more": False})
 
 
 def generate_status(conn: sqlite3.Connection, ask: Ask) -> Reply:
@@ -335,13 +321,11 @@ READERS: list[tuple[str, str, Reader]] = [
     ("GET", "/api/report/{report_id}/progress", get_progress),
     ("GET", "/api/report/{report_id}/sections", sections),
     ("GET", "/api/report/{report_id}/section/{index}", section),
-    ("GET", "/api/report/{report_id}/agent-log", agent_log),
-    ("GET", "/api/report/{report_id}/console-log", console_log),
 ]
 ACTORS: list[tuple[str, str, Actor]] = [
     ("POST", "/api/report/generate", generate),
     ("DELETE", "/api/report/{report_id}", delete),
     ("POST", "/api/report/tools/search", search_tool),
     ("POST", "/api/report/tools/statistics", statistics_tool),
-]  # POST /api/report/chat is daemon/chat.py's chat_request; the two whole logs (`/stream`) are streaming.py's
+]  # POST /api/report/chat is daemon/chat.py's chat_request; the agent and console logs are streaming.py's
 

@@ -21,6 +21,7 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from simreportd.daemon.host import Host
+from simreportd.projections import report_queries
 from simreportd.projections.sqlite import reading
 
 from .connections import CONNECTION
@@ -55,28 +56,35 @@ def page(views: Path, lines: Lines, report_id: str, start: int) -> list[str]:
 
 
 class LogAnswer:
-    """MiroFish's `/stream` answer for the whole log of the report its path names, `{"success": true,
-    "data": {"logs": [...], "count": N}}`, written a page at a time (the ASGI app of a route). `as_json`
-    makes one line a JSON value: agent-log lines are JSON text already (`str`), console-log lines are
-    strings (`json_string`)."""
+    """MiroFish's agent or console log of one report (`table`), written a page at a time (an ASGI app): from
+    line `start` on, `{"success": true, "data": {"from_line", "has_more", "logs", "total_lines"}}`, or, with
+    `start` None, the whole log as `/stream` answers it, `{"success": true, "data": {"logs", "count"}}`."""
 
-    def __init__(self, daemon: Host, lines: Lines, as_json: Callable[[str], str]) -> None:
-        self.daemon, self.lines, self.as_json = daemon, lines, as_json
+    def __init__(self, daemon: Host, table: str, report_id: str, start: int | None) -> None:
+        self.daemon, self.table, self.report_id, self.start = daemon, table, report_id, start
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        lines, as_json = LOGS[self.table]
+        first, count, views = self.start or 0, 0, self.daemon.views
+        taken = await views.in_thread(page, views.path, lines, self.report_id, first)  # a missing file: still a 503
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store"),
             (b"X-Content-Type-Options", b"nosniff")]})
         writer = Writer(send, scope.get("state", {}).get(CONNECTION))
-        count, body = 0, b'{"success": true, "data": {"logs": ['
-        views, report_id = self.daemon.views, str(scope["path_params"]["report_id"])
-        while lines := await views.in_thread(page, views.path, self.lines, report_id, count):
-            body += (b"," if count else b"") + ",".join(map(self.as_json, lines)).encode()
-            count += len(lines)
+        body = b'{"success": true, "data": {' + \
+            (b"" if self.start is None else b'"from_line": %d, "has_more": false, ' % first) + b'"logs": ['
+        while taken:
+            body += (b"," if count else b"") + ",".join(map(as_json, taken)).encode()
+            count += len(taken)
             if not await writer.write(body):
                 return
             body = b""
-        await writer.end(body + b'], "count": %d}}' % count)
+            taken = await views.in_thread(page, views.path, lines, self.report_id, first + count)
+        if self.start is None:
+            await writer.end(body + b'], "count": %d}}' % count)
+        else:
+            total = await views.in_thread(log_length, views.path, self.table, self.report_id)
+            await writer.end(body + b'], "total_lines": %d}}' % total)
 
 
 class Writer:
@@ -102,5 +110,15 @@ class Writer:
         await self.send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+def log_length(views: Path, table: str, report_id: str) -> int:
+    with reading(views) as conn:
+        return report_queries.log_length(conn, table, report_id)
+
+
 def json_string(line: str) -> str:
     return json.dumps(line, ensure_ascii=False)
+
+
+# a log's lines, and how one becomes a JSON value: agent-log lines are JSON text already, console-log lines text
+LOGS: dict[str, tuple[Lines, Callable[[str], str]]] = {
+    "agent_log": (report_queries.agent_log_lines, str), "console_log": (report_queries.console_log_lines, json_string)}
