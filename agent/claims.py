@@ -24,9 +24,12 @@ from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSent
 from .grounding import CITATION
 from .language import Language
 from .problem_words import problem
+from . import relations as roles_of
+from .relations import RelationCollector, Relations
 from .tool_answers import PlanningContext
 
-SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=[^a-z])|\n+")
+# A Chinese full stop ends a sentence with no space after it (after its closing quotation mark, if any).
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[^a-z])|(?<=[。！？])(?![。！？”’」』）)])\s*|(?<=[。！？][”’」』）)])\s*|\n+")
 # Edges are ASCII, not \b: a Han character is a word character, and "第9轮" and "Twitter平均" hold claims too.
 FIGURE = re.compile(r"(?<![A-Za-z0-9_:.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*"
                     r"(%|percent(?![a-z])|x(?![a-z])|times(?![a-z]))?")
@@ -64,6 +67,7 @@ class Evidence:
     text: str  # lower-cased: every string and key of every result, joined
     ids: frozenset[str]
     derived: frozenset[float] = frozenset()  # means of per-round series over spans of rounds
+    relations: Relations = Relations()  # who holds which role: agent/relations.py
 
     def has_figure(self, value: float, decimals: int, percent: bool) -> bool:
         """The figure occurs, rounded as the text rounds it; a percentage may be a share times 100."""
@@ -113,17 +117,21 @@ class _Collector:
 
 def evidence(results: list[str], context: Mapping[str, Any] | None = None) -> Evidence:
     """The evidence of tool `results` (JSON, or plain text) and the planning `context` the prompt showed."""
-    collector = _Collector()
+    collector, roles = _Collector(), RelationCollector()
     for result in results:
         try:
-            collector.add(json.loads(result))
+            value = json.loads(result)
         except ValueError:
-            collector.add(result)
+            value = result
+        collector.add(value)
+        roles.add(value)
     if context:
         collector.add(context)
+        roles.add(dict(context))
     ids = {m for r in results for m in CITATION.findall(r)}
     text = "\n".join(collector.texts).lower()
-    return Evidence(frozenset(collector.numbers), text, frozenset(ids), frozenset(collector.derived))
+    return Evidence(frozenset(collector.numbers), text, frozenset(ids), frozenset(collector.derived),
+                    roles.relations())
 
 
 def generated_evidence(tool: str) -> bool:
@@ -139,7 +147,7 @@ def of_observations(observations: list[ToolObserved], context: Mapping[str, Any]
     ev = evidence([o.result for o in observations if not generated_evidence(o.tool)], context)
     generated = evidence([_without_answers(o.result) for o in observations if generated_evidence(o.tool)])
     return Evidence(ev.numbers, ev.text + "\n" + generated.text, ev.ids | generated.ids | frozenset(ids or ()),
-                    ev.derived)
+                    ev.derived, ev.relations)
 
 
 def _without_answers(result: str) -> str:
@@ -227,7 +235,9 @@ def check(text: str, ev: Evidence) -> ClaimVerdict:
         found = list(dict.fromkeys(claims_in(sentence)))
         figures = tuple(_figures_in(FACT_REF.sub(" ", CITATION.sub(" ", sentence))))
         missing = [c for k, c in found if not supported(k, c, ev, figures)]
-        claims += len(found)
+        relations = roles_of.unsupported(sentence, ev.relations)  # only the wrong ones are counted: a role is no figure
+        missing += relations
+        claims += len(found) + len(relations)
         supported_count += len(found) - len(missing)
         with_claims += bool(found)
         if missing:
@@ -257,8 +267,11 @@ def keep(text: str, verdict: ClaimVerdict) -> str:
         pieces = SENTENCE.split(line)
         kept = [p for p in pieces if p and _prose_of(p) not in dropped]
         if kept or not line.strip():
-            lines.append(" ".join(kept).rstrip() if kept else line)
+            lines.append("".join(p if p.endswith(CJK_STOPS) else p + " " for p in kept).rstrip() if kept else line)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+CJK_STOPS = ("。", "！", "？", "”", "’", "」", "』", "）")  # a Chinese sentence needs no space after it
 
 
 def _prose_of(piece: str) -> str:
