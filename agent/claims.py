@@ -21,10 +21,10 @@ from typing import Any, cast
 
 from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSentence
 
+from . import relations as roles_of
 from .grounding import CITATION
 from .language import Language
 from .problem_words import problem
-from . import relations as roles_of
 from .relations import RelationCollector, Relations
 from .tool_answers import PlanningContext
 
@@ -32,7 +32,7 @@ from .tool_answers import PlanningContext
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[^a-z])|(?<=[。！？])(?![。！？”’」』）)])\s*|(?<=[。！？][”’」』）)])\s*|\n+")
 # Edges are ASCII, not \b: a Han character is a word character, and "第9轮" and "Twitter平均" hold claims too.
 FIGURE = re.compile(r"(?<![A-Za-z0-9_:.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*"
-                    r"(%|percent(?![a-z])|x(?![a-z])|times(?![a-z]))?")
+                    r"(%|percent(?![a-z])|x(?![a-z])|times(?![a-z])|倍)?")
 CAPITALISED_PAIR = re.compile(r"\b([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})+)\b")
 QUOTED_TERM = re.compile(r"[\"“”]([^\"“”\n]{3,60})[\"“”]")
 TOPIC = re.compile(r"\b(?:discussions? (?:of|about|on)|concerns? (?:about|over)|topics? (?:of|like|such as)|"
@@ -67,6 +67,7 @@ class Evidence:
     text: str  # lower-cased: every string and key of every result, joined
     ids: frozenset[str]
     derived: frozenset[float] = frozenset()  # means of per-round series over spans of rounds
+    ratios: frozenset[float] = frozenset()  # one platform's actions over another's, before or after a round
     relations: Relations = Relations()  # who holds which role: agent/relations.py
 
     def has_figure(self, value: float, decimals: int, percent: bool) -> bool:
@@ -83,6 +84,7 @@ class _Collector:
     numbers: set[float] = field(default_factory=set)
     texts: list[str] = field(default_factory=list)
     derived: set[float] = field(default_factory=set)
+    ratios: set[float] = field(default_factory=set)
 
     def series(self, rows: list[Any]) -> None:
         """Means of every numeric column of per-round rows over every span of rounds: a text may state
@@ -96,6 +98,19 @@ class _Collector:
                 for end in range(start, len(values)):
                     total += values[end]
                     self.derived.add(total / (end - start + 1))
+        self.platform_ratios(rows)
+
+    def platform_ratios(self, rows: list[Any]) -> None:
+        """How many times one platform's actions the other's were, before and after each round ("after round
+        18 Twitter had 2.35x Reddit's actions", "是后者的2.35倍"): only the spans that start or end the run."""
+        columns = sorted({k for r in rows for k in r if k in PLATFORMS})
+        for a in columns:
+            for b in (c for c in columns if c != a):
+                for part in (rows[i:] for i in range(len(rows))), (rows[:i + 1] for i in range(len(rows))):
+                    for span in part:
+                        over = sum(float(r.get(b) or 0) for r in span)
+                        if over:
+                            self.ratios.add(sum(float(r.get(a) or 0) for r in span) / over)
 
     def add(self, value: Any) -> None:
         if isinstance(value, bool):
@@ -131,7 +146,7 @@ def evidence(results: list[str], context: Mapping[str, Any] | None = None) -> Ev
     ids = {m for r in results for m in CITATION.findall(r)}
     text = "\n".join(collector.texts).lower()
     return Evidence(frozenset(collector.numbers), text, frozenset(ids), frozenset(collector.derived),
-                    roles.relations())
+                    frozenset(collector.ratios), roles.relations())
 
 
 def generated_evidence(tool: str) -> bool:
@@ -147,7 +162,7 @@ def of_observations(observations: list[ToolObserved], context: Mapping[str, Any]
     ev = evidence([o.result for o in observations if not generated_evidence(o.tool)], context)
     generated = evidence([_without_answers(o.result) for o in observations if generated_evidence(o.tool)])
     return Evidence(ev.numbers, ev.text + "\n" + generated.text, ev.ids | generated.ids | frozenset(ids or ()),
-                    ev.derived, ev.relations)
+                    ev.derived, ev.ratios, ev.relations)
 
 
 def _without_answers(result: str) -> str:
@@ -221,6 +236,7 @@ def _figure_supported(claim: str, ev: Evidence, operands: tuple[float, ...]) -> 
     if not (fraction or unit):
         return False  # a whole count is stated by the evidence or not at all
     worked = set(ev.derived) if fraction else set()
+    worked |= set(ev.ratios) if unit in ("x", "times", "倍") else set()
     worked |= {r for a in operands for b in operands if a != b and b
                for r in ((a / b, a / b * 100, (a / b - 1) * 100) if percent else (a / b,))}
     return any(_rounds_to(w, value, decimals) for w in worked)
