@@ -3,9 +3,11 @@
 
 Pure text work, no I/O. A *claim* is a figure (a count, a decimal, a percentage, a ratio, a round number),
 an id (`post:twitter:42`, `agent:7`), a platform, a person's name (two capitalised words) or a term the
-text puts in quotation marks or names as a topic. A claim is supported when the evidence holds it: a
-figure as a number of a tool result (a percentage also as a share, rounded as the text rounds it, so a
-`calculate` result counts), a name or term as text of a result. Persona interview answers are written by a
+text puts in quotation marks or names as a topic, or a relation (who reacted to whom, who is most active,
+who changed sides, which camp is largest, which platform led: agent/relations.py). A claim is supported when
+the evidence holds it: a figure as a number of a tool result (a percentage also as a share, rounded as the
+text rounds it, so a `calculate` result counts), a name or term as text of a result, a relation as the roles
+the results give. Persona interview answers are written by a
 model, not said in the run: they are never evidence for figures or names (`generated_evidence`).
 Sentences with unsupported claims are listed, one verdict per sentence; `keep` drops them from the text.
 """
@@ -87,17 +89,20 @@ class _Collector:
     ratios: set[float] = field(default_factory=set)
 
     def series(self, rows: list[Any]) -> None:
-        """Means of every numeric column of per-round rows over every span of rounds: a text may state
-        "Twitter averaged 3.33 actions per round (rounds 1-3)" without a calculate call."""
+        """Means per round of every numeric column of per-round rows over every span of rounds: a text may state
+        "Twitter averaged 3.33 actions per round (rounds 1-3)" without a calculate call. A long run's row sums a
+        span of rounds (`round`..`last_round`): it counts as that many rounds."""
         if len(rows) > MAX_SERIES or not all(isinstance(r, dict) and "round" in r for r in rows) or not rows:
             return
-        for key in {k for r in rows for k, v in r.items() if k != "round" and isinstance(v, int | float)}:
+        widths = [_width(r) for r in rows]
+        for key in {k for r in rows for k, v in r.items() if k not in ("round", "last_round")
+                    and isinstance(v, int | float)}:
             values = [float(r.get(key) or 0) for r in rows]
             for start in range(len(values)):
-                total = 0.0
+                total, rounds = 0.0, 0
                 for end in range(start, len(values)):
-                    total += values[end]
-                    self.derived.add(total / (end - start + 1))
+                    total, rounds = total + values[end], rounds + widths[end]
+                    self.derived.add(total / rounds)
         self.platform_ratios(rows)
 
     def platform_ratios(self, rows: list[Any]) -> None:
@@ -128,6 +133,12 @@ class _Collector:
             self.series(value)
             for v in value:
                 self.add(v)
+
+
+def _width(row: dict[str, Any]) -> int:
+    """How many rounds a per-round row counts (1, or its span `round`..`last_round`)."""
+    last, first = row.get("last_round"), row.get("round")
+    return max(1, last - first + 1) if isinstance(last, int) and isinstance(first, int) else 1
 
 
 def evidence(results: list[str], context: Mapping[str, Any] | None = None) -> Evidence:
