@@ -26,13 +26,14 @@ OTHERS = re.compile(r"(?:\b(?:others|other agents|everyone|the rest|agents|users
                     r"大家|众人|多数人|参与者)\s*$", re.I)
 PRONOUN = re.compile(r"(?:\b(?:they|he|she|it|who|which)|他们|她们|他|她)\s*$", re.I)
 REACTED = re.compile(r"\b(?:reacted|responded|replied|reacting|responding|replying)\s+(?:\w+\s+){0,2}?to\b|"
-                     r"\b(?:reposted|quoted|commented on|liked|followed)\b|"
+                     r"\b(?:reposted|quoted|commented on|liked|followed)\b(?!\s+by\b)|"
                      r"(?:回应|回复|转发|评论|点赞|引用|关注)了|回应最多的(?:是|对象是)|最常回应", re.I)
 REACTED_TO = re.compile(r"\b(?:drew|received|got|attracted)\s+(?:the\s+)?most\s+(?:reactions|replies|responses|"
                         r"engagement|attention)|\bmost\s+(?:reacted|responded|replied)[- ]to\b|"
                         r"\bmost[- ]engaged[- ]with\b|最受关注|受到(?:了)?最多(?:的)?回应|获得(?:了)?最多(?:的)?回应|"
                         r"被回应最多", re.I)
-ACTIVE = re.compile(r"\bmost active\b|最(?:为)?活跃", re.I)
+ACTIVE = re.compile(r"\bmost active\b(?!\s+(?:rounds?|platforms?|periods?|phases?|days?|hours?)\b)|"
+                    r"最(?:为)?活跃(?!的(?:一轮|轮次|平台|时段))", re.I)
 SHIFTED = re.compile(r"\b(?:changed|switched|swapped|flipped)\s+(?:sides?|camps?|stances?|positions?|"
                      r"(?:his|her|their)\s+(?:stance|position|side|camp|minds?))|"
                      r"\b(?:moved|switched|shifted|defected|crossed over|went over|turned)\s+to\s+the\s+\w+\s+"

@@ -59,6 +59,8 @@ def test_roles_said_of_the_wrong_agents_are_dropped() -> None:
     assert dropped("Noor Rossi changed sides.", EN) == [["Noor Rossi changed sides"]]
     assert dropped("No agent changed sides.", EN) == [["no one changed sides"]]
     assert dropped("Kofi Sato reacted most to Tariq Iyer.", EN) == [["Kofi Sato reacted to Tariq Iyer"]]
+    assert dropped("Round 5 was the most active round for Kofi Sato. Sofia Mensah, followed by Kofi Sato, wrote.",
+                   EN) == []  # no role: a round is most active, "followed by" is an order
 
 
 def test_who_changed_sides_is_checked_for_the_camps_and_the_timing() -> None:
