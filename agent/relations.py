@@ -117,6 +117,9 @@ class RelationCollector:
                 self.sizes.append(value[key])
         if isinstance(value.get("actions_by_platform"), dict):
             self.platforms.update(value["actions_by_platform"])
+        elif isinstance(value.get("platforms"), dict):  # the planning context: {platform: {"actions": n, ...}}
+            self.platforms.update({p: v["actions"] for p, v in value["platforms"].items()
+                                   if isinstance(v, dict) and isinstance(v.get("actions"), int)})
         if isinstance(value.get("per_round"), list) and not self.rounds:
             self.rounds = [r for r in value["per_round"] if isinstance(r, dict) and "round" in r]
         events = value.get("scheduled_events")

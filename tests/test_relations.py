@@ -75,6 +75,8 @@ def test_the_largest_camp_and_the_leading_platform_are_checked() -> None:
     assert dropped("The opposing camp is the largest.", EN) == [["the opposing camp is the largest"]]
     assert dropped("Reddit led before round 3. Twitter led after round 3.", EN) == []
     assert dropped("Reddit led after round 3.", EN) == [["reddit led"]]
+    summary = claims.evidence([], {"platforms": {"twitter": {"actions": 40}, "reddit": {"actions": 70}}})
+    assert [u.claims for u in claims.check("Reddit led. Twitter led.", summary).unsupported] == [["twitter led"]]
     tied = analytics([], [], [], expressed={"supportive": 5, "opposing": 5})
     ev = claims.evidence([tied], {"stances": {"supportive": 3, "opposing": 3}})
     [wrong] = claims.check("The supportive camp is the largest.", ev).unsupported  # a tie has no largest camp
