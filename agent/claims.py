@@ -3,9 +3,11 @@
 
 Pure text work, no I/O. A *claim* is a figure (a count, a decimal, a percentage, a ratio, a round number),
 an id (`post:twitter:42`, `agent:7`), a platform, a person's name (two capitalised words) or a term the
-text puts in quotation marks or names as a topic. A claim is supported when the evidence holds it: a
-figure as a number of a tool result (a percentage also as a share, rounded as the text rounds it, so a
-`calculate` result counts), a name or term as text of a result. Persona interview answers are written by a
+text puts in quotation marks or names as a topic, or a relation (who reacted to whom, who is most active,
+who changed sides, which camp is largest, which platform led: agent/relations.py). A claim is supported when
+the evidence holds it: a figure as a number of a tool result (a percentage also as a share, rounded as the
+text rounds it, so a `calculate` result counts), a name or term as text of a result, a relation as the roles
+the results give. Persona interview answers are written by a
 model, not said in the run: they are never evidence for figures or names (`generated_evidence`).
 Sentences with unsupported claims are listed, one verdict per sentence; `keep` drops them from the text.
 """
@@ -21,15 +23,18 @@ from typing import Any, cast
 
 from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSentence
 
+from . import relations as roles_of
 from .grounding import CITATION
 from .language import Language
 from .problem_words import problem
+from .relations import RelationCollector, Relations
 from .tool_answers import PlanningContext
 
-SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=[^a-z])|\n+")
+# A Chinese full stop ends a sentence with no space after it (after its closing quotation mark, if any).
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[^a-z])|(?<=[。！？])(?![。！？”’」』）)])\s*|(?<=[。！？][”’」』）)])\s*|\n+")
 # Edges are ASCII, not \b: a Han character is a word character, and "第9轮" and "Twitter平均" hold claims too.
 FIGURE = re.compile(r"(?<![A-Za-z0-9_:.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*"
-                    r"(%|percent(?![a-z])|x(?![a-z])|times(?![a-z]))?")
+                    r"(%|percent(?![a-z])|x(?![a-z])|times(?![a-z])|倍)?")
 CAPITALISED_PAIR = re.compile(r"\b([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})+)\b")
 QUOTED_TERM = re.compile(r"[\"“”]([^\"“”\n]{3,60})[\"“”]")
 TOPIC = re.compile(r"\b(?:discussions? (?:of|about|on)|concerns? (?:about|over)|topics? (?:of|like|such as)|"
@@ -64,6 +69,8 @@ class Evidence:
     text: str  # lower-cased: every string and key of every result, joined
     ids: frozenset[str]
     derived: frozenset[float] = frozenset()  # means of per-round series over spans of rounds
+    ratios: frozenset[float] = frozenset()  # one platform's actions over another's, before or after a round
+    relations: Relations = Relations()  # who holds which role: agent/relations.py
 
     def has_figure(self, value: float, decimals: int, percent: bool) -> bool:
         """The figure occurs, rounded as the text rounds it; a percentage may be a share times 100."""
@@ -79,19 +86,36 @@ class _Collector:
     numbers: set[float] = field(default_factory=set)
     texts: list[str] = field(default_factory=list)
     derived: set[float] = field(default_factory=set)
+    ratios: set[float] = field(default_factory=set)
 
     def series(self, rows: list[Any]) -> None:
-        """Means of every numeric column of per-round rows over every span of rounds: a text may state
-        "Twitter averaged 3.33 actions per round (rounds 1-3)" without a calculate call."""
+        """Means per round of every numeric column of per-round rows over every span of rounds: a text may state
+        "Twitter averaged 3.33 actions per round (rounds 1-3)" without a calculate call. A long run's row sums a
+        span of rounds (`round`..`last_round`): it counts as that many rounds."""
         if len(rows) > MAX_SERIES or not all(isinstance(r, dict) and "round" in r for r in rows) or not rows:
             return
-        for key in {k for r in rows for k, v in r.items() if k != "round" and isinstance(v, int | float)}:
+        widths = [_width(r) for r in rows]
+        for key in {k for r in rows for k, v in r.items() if k not in ("round", "last_round")
+                    and isinstance(v, int | float)}:
             values = [float(r.get(key) or 0) for r in rows]
             for start in range(len(values)):
-                total = 0.0
+                total, rounds = 0.0, 0
                 for end in range(start, len(values)):
-                    total += values[end]
-                    self.derived.add(total / (end - start + 1))
+                    total, rounds = total + values[end], rounds + widths[end]
+                    self.derived.add(total / rounds)
+        self.platform_ratios(rows)
+
+    def platform_ratios(self, rows: list[Any]) -> None:
+        """How many times one platform's actions the other's were, before and after each round ("after round
+        18 Twitter had 2.35x Reddit's actions", "是后者的2.35倍"): only the spans that start or end the run."""
+        columns = sorted({k for r in rows for k in r if k in PLATFORMS})
+        for a in columns:
+            for b in (c for c in columns if c != a):
+                for part in (rows[i:] for i in range(len(rows))), (rows[:i + 1] for i in range(len(rows))):
+                    for span in part:
+                        over = sum(float(r.get(b) or 0) for r in span)
+                        if over:
+                            self.ratios.add(sum(float(r.get(a) or 0) for r in span) / over)
 
     def add(self, value: Any) -> None:
         if isinstance(value, bool):
@@ -111,19 +135,29 @@ class _Collector:
                 self.add(v)
 
 
+def _width(row: dict[str, Any]) -> int:
+    """How many rounds a per-round row counts (1, or its span `round`..`last_round`)."""
+    last, first = row.get("last_round"), row.get("round")
+    return max(1, last - first + 1) if isinstance(last, int) and isinstance(first, int) else 1
+
+
 def evidence(results: list[str], context: Mapping[str, Any] | None = None) -> Evidence:
     """The evidence of tool `results` (JSON, or plain text) and the planning `context` the prompt showed."""
-    collector = _Collector()
+    collector, roles = _Collector(), RelationCollector()
     for result in results:
         try:
-            collector.add(json.loads(result))
+            value = json.loads(result)
         except ValueError:
-            collector.add(result)
+            value = result
+        collector.add(value)
+        roles.add(value)
     if context:
         collector.add(context)
+        roles.add(dict(context))
     ids = {m for r in results for m in CITATION.findall(r)}
     text = "\n".join(collector.texts).lower()
-    return Evidence(frozenset(collector.numbers), text, frozenset(ids), frozenset(collector.derived))
+    return Evidence(frozenset(collector.numbers), text, frozenset(ids), frozenset(collector.derived),
+                    frozenset(collector.ratios), roles.relations())
 
 
 def generated_evidence(tool: str) -> bool:
@@ -139,7 +173,7 @@ def of_observations(observations: list[ToolObserved], context: Mapping[str, Any]
     ev = evidence([o.result for o in observations if not generated_evidence(o.tool)], context)
     generated = evidence([_without_answers(o.result) for o in observations if generated_evidence(o.tool)])
     return Evidence(ev.numbers, ev.text + "\n" + generated.text, ev.ids | generated.ids | frozenset(ids or ()),
-                    ev.derived)
+                    ev.derived, ev.ratios, ev.relations)
 
 
 def _without_answers(result: str) -> str:
@@ -213,6 +247,7 @@ def _figure_supported(claim: str, ev: Evidence, operands: tuple[float, ...]) -> 
     if not (fraction or unit):
         return False  # a whole count is stated by the evidence or not at all
     worked = set(ev.derived) if fraction else set()
+    worked |= set(ev.ratios) if unit in ("x", "times", "倍") else set()
     worked |= {r for a in operands for b in operands if a != b and b
                for r in ((a / b, a / b * 100, (a / b - 1) * 100) if percent else (a / b,))}
     return any(_rounds_to(w, value, decimals) for w in worked)
@@ -227,7 +262,9 @@ def check(text: str, ev: Evidence) -> ClaimVerdict:
         found = list(dict.fromkeys(claims_in(sentence)))
         figures = tuple(_figures_in(FACT_REF.sub(" ", CITATION.sub(" ", sentence))))
         missing = [c for k, c in found if not supported(k, c, ev, figures)]
-        claims += len(found)
+        relations = roles_of.unsupported(sentence, ev.relations)  # only the wrong ones are counted: a role is no figure
+        missing += relations
+        claims += len(found) + len(relations)
         supported_count += len(found) - len(missing)
         with_claims += bool(found)
         if missing:
@@ -257,8 +294,11 @@ def keep(text: str, verdict: ClaimVerdict) -> str:
         pieces = SENTENCE.split(line)
         kept = [p for p in pieces if p and _prose_of(p) not in dropped]
         if kept or not line.strip():
-            lines.append(" ".join(kept).rstrip() if kept else line)
+            lines.append("".join(p if p.endswith(CJK_STOPS) else p + " " for p in kept).rstrip() if kept else line)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+CJK_STOPS = ("。", "！", "？", "”", "’", "」", "』", "）")  # a Chinese sentence needs no space after it
 
 
 def _prose_of(piece: str) -> str:

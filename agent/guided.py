@@ -228,11 +228,15 @@ def probe_facts(context: dict[str, Any]) -> list[str]:
 
 
 def fallback(facts: list[str]) -> str:
-    """When no draft survives the claim check: the sheet itself, said to be the data's and not the model's."""
+    """When no draft survives the claim check: the sheet itself, said to be the data's and not the model's (in
+    the sheet's language)."""
+    line = NO_DRAFT[phrases_for(" ".join(facts)).language == "zh"]
     if any(is_question(f) for f in facts):
-        return f"{NO_DRAFT}\n\n{answers(facts, [])}"
+        return f"{line}\n\n{answers(facts, [])}"
     listed = "\n".join(f"- {f}" for f in facts) or "- (no facts)"
-    return f"{NO_DRAFT}\n\n{listed}"
+    return f"{line}\n\n{listed}"
 
 
-NO_DRAFT = "_No draft of the model survived the claim check; the facts from the data:_"
+# The fallback's first line, in English and in Chinese (a tuple: `body.startswith(NO_DRAFT)` finds either).
+NO_DRAFT = ("_No draft of the model survived the claim check; the facts from the data:_",
+            "_模型的草稿没有一句通过声明检查；以下是数据中的事实：_")

@@ -21,6 +21,7 @@ from .offline_facts import RESULT_BLOCK, questions, spanned
 from .offline_facts import Facts as Facts  # re-exported: agent/guided.py reads Facts and WRITERS here
 from .offline_phrases import EN, ZH, phrases_for
 from .offline_writers import WRITERS as WRITERS
+from .offline_writers import largest_said
 from .outline import run_summary, topic_of
 from .providers import Completion, estimate_tokens
 from .tool_answers import Analytics, PlanningContext, Seen, add_answer, answered
@@ -77,13 +78,12 @@ def analyst_outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, s
     unreached = (context.get("scheduled_events") or [None])[0] if event is None else None
     stances = context.get("stances") or {}
     platforms = sorted((context.get("platforms") or {}).keys())
-    largest = max(sorted(stances), key=lambda s: stances[s], default="")
     title = say("title_event", topic=topic, round=event["round"]) if event else \
         say("title_before", topic=topic, rounds=rounds, round=unreached["round"]) if unreached else \
         say("title_plain", topic=topic)
     sections = [{"title": say("s_event", round=event["round"]) if event else say("s_rounds"),
                  "description": KINDS[say.language]["timeline"]},
-                {"title": say("s_camps_largest", stance=say.stance(largest)) if largest else say("s_camps"),
+                {"title": largest_said(stances, say, "s_camps_largest", "s_camps_tied") or say("s_camps"),
                  "description": KINDS[say.language]["camps"]}]
     if len(platforms) > 1:
         sections.append({"title": say("s_platforms"), "description": KINDS[say.language]["platforms"]})

@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from simreportd.events.base import Platform
+
 from .offline_facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
 from .offline_phrases import ENGLISH, Phrases
 from .tool_answers import Chain, Statement
+
+PLATFORMS: tuple[Platform, ...] = ("reddit", "twitter")
+
+
+def largest_camps(stances: Mapping[str, int]) -> list[str]:
+    """The camps with the most agents: one, or several when they are tied (a tie is said as a tie)."""
+    most = max((n for s, n in stances.items() if s), default=0)
+    return sorted(s for s, n in stances.items() if s and n == most) if most else []
+
+
+def largest_said(stances: Mapping[str, int], say: Phrases, one: str, tied: str, **values: str) -> str:
+    """The phrase `one` naming the largest camp, or `tied` naming the camps tied as the largest ('' if none)."""
+    largest = largest_camps(stances)
+    if len(largest) > 1:
+        return say(tied, stances=say.listing([say.stance(s) for s in largest]), **values)
+    return say(one, stance=say.stance(largest[0]), **values) if largest else ""
+
+
+def ran(f: Facts) -> list[Platform]:
+    """The platforms the run has, as its context lists them (both when it does not say)."""
+    listed = f.background.get("platforms") or {}
+    return [p for p in PLATFORMS if p in listed] or list(PLATFORMS)
 
 
 def timeline(f: Facts) -> str:
@@ -13,9 +39,10 @@ def timeline(f: Facts) -> str:
     a, say = f.analytics, f.say
     if not a:
         return say("no_analytics_rounds")
-    totals = a.get("actions_by_platform", {})
+    totals, platforms = a.get("actions_by_platform", {}), ran(f)
     out = [say("recorded", total=a.get("total_actions", 0), twitter=totals.get("twitter", 0),
-               reddit=totals.get("reddit", 0), rounds=a.get("rounds", 0))]
+               reddit=totals.get("reddit", 0), rounds=a.get("rounds", 0)) if len(platforms) > 1 else
+           say("recorded_one", total=a.get("total_actions", 0), platform=cap(platforms[0]), rounds=a.get("rounds", 0))]
     points = a.get("turning_points", [])
     for i, p in enumerate(points[:3]):
         first, last = p.get("baseline_rounds") or [p["round"] - 1, p["round"] - 1]
@@ -50,6 +77,9 @@ def _phases(f: Facts) -> str:
     """Mean volume per platform before and after the pivot, each baseline named."""
     if f.pivot is None:
         return ""
+    platforms = ran(f)
+    if len(platforms) == 1:
+        return _phases_one(f, platforms[0])
     (tb, nb), (rb, _) = f.means("twitter", False), f.means("reddit", False)
     (ta, na), (ra, _) = f.means("twitter", True), f.means("reddit", True)
     parts = []
@@ -59,6 +89,16 @@ def _phases(f: Facts) -> str:
     if na:
         parts.append(f.say("after_means", round=f.pivot, twitter=ta, reddit=ra,
                            covered=covered(f.side(after=True), f.say)))
+    return ("" if f.say.language == "zh" else " ").join(parts)
+
+
+def _phases_one(f: Facts, platform: Platform) -> str:
+    """Mean volume before and after the pivot on the run's only platform."""
+    parts = []
+    for after, key in ((False, "before_mean_one"), (True, "after_mean_one")):
+        mean, n = f.means(platform, after)
+        if n:
+            parts.append(f.say(key, round=f.pivot, platform=cap(platform), mean=mean, covered=covered(f.side(after), f.say)))
     return ("" if f.say.language == "zh" else " ").join(parts)
 
 
@@ -174,6 +214,10 @@ def divergence_sentence(f: Facts) -> str:
     """Which platform kept arguing after the pivot, by how much, against which baseline."""
     if f.pivot is None:
         return ""
+    platforms = ran(f)
+    if len(platforms) == 1:
+        mean, n = f.means(platforms[0], True)
+        return f.say("only_platform", round=f.pivot, platform=cap(platforms[0]), mean=mean, n=n) if n else ""
     loud, quiet = f.loud()
     (lm, n), (qm, _) = f.means(loud, True), f.means(quiet, True)
     if not n:
@@ -267,9 +311,7 @@ def _answers(f: Facts) -> str:
 def _answer_reaction(f: Facts, question: str) -> list[str]:
     """The camps' sizes, who moved, and what the search for `question` found said in the agents' words."""
     say = f.say
-    stances = f.background.get("stances") or {}
-    largest = max(sorted(s for s in stances if s), key=lambda s: stances[s], default="")
-    out = [say("largest", stance=say.stance(largest), sizes=camp_sizes(f.background, say)) if largest else ""]
+    out = [largest_said(f.background.get("stances") or {}, say, "largest", "tied", sizes=camp_sizes(f.background, say))]
     shifts = (f.camps.get("stance_shifts") or [])
     if shifts:
         out.append(say("moved_after", round=f.pivot, shifts=say.listing(

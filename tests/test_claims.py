@@ -161,3 +161,12 @@ def test_a_chinese_reports_files_add_their_own_words_in_chinese() -> None:
     assert "> **警告：本报告未达到 simreportd 的质量规则**" in text and "**摘要。** A summary." in text
     assert "mostly unsupported by its evidence" in text and "Warning" not in text and "Summary" not in text
     assert "![各平台每轮的行动数" in text
+
+
+def test_a_long_runs_spans_of_rounds_are_averaged_per_round() -> None:
+    """A long run's per-round rows sum spans of rounds: a mean over them is per round, not per row."""
+    rows = [{"round": 0, "last_round": 1, "twitter": 4}, {"round": 2, "last_round": 3, "twitter": 10},
+            {"round": 4, "last_round": 5, "twitter": 7}]
+    text = "Twitter averaged 4.25 actions per round in rounds 2-5. Twitter averaged 8.5 actions per round in rounds 2-5."
+    verdict = claims.check(text, claims.evidence([json.dumps({"per_round": rows})]))
+    assert [u.claims for u in verdict.unsupported] == [["8.5"]]
