@@ -30,6 +30,8 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 TINY: dict[str, tuple[list[str], list[str]]] = {
     "abuse.py": (["--tiny"], ['"accepted": 20', '"daemon alive": true', '"ingested during the flood": true']),
     "agent.py": (["1"], ["engine overhead", "prompt tokens"]),
+    "analysis_quality.py": (["--runs", "1", "--agents", "8", "--rounds", "3", "--keep", "{tmp}/aq"],
+                            ["| **all** |", "purity"]),
     "all.py": (["1000", "--tiny"], ["| ingest |", "| end to end (child fold)", "tool simulation_analytics, first call",
                                     "peak RSS, `simreportd report --wait`: the command |", "its fold child |"]),
     "ingest.py": (["2000"], ["| ingest |", "catch-up of the simulation model"]),
