@@ -175,10 +175,16 @@ class SimulationTools:
         found: list[dict[str, Any]] = self.reader.search(conn, key, query, limit, kinds, self._wordings_of(conn, key))
         return found
 
+    def _searched_by(self, conn: sqlite3.Connection, key: tuple[str, int]) -> str | None:
+        """The embedder whose vectors ranked this run's searches (None: keywords alone); a replay reads it."""
+        wordings = self._wordings_of(conn, key)
+        return wordings.embedder if wordings.vectors is not None else None
+
     def quick_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,
                      limit: int = 10) -> dict[str, Any]:
         limit = max(1, min(int(limit), 50))
-        return {"query": query, "results": self._search(conn, key, query, limit, kinds=None)}
+        return {"query": query, "results": self._search(conn, key, query, limit, kinds=None),
+                "searched_by": self._searched_by(conn, key)}
 
     def panorama_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,
                         include_expired: bool = True) -> dict[str, Any]:
@@ -191,6 +197,7 @@ class SimulationTools:
         superseded = [h for h in hits if latest[h["agent"]["id"]] is not h]
         result = {
             "query": query, "matches": len(hits), "timeline": _timeline(hits, MAX_TIMELINE),
+            "searched_by": self._searched_by(conn, key),
             "current_statements": current[-12:],
             "undone_actions": simulation_queries.undone_actions(conn, key),
         }
@@ -204,7 +211,8 @@ class SimulationTools:
             {"question": question, "evidence": self._search(conn, key, question, 4, kinds=("post", "quote", "comment"))}
             for question in questions]
         agent_ids = sorted({e["agent"]["id"] for f in findings for e in f["evidence"]})
-        return {"query": query, "sub_questions": findings, "agents": simulation_queries.profiles(conn, key, agent_ids),
+        return {"query": query, "sub_questions": findings, "searched_by": self._searched_by(conn, key),
+                "agents": simulation_queries.profiles(conn, key, agent_ids),
                 "interaction_chains": simulation_queries.chains(conn, key, agent_ids)}
 
     def agent_profile(self, conn: sqlite3.Connection, key: tuple[str, int], agent: Any = None,

@@ -31,7 +31,7 @@ MIN_TEXTS = 60  # distinct wordings a run needs before they are grouped by meani
 MAX_TEXTS = 1500  # distinct wordings a run's analysis embeds at most (each agent's most said first)
 FUSION_K = 60  # reciprocal-rank fusion's constant: a rank-1 hit scores 1/61
 VECTOR_CANDIDATES = 200  # nearest wordings a search takes from the vector ranking
-NEAR_BEST = 0.2  # cosine below the closest wording past which a wording is not a match
+NEAR_BEST = 0.05  # cosine below the closest wording past which a wording is not a match
 
 
 @dataclass
@@ -82,7 +82,9 @@ class Reader:
     def search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
                kinds: tuple[str, ...] | None, wordings: Wordings | None) -> list[dict[str, Any]]:
         """Keyword and vector rankings fused (reciprocal rank), so a question finds the statements that answer
-        it in other words or another language; keywords alone without vectors."""
+        it in other words or another language; keywords alone without vectors. Where the words matched, the
+        vectors add at most half of the answer: a name asked for is not buried under its nearest strangers,
+        and a small model's context is not filled with them."""
         keyword = simulation_queries.search(conn, key, query, max(limit, 50), kinds)
         nearest = self._nearest(query, wordings, kinds, limit) if wordings is not None and query.strip() else []
         if not nearest:
@@ -91,8 +93,11 @@ class Reader:
         for ranking in ([h["ref"] for h in keyword], nearest):
             for rank, ref in enumerate(ranking):
                 scores[ref] = scores.get(ref, 0.0) + 1.0 / (FUSION_K + rank + 1)
-        best = sorted(scores, key=lambda r: (-scores[r], r))[:limit]
         known = {h["ref"]: h for h in keyword}
+        ranked = sorted(scores, key=lambda r: (-scores[r], r))
+        room = limit if not keyword else max(1, limit // 2)  # meaning fills in; it does not crowd out the words
+        added = set([r for r in ranked if r not in known][:room])
+        best = [r for r in ranked if r in known or r in added][:limit]
         fetched = {p["ref"]: p for p in simulation_queries.posts_by_refs(conn, key, [r for r in best if r not in known])}
         return [hit for r in best if (hit := known.get(r) or fetched.get(r)) is not None]
 
@@ -130,12 +135,14 @@ def _chosen(sayings: list[tuple[Any, ...]], limit: int) -> list[tuple[str, tuple
     return [(k, by_key[k]) for k in sorted(picked)]
 
 
-def recorded_reader(analytics: list[str], cache_path: Path | None) -> Reader:
-    """The analysis a report's recorded `simulation_analytics` results name (`camps.grouped_by.meaning`), for
-    its replay: the same embedder, its vectors read from the store's cache, no server asked."""
-    for result in analytics:
+def recorded_reader(results: list[str], cache_path: Path | None) -> Reader:
+    """The analysis a report's recorded tool results name (`searched_by` of a search, `camps.grouped_by.meaning`
+    of the analytics), for its replay: the same embedder, its vectors read from the store's cache, no server
+    asked."""
+    for result in results:
         try:
-            name = json.loads(result).get("camps", {}).get("grouped_by", {}).get("meaning")
+            value = json.loads(result)
+            name = value.get("searched_by") or value.get("camps", {}).get("grouped_by", {}).get("meaning")
         except (ValueError, AttributeError):
             continue
         if name:

@@ -33,7 +33,7 @@ from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
-from .replay import ReplayResult, _no_wait, analytics_results, copy_simulations, first_divergence
+from .replay import ReplayResult, _no_wait, copy_simulations, first_divergence, tool_results
 
 INPUTS = ("ChatStarted", "ChatAsked")  # the user's part of a chat; everything else is the runner's
 
@@ -62,9 +62,9 @@ def _events(original: list[Recorded], *types: type[DomainEvent]) -> Iterable[Any
     return (r.event for r in original if isinstance(r.event, types))
 
 
-def _analytics(original: list[Recorded]) -> list[str]:
-    """What `simulation_analytics` answered the chat: which analysis it used."""
-    return [e.observation.result for e in _events(original, ChatToolObserved) if e.observation.tool == "simulation_analytics"]
+def _observed(original: list[Recorded]) -> list[str]:
+    """What the tools answered the chat: they name the analysis it used."""
+    return [e.observation.result for e in _events(original, ChatToolObserved)]
 
 
 async def replay_chat(store: EventLog, chat_id: str, scratch: Path, vectors: Path | None = None) -> ReplayResult:
@@ -81,7 +81,7 @@ async def replay_chat(store: EventLog, chat_id: str, scratch: Path, vectors: Pat
         async with ProjectionRunner(copy, views_path_for(scratch), projections()) as views:
             await views.catch_up()
         tools = SimulationTools(views_path_for(scratch), RecordedChatInterviews(original),
-                                reader=recorded_reader(analytics_results(report) + _analytics(original), vectors))
+                                reader=recorded_reader(tool_results(report) + _observed(original), vectors))
         provider = RecordedAnswers(original)
         runner = ChatRunner(copy, tools, lambda _: provider,
                             ChatWriter(started.provider, started.model, started.settings), sleep=_no_wait)

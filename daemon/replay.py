@@ -92,9 +92,9 @@ class ReplayResult:
     divergence: Divergence | None
 
 
-def analytics_results(events: list[Recorded]) -> list[str]:
-    """What `simulation_analytics` answered in these events: which analysis the original used."""
-    return [e.result for r in events if isinstance(e := r.event, ToolObserved) and e.tool == "simulation_analytics"]
+def tool_results(events: list[Recorded]) -> list[str]:
+    """What the tools answered in these events: they name the analysis the original used."""
+    return [e.result for r in events if isinstance(e := r.event, ToolObserved)]
 
 
 def writing(events: list[Recorded]) -> list[Recorded]:
@@ -131,7 +131,7 @@ async def replay_report(store: EventLog, report_id: str, scratch: Path,
         rerun = original[len(seed):]
         provider = ReplayProvider(rerun)
         tools = SimulationTools(views_path_for(scratch), RecordedInterviews(rerun),
-                                reader=recorded_reader(analytics_results(original), vectors))
+                                reader=recorded_reader(tool_results(original), vectors))
         runner = ReportRunner(copy, tools,
                               lambda _: provider, RecordedEnvironment(rerun), sleep=_no_wait,
                               sequencer=RecordedOrder(original))
