@@ -121,10 +121,11 @@ class Reader:
 
 def _chosen(sayings: list[tuple[Any, ...]], limit: int) -> list[tuple[str, tuple[str, int, list[str]]]]:
     """At most `limit` wordings: first each agent's most said one, then the most said overall; with each its
-    text, how often it was said and the ids of its first statements."""
+    text, how often it was said and the ids of its first statements. The rows are read in a fixed order (the
+    fold's table has none: a run folded in two goes has its rows elsewhere), so a replay ranks alike."""
     by_key: dict[str, tuple[str, int, list[str]]] = {}
     best_of_agent: dict[int, tuple[int, str]] = {}
-    for agent, key, _, _, said, _, first_ref, _, text, _, last_ref, *_ in sayings:
+    for agent, key, _, _, said, _, first_ref, _, text, _, last_ref, *_ in sorted(sayings, key=lambda r: (r[1], r[0])):
         was = by_key.get(key, (text or "", 0, []))
         by_key[key] = (was[0], was[1] + said, [*was[2], *dict.fromkeys([first_ref, last_ref])])
         if said > best_of_agent.get(agent, (0, ""))[0]:

@@ -110,3 +110,13 @@ def test_a_server_that_changes_its_dimension_is_refused_by_name() -> None:
             served.embed(["c"])
     finally:
         server.shutdown()
+
+
+def test_the_wordings_do_not_depend_on_the_order_the_fold_left_its_rows_in(tmp_path: Path) -> None:
+    texts = CAMERAS + STRESS + CHATTER
+    rows = [(agent, text.lower(), f"A{agent}", "opposing", 1, 1, f"post:twitter:{i}{agent}", i, text, 2,
+             f"post:twitter:{i + 100}{agent}", i + 100, 1, 1, f"post:twitter:{i}{agent}", i, text)
+            for i, text in enumerate(texts) for agent in (i % 3, 7)]
+    reader = Reader(BundledE5(), VectorCache(tmp_path / "v.sqlite3", BundledE5()))
+    first, second = reader.wordings(rows), reader.wordings(rows[::-1])
+    assert (first.keys, first.texts, first.refs, first.weights) == (second.keys, second.texts, second.refs, second.weights)
