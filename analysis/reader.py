@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ MIN_TEXTS = 60  # distinct wordings a run needs before they are grouped by meani
 MAX_TEXTS = 1500  # distinct wordings a run's analysis embeds at most (each agent's most said first)
 FUSION_K = 60  # reciprocal-rank fusion's constant: a rank-1 hit scores 1/61
 VECTOR_CANDIDATES = 200  # nearest wordings a search takes from the vector ranking
+PAUSE_S = 60  # seconds searches go by keywords alone after the embedder failed one
 NEAR_BEST = 0.05  # cosine below the closest wording past which a wording is not a match
 
 
@@ -55,6 +57,7 @@ class Reader:
 
     def __init__(self, embedder: Embedder | None, cache: VectorCache | None = None, max_texts: int = MAX_TEXTS) -> None:
         self.embedder, self.max_texts = embedder, max_texts
+        self._down_until = 0.0  # an embedder that failed a search is not asked again before then
         self.cache = cache if cache is not None else VectorCache(None, embedder) if embedder else None
 
     def wordings(self, sayings: list[tuple[Any, ...]]) -> Wordings:
@@ -107,9 +110,12 @@ class Reader:
         if w.vectors is None or not len(w.keys) or self.cache is None:
             return []
         try:
+            if time.monotonic() < self._down_until:
+                return []
             asked = self.cache.vectors([query], query=True)[0]
-        except EmbeddingsUnavailable as exc:
-            log.warning("%s; this search is by keywords", exc)
+        except EmbeddingsUnavailable as exc:  # told once, then searches go by keywords until the pause ends
+            self._down_until = time.monotonic() + PAUSE_S
+            log.warning("%s; searches go by keywords for the next %d s", exc, PAUSE_S)
             return []
         sims = w.vectors @ asked
         order = [i for i in np.argsort(-sims, kind="stable")[:min(limit, VECTOR_CANDIDATES)]
