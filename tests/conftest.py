@@ -27,6 +27,13 @@ LAYERS = ("simreportd", "events", "projections", "analysis", "agent", "daemon", 
 LONGEST_FIRST = ("test_shutdown.py", "test_store_postgres.py", "test_kill.py")
 
 
+# Reading meaning costs about 0.1 s of CPU a statement (bench/analysis_quality.py): the suite's daemons and
+# commands read by wording and keywords, and the tests of the analysis (test_analysis.py, and the chat test on
+# statements written anew) ask for the bundled embedder themselves.
+os.environ["SIMREPORTD_EMBEDDINGS_PROVIDER"] = "off"
+WITH_EMBEDDINGS = {k: v for k, v in os.environ.items() if k != "SIMREPORTD_EMBEDDINGS_PROVIDER"}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Write the package's bytecode once, before the workers start: the suite starts some 500 Python processes
     (daemons, commands, fold children), and where PYTHONDONTWRITEBYTECODE is set each of them would compile

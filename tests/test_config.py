@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_shipped_config_toml_equals_the_embedded_defaults() -> None:
-    shipped = load_config(ROOT / "config.toml")
+    shipped = load_config(ROOT / "config.toml", environ={})  # the file alone, no override of the suite's
     assert shipped == Config().resolve_paths(ROOT)
 
 
