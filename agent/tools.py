@@ -165,7 +165,7 @@ class SimulationTools:
     def _camps_found(self, sayings: list[tuple[Any, ...]]) -> tuple[dict[str, Any], Wordings]:
         wordings = self.reader.wordings(sayings)
         camps = camps_from_sayings(sayings, meaning=wordings.meaning)
-        camps["grouped_by"] = {"meaning": wordings.embedder or None, "wordings": wordings.total,
+        camps["grouped_by"] = {"meaning": self._embedder_of(wordings), "wordings": wordings.total,
                                "compared": len(wordings.keys) if wordings.vectors is not None else 0,
                                **({"note": wordings.note} if wordings.note else {})}
         return camps, wordings
@@ -177,7 +177,10 @@ class SimulationTools:
 
     def _searched_by(self, conn: sqlite3.Connection, key: tuple[str, int]) -> str | None:
         """The embedder whose vectors ranked this run's searches (None: keywords alone); a replay reads it."""
-        wordings = self._wordings_of(conn, key)
+        return self._embedder_of(self._wordings_of(conn, key))
+
+    @staticmethod
+    def _embedder_of(wordings: Wordings) -> str | None:
         return wordings.embedder if wordings.vectors is not None else None
 
     def quick_search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str,

@@ -65,15 +65,14 @@ class Reader:
         chosen = _chosen(sayings, self.max_texts)
         w = Wordings([k for k, _ in chosen], [t for _, (t, _, _) in chosen], [n for _, (_, n, _) in chosen],
                      [r for _, (_, _, r) in chosen], total=len({row[1] for row in sayings}))
-        if self.cache is None:
-            w.note = "no embedder configured: arguments are grouped by exact wording and search is by keywords"
+        if self.cache is None:  # embeddings off, as configured: `grouped_by.meaning` is None, nothing to explain
             return w
         w.embedder = self.cache.embedder.name
         try:
             w.vectors = self.cache.vectors([gist(t) for t in w.texts])
         except EmbeddingsUnavailable as exc:
             log.warning("%s; the analysis goes on by exact wording and keywords", exc)
-            w.note = f"{exc}; arguments are grouped by exact wording and search is by keywords"
+            w.note = str(exc)
             return w
         if len(w.keys) >= MIN_TEXTS:
             labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights)

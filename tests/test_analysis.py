@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,8 +18,9 @@ from simreportd.analysis.embedders import BundledE5
 from simreportd.analysis.meaning import gist, groups
 from simreportd.analysis.vectors import CachedOnly
 from simreportd.errors import EmbeddingsUnavailable
+from simreportd.simulator.simulate import simulate
 
-from .conftest import send_json
+from .conftest import PYTHON, TIMEOUT, WITH_EMBEDDINGS, send_json, write_config
 
 CAMERAS = ["A camera in my bedroom for hours every week is surveillance, plain and simple.",
            "Webcams on in our own bedrooms for hours? That is surveillance of students.",
@@ -74,7 +76,7 @@ def test_a_server_that_is_down_is_named_and_the_analysis_goes_on_by_wording(tmp_
     row = (1, "a camera in my bedroom", "Ana", "opposing", 1, 1, "post:twitter:1", 1, CAMERAS[0], 1,
            "post:twitter:1", 1, 1, 1, "post:twitter:1", 1, CAMERAS[0])
     wordings = reader.wordings([row])
-    assert wordings.meaning == {} and url in wordings.note and "keywords" in wordings.note
+    assert wordings.meaning == {} and url in wordings.note and wordings.vectors is None
 
 
 def test_hostile_statements_embed_as_any_other() -> None:
@@ -120,3 +122,16 @@ def test_the_wordings_do_not_depend_on_the_order_the_fold_left_its_rows_in(tmp_p
     reader = Reader(BundledE5(), VectorCache(tmp_path / "v.sqlite3", BundledE5()))
     first, second = reader.wordings(rows), reader.wordings(rows[::-1])
     assert (first.keys, first.texts, first.refs, first.weights) == (second.keys, second.texts, second.refs, second.weights)
+
+
+def test_a_report_whose_embedder_is_down_completes_by_wording_and_says_why(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{unused_port()}/v1"
+    config = write_config(tmp_path, f'[embeddings]\nprovider = "openai"\nbase_url = "{url}"\nmodel = "e5-small"\n'
+                                    "timeout_s = 2\n", auto=False)
+    simulate(tmp_path / "sims" / "sim_down", agents=12, rounds=6, seed=2, style="llm")
+    done = subprocess.run([PYTHON, "-m", "simreportd", "-c", str(config), "report", str(tmp_path / "sims" / "sim_down"),
+                           "--wait"], capture_output=True, text=True, timeout=TIMEOUT * 2, env=WITH_EMBEDDINGS)
+    assert done.returncode == 0, done.stderr
+    report = next((tmp_path / "reports").glob("*/full_report.md")).read_text(encoding="utf-8")
+    assert url in report and "e5-small" in report  # the report says why it read by wording, naming the server
+    assert json.loads(next((tmp_path / "reports").glob("*/meta.json")).read_text())["status"] == "completed"
