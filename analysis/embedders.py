@@ -33,7 +33,8 @@ class Embedder(Protocol):
 
 def clip(text: str) -> str:
     """The part of a text that is embedded: its opening, never empty (an empty text is one space)."""
-    return text[:MAX_CHARS].strip() or " "
+    clipped = text[:MAX_CHARS].encode("utf-8", "replace").decode("utf-8")  # a lone surrogate becomes "?"
+    return clipped.strip() or " "
 
 
 def normalised(matrix: Any) -> Vectors:

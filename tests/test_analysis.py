@@ -80,7 +80,7 @@ def test_a_server_that_is_down_is_named_and_the_analysis_goes_on_by_wording(tmp_
 
 
 def test_hostile_statements_embed_as_any_other() -> None:
-    hostile = ["", "😬🔥💀", "<script>alert(1)</script><b>fees</b>", "fees " * 20_000, "收费 fees плата", "\x00x"]
+    hostile = ["", "😬🔥💀", "<script>alert(1)</script><b>fees</b>", "fees " * 20_000, "收费 fees плата", "\x00x", "\ud800x"]
     vectors = BundledE5().embed(hostile)
     assert vectors.shape == (len(hostile), 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-3)
 
