@@ -167,7 +167,7 @@ class SimulationTools:
         camps = camps_from_sayings(sayings, meaning=wordings.meaning)
         camps["grouped_by"] = {"meaning": self._embedder_of(wordings), "wordings": wordings.total,
                                "compared": len(wordings.keys) if wordings.vectors is not None else 0,
-                               "note": wordings.note}
+                               **({"note": wordings.note} if wordings.note else {})}
         return camps, wordings
 
     def _search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,

@@ -61,7 +61,8 @@ def test_the_literal_pattern_catches_what_it_forbids() -> None:
 
 # --- the tools' answers match the types the agent reads them as ---------------------------------------
 
-SOMETIMES = {"last_round", "engagement", "error"}  # a span of rounds, a statement with its engagement, a refusal
+SOMETIMES = {"last_round", "engagement", "error", "note"}  # a span of rounds, a statement with its engagement, a refusal,
+# why the analysis read by wording (only when the embedder failed)
 MERGED = {answers.Named, answers.ProfiledAgent, answers.RankedAgent, answers.Example}  # one type, several shapes
 
 
