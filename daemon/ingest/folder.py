@@ -193,6 +193,13 @@ def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
     return Setup(requirement, summary, [agents[k] for k in sorted(agents)], problems)
 
 
+def configured_id(folder: Path, confinement: Confinement | None = None) -> str:
+    """The `simulation_id` simulation_config.json gives, or "" when it has none, or none that is a string."""
+    config = _load_json(folder / "simulation_config.json", confinement or Confinement(folder), [])
+    given = config.get("simulation_id") if isinstance(config, dict) else None
+    return given if isinstance(given, str) else ""
+
+
 def _kept(items: Any, file: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """The dict entries of a JSON list that fit; each one left out is a problem with its reason."""
     kept = []

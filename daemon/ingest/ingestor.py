@@ -59,10 +59,13 @@ class SimulationIngestor:
     """Keeps one folder's stream up to date with its files."""
 
     def __init__(self, store: EventStore, folder: Path, max_line_bytes: int = 1_048_576,
-                 follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None) -> None:
+                 follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None,
+                 simulation_id: str = "") -> None:
+        """`simulation_id`: what the folder's events are recorded under (`identity.simulation_id_for`); by
+        default the folder's name."""
         self.store, self.folder, self.max_line_bytes = store, folder, max_line_bytes
         self.confinement = Confinement(folder, follow_external_symlinks)
-        self.simulation_id = folder.name
+        self.simulation_id = simulation_id or folder.name
         self.stream = simulation_stream(self.simulation_id)
         self.state: IngestState | None = None
         self.snapshots, self._snapshot_version = snapshots, 0

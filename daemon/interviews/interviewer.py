@@ -224,8 +224,9 @@ class Interviewer:
                                   "completes: try again then")
         return requested
 
-    def _latest_report(self, simulation_id: str) -> str:
+    def _latest_report(self, given: str) -> str:
         with reading(self.views_path) as conn:
+            simulation_id = simulation_queries.resolve(conn, given) or given  # its id, config id or folder name
             row = report_queries.latest_report(conn, simulation_id)
             known = row is not None or simulation_queries.is_known(conn, simulation_id)
         if row is None and known:
