@@ -128,7 +128,7 @@ def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | Non
 def _ran_all(run_state: dict[str, Any], platform: str, total: int) -> bool:
     """Whether run_state.json says the platform ran every round: its own round count reached the total where it
     keeps one (MiroFish's runner does, from each round_end), else the runner completed (it logs the end of a
-    platform stopped early too: run_parallel_simulation.py:1216-1222 and 1281-1284)."""
+    platform stopped early too: run_parallel_simulation.py:1228-1233 and 1283-1284)."""
     reached = values.int64(run_state.get(f"{platform}_current_round")) or 0
     if reached > 0:
         return reached >= total

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# MiroFish's defaults where its config is silent (run_parallel_simulation.py:1047-1067 and 1214-1216)
+# MiroFish's defaults where its config is silent (run_parallel_simulation.py:1047-1071 and 1214-1216)
 ACTIVE_HOURS = range(8, 23)
 PEAK_HOURS, OFF_PEAK_HOURS = (9, 10, 11, 14, 15, 20, 21, 22), (0, 1, 2, 3, 4, 5)
 
