@@ -187,8 +187,8 @@ class Interviewer:
         interview_id = uuid.uuid4().hex[:12]
         live, unanswered = await self.environment.liveness(simulation_id)
         folder = self.environment.folder_of(simulation_id)
-        mode, answer, note = "persona", "", f"live interview failed ({unanswered}); answered in persona" \
-            if unanswered else ""
+        mode, answer = "persona", ""
+        note = f"live interview failed ({unanswered}); answered in persona" if unanswered else ""
         if live and folder:
             try:
                 args = {"agent_id": agent_id, "prompt": live_prompt(question),
