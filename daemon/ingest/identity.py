@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 
-from simreportd.events.contract import EventStore
+from simreportd.events import EventStore
 from simreportd.events.streams import simulation_stream
 
 from .folder import configured_id
