@@ -19,6 +19,8 @@ from simreportd.daemon.interviews.rpc import INTERVIEW_PREFIX
 from simreportd.daemon.service import Daemon
 
 from .conftest import TIMEOUT, make_config
+from .test_mirofish_routes import acall
+from .test_server import Running
 
 pytestmark = pytest.mark.anyio
 
@@ -104,3 +106,25 @@ async def test_a_live_environment_answers_a_ping_then_every_question_carries_the
     assert len(prompts) >= 3 and all(p.startswith(INTERVIEW_PREFIX) and p.count(INTERVIEW_PREFIX) == 1 for p in prompts)
     assert prompts[:2] == [INTERVIEW_PREFIX + "你还反对吗？"] * 2
     assert plain["question"] == "你还反对吗？"  # what is recorded is the question as asked
+
+
+async def test_mirofish_interview_routes_reach_the_live_environment_with_the_prefix_once(
+        tmp_path: Path, small_sim: Path, environment: Environment) -> None:
+    """Step 5's survey (`POST /api/simulation/interview/batch`) as MiroFish's frontend sends it: the question
+    without the prefix, which MiroFish's backend adds (backend/app/api/simulation.py:2368)."""
+    say_alive(small_sim)
+    config = make_config(tmp_path, reports={"auto": False}, server={"port": 0},
+                         interview={"timeout_s": TIMEOUT, "probe_s": TIMEOUT})
+    async with Running(config, [small_sim]) as running:
+        report_id = await running.daemon.reports.request(small_sim.name)
+        await running.daemon.reports.wait(report_id)
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+        status, batch, _ = await acall(running.base, "/api/simulation/interview/batch", {
+            "simulation_id": small_sim.name, "interviews": [{"agent_id": 1, "prompt": "你怎么看？"},
+                                                            {"agent_id": 2, "prompt": INTERVIEW_PREFIX + "你怎么看？"}]})
+    assert status == 200 and batch["success"] is True, batch
+    results = batch["data"]["result"]["results"]
+    assert {k: (v["response"], v["mode"]) for k, v in results.items()} == \
+        {"reddit_1": ("live: still against it", "live"), "reddit_2": ("live: still against it", "live")}
+    asked = sorted(c["args"]["prompt"] for c in environment.taken if c["command_type"] == "interview")
+    assert asked == [INTERVIEW_PREFIX + "你怎么看？"] * 2
