@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.client import connect
 
 from simreportd.daemon.service import Daemon
 from simreportd.events.streams import simulation_stream
@@ -17,7 +18,7 @@ from simreportd.simulator.simulate import simulate
 
 from .conftest import TIMEOUT, make_config
 from .test_mirofish_routes import acall
-from .test_server import Running, server_config
+from .test_server import Running, frames_until, server_config
 
 pytestmark = pytest.mark.anyio
 
@@ -99,3 +100,17 @@ async def test_a_config_id_that_is_not_plain_leaves_the_folders_name(tmp_path: P
         await daemon.watcher.rescan()
         assert daemon.watcher.simulation_id_of(folder) == "sim_plain"
         assert (await streams_of(daemon, "sim_plain"))["sim_plain"] > 0
+
+
+async def test_the_websocket_takes_the_folders_name_for_the_id(tmp_path: Path) -> None:
+    folder = run_named(tmp_path / "sims" / "copy_of_run", "sim_0a1b2c3d4e5f")
+    async with Running(server_config(tmp_path), [folder]) as running:
+        async with connect(f"ws://{running.base}/ws") as ws:
+            await ws.send(json.dumps({"op": "generate_report", "simulation_id": "copy_of_run"}))
+            status = await frames_until(ws, "report_status")
+            await ws.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": 0,
+                                      "filter": {"simulation_id": "copy_of_run"}}))
+            frames = await frames_until(ws, "caught_up", limit=5000)
+    assert status[-1]["report_id"].startswith("report_")  # asked by the folder's name, not refused
+    streams = {f["stream"] for f in frames if f["type"] == "event"}
+    assert "simulation-sim_0a1b2c3d4e5f" in streams and "simulation-copy_of_run" not in streams
