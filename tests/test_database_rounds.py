@@ -67,3 +67,12 @@ def test_off_peak_hours_that_can_draw_no_agent_step_nothing() -> None:
 
 def test_with_no_config_the_clock_is_the_round() -> None:
     assert [RoundClock().round_of_step(k) for k in (0, 3)] == [0, 3]
+
+
+def test_a_hostile_config_gets_mirofish_defaults_not_an_overflow() -> None:
+    config = {"time_config": {"total_simulation_hours": 10**30, "minutes_per_round": "60", "agents_per_hour_max": 1e308,
+                              "peak_activity_multiplier": 1e308, "peak_hours": "all"},
+              "agent_configs": [{"agent_id": 0, "active_hours": [9, "x", None], "activity_level": True}, "nope"],
+              "event_config": []}
+    clock = clock_of(config)
+    assert clock.minutes_per_round == 30 and clock.stepped[:2] == (19, 20)  # 72 h of 30-minute rounds; hour 9

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import values
+
 # MiroFish's defaults where its config is silent (run_parallel_simulation.py:1047-1071 and 1214-1216)
 ACTIVE_HOURS = range(8, 23)
 PEAK_HOURS, OFF_PEAK_HOURS = (9, 10, 11, 14, 15, 20, 21, 22), (0, 1, 2, 3, 4, 5)
@@ -84,10 +86,12 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _number(value: Any, default: float) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 1e9
-    return float(value) if ok else default
+    """A number of the config, bounded so that no product of two overflows; else MiroFish's default."""
+    found = values.number(value)
+    return float(found) if found is not None and abs(found) < 1e9 else default
 
 
 def _whole(value: Any, default: int) -> int:
     """A positive whole number of the config, else MiroFish's default."""
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**9 else default
+    found = values.int64(value)
+    return found if found is not None and 0 < found < 10**9 else default
