@@ -114,3 +114,13 @@ async def test_the_websocket_takes_the_folders_name_for_the_id(tmp_path: Path) -
     assert status[-1]["report_id"].startswith("report_")  # asked by the folder's name, not refused
     streams = {f["stream"] for f in frames if f["type"] == "event"}
     assert "simulation-sim_0a1b2c3d4e5f" in streams and "simulation-copy_of_run" not in streams
+
+
+async def test_a_copy_seen_before_its_original_leaves_the_id_to_the_original(tmp_path: Path) -> None:
+    original = run_named(tmp_path / "sims" / "sim_orig", "sim_orig")
+    copy = run_named(tmp_path / "sims" / "a_copy", "sim_orig")  # sorted first: checked before the original
+    async with Daemon(make_config(tmp_path, reports={"auto": False}), []) as daemon:
+        await daemon.watcher.rescan()
+        assert [daemon.watcher.simulation_id_of(f) for f in (copy, original)] == ["a_copy", "sim_orig"]
+        first = await daemon.store.read_stream(simulation_stream("sim_orig"), limit=1)
+        assert first[0].data["folder"] == str(original) and (await streams_of(daemon, "a_copy"))["a_copy"] > 0

@@ -4,7 +4,7 @@ MiroFish names a simulation's folder after its id (`backend/app/services/simulat
 clients know a run by the `simulation_id` of its simulation_config.json; a copied or renamed folder keeps the
 config's id. So the config's id is the simulation's id, and the folder's name an alias. The folder's name
 stays the id where the config's cannot be: the store already knew the folder by its name (a store from before),
-the config's id is not a plain id, or another folder already goes by it.
+the config's id is not a plain id, or another folder already goes by it (or is named so, beside it).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ async def _why_not(store: EventStore, folder: Path, given: str, claimed: Mapping
         return "it is not a plain id (letters, digits, '_', '-', '.'; at most 128)"
     if await store.read_stream(simulation_stream(folder.name), limit=1):
         return "this store has recorded the folder under its name"
+    if await anyio.to_thread.run_sync((folder.parent / given).exists):
+        return f"the folder beside it named {given} goes by it (the run it was copied from)"
     other = claimed.get(given)
     if other is not None and other != folder:
         return f"the folder {other} goes by it"
