@@ -1,7 +1,7 @@
 """Guided writing for small models (docs/formats.md#claim-check, `[agent] mode = "guided"`).
 
 Pure. The engine does what a small model does badly: it plans each section's tool calls from the
-simulation as the offline writer does (agent/offline.py), runs them, and turns the results into a short
+simulation as the offline writer does (agent/findings/plan.py), runs them, and turns the results into a short
 numbered sheet of facts (figures and quotes with their ids). The model only writes: sentences citing the
 facts by number, in a JSON schema where the server enforces one. The claim check then keeps the sentences
 the sheet supports, and the facts they cite are listed under them, verbatim from the data. In the answers
@@ -18,9 +18,11 @@ from typing import Any
 from simreportd.events.models import ClaimVerdict, ToolObserved
 
 from . import claims
+from .findings.facts import Facts
+from .findings.phrases import phrases_for
+from .findings.plan import KINDS, analyst_outline, tool_calls
+from .findings.statements import WRITERS
 from .grounding import CITATION
-from .offline import KINDS, WRITERS, Facts, _kind, _plan, analyst_outline
-from .offline_phrases import phrases_for
 from .tool_answers import PlanningContext, Seen, add_answer
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
@@ -48,11 +50,6 @@ def outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
     return analyst_outline(context)
 
 
-def kind_of(title: str, description: str) -> str:
-    """Which kind of section this is (timeline, camps, platforms, drivers, answers)."""
-    return _kind(title, description)
-
-
 def seen_by_tool(observations: list[ToolObserved]) -> Seen:
     """The section's results parsed, by tool, as the offline writer reads them (reminders left out)."""
     seen: Seen = {}
@@ -70,7 +67,7 @@ def plan(kind: str, background: PlanningContext, seen: Seen) -> list[tuple[str, 
     """The section's tool calls, as the offline writer plans them, without persona interviews (generated
     text, never evidence, and a model call per agent: a minute each on a CPU server)."""
     requirement = str(background.get("requirement") or "")
-    return [(name, args) for name, args in _plan(kind, background, requirement, seen) if name != "interview_agents"]
+    return [(name, args) for name, args in tool_calls(kind, background, requirement, seen) if name != "interview_agents"]
 
 
 def sheet(kind: str, seen: Seen, background: PlanningContext) -> list[str]:

@@ -18,6 +18,7 @@ from simreportd.events.models import (
 )
 
 from .effects import Effect, Emit, RunTool, emit
+from .findings.plan import kind_of
 from .interpret import read_reply
 from .llm_calls import context_tokens, prompt_target, request, step
 from .state import ReportState, SectionState
@@ -53,7 +54,7 @@ def _sheet(s: ReportState, section: SectionState) -> tuple[str, list[str], list[
     """Guided mode: the section's kind, its fact sheet so far and the tool calls the engine plans for it."""
     assert s.outline is not None
     outlined = s.outline.sections[section.index - 1]
-    kind = guided.kind_of(outlined.title, outlined.description)
+    kind = kind_of(outlined.title, outlined.description)
     background = claims.background(s.context)
     seen = guided.seen_by_tool(section.observations)
     return kind, guided.sheet(kind, seen, background), guided.plan(kind, background, seen)

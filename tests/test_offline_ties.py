@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from simreportd.agent import claims
-from simreportd.agent.offline import WRITERS, Facts, analyst_outline
+from simreportd.agent.findings.facts import Facts
+from simreportd.agent.findings.plan import analyst_outline
+from simreportd.agent.findings.statements import WRITERS
 
 ROWS = [{"round": r, "twitter": 4 + r, "reddit": 0, "total": 4 + r} for r in range(0, 9)]
 ANALYTICS: dict[str, Any] = {"total_actions": sum(r["total"] for r in ROWS), "rounds": 8,

@@ -1,6 +1,6 @@
-"""The offline writer's sentences, in English and in Chinese: one table, so both say the same facts.
+"""The statements' sentences, in English and in Chinese: one table, so both say the same facts.
 
-Pure. The writer (offline.py) decides which facts a section states and with which figures; this
+Pure. The statements (findings/statements.py) decide which facts a section states and with which figures; this
 module only words them, in the language of the simulation's requirement (`language.py`). The
 Chinese shapes of the figures ("第5轮有120次行动", "Twitter平均每轮12.5次") are the ones the report
 scorer (simulator/quality.py) reads, as it reads "round 5 with 120 actions" in English.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .language import Language, language_of
+from ..language import Language, language_of
 
 EN: dict[str, str] = {
     "note": "Written by simreportd's offline writer from the simulation data, without a language model.",

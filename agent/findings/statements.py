@@ -1,4 +1,7 @@
-"""The offline writer's section writers, one per kind of section: each states only what the tools returned."""
+"""The statements of each kind of section, one writer per kind: each states only what the tools returned.
+
+The offline writer's sections are these; guided mode states them under "From the data" whatever the model writes.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,9 @@ from collections.abc import Mapping
 
 from simreportd.events.base import Platform
 
-from .offline_facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
-from .offline_phrases import ENGLISH, Phrases
-from .tool_answers import Chain, Statement
+from ..tool_answers import Chain, Statement
+from .facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
+from .phrases import ENGLISH, Phrases
 
 PLATFORMS: tuple[Platform, ...] = ("reddit", "twitter")
 

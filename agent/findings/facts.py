@@ -1,6 +1,6 @@
-"""What the offline writer knows for a section: the tools' results as `Facts`, and the phrasing of an agent, a quote, rounds.
+"""The facts of a section: the tools' results read as `Facts`, and the phrasing of an agent, a quote, rounds.
 
-Shared by the report's section writers (offline_writers.py) and the chat's (offline_chat.py).
+Shared by the statements (findings/statements.py), the offline writer, guided mode and chat.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 
 from simreportd.events.base import Platform
 
-from .offline_phrases import ENGLISH, Phrases, phrases_for
-from .tool_answers import Analytics, Camps, Named, PlanningContext, RoundRow, ScheduledEvent, Seen, Statement
+from ..tool_answers import Analytics, Camps, Named, PlanningContext, RoundRow, ScheduledEvent, Seen, Statement
+from .phrases import ENGLISH, Phrases, phrases_for
 
 RESULT_BLOCK = re.compile(r'<tool_result name="(\w+)">\n(.*?)\n</tool_result>', re.S)
 
