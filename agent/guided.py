@@ -1,12 +1,12 @@
 """Guided writing for small models (docs/formats.md#claim-check, `[agent] mode = "guided"`).
 
 Pure. The engine does what a small model does badly: it plans each section's tool calls from the
-simulation as the offline writer does (agent/findings/plan.py), runs them, and turns the results into a short
-numbered sheet of facts (figures and quotes with their ids). The model only writes: sentences citing the
-facts by number, in a JSON schema where the server enforces one. The claim check then keeps the sentences
-the sheet supports, and the facts they cite are listed under them, verbatim from the data. In the answers
-section the engine answers: each requirement question heads every fact that answers it, and the model's
-sentences stand under the question whose fact they cite first.
+simulation (agent/findings/plan.py), runs them, and turns the results into a short numbered sheet of
+facts (figures and quotes with their ids). The model only writes: sentences citing the facts by number,
+in a JSON schema where the server enforces one. The claim check keeps the sentences the sheet supports,
+marked as the model's; under them the engine's whole analysis of the section stands "From the data",
+every statement the offline writer makes, whatever the model cited. In the answers section the engine
+answers: the model's sentences stand under the question whose fact they cite first.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from simreportd.events.models import ClaimVerdict, ToolObserved
 from . import claims
 from .findings.facts import Facts
 from .findings.phrases import phrases_for
-from .findings.plan import KINDS, analyst_outline, tool_calls
+from .findings.plan import analyst_outline, tool_calls
 from .findings.statements import WRITERS
-from .grounding import CITATION
 from .tool_answers import PlanningContext, Seen, add_answer
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
 ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\d,\s]*\]\s*\}')  # one whole sentence
 QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
+QUESTION_LINE = re.compile(r"^(\*\*[^*\n]+[?？]\*\*)$", re.M)
 SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["sentences"],
     "properties": {"sentences": {"type": "array", "minItems": 1, "maxItems": 4, "items": {
@@ -70,11 +70,14 @@ def plan(kind: str, background: PlanningContext, seen: Seen) -> list[tuple[str, 
     return [(name, args) for name, args in tool_calls(kind, background, requirement, seen) if name != "interview_agents"]
 
 
-def sheet(kind: str, seen: Seen, background: PlanningContext) -> list[str]:
-    """The numbered facts: the offline writer's statements of this section, one per line, at most MAX_FACTS.
-    In the answers section each requirement question heads the facts that answer it (`is_question`), so the
-    report restates every question and answers it from the data whatever the model writes."""
-    text = WRITERS[kind](Facts(seen, background, str(background.get("requirement") or ""), set()))
+def analysis(kind: str, seen: Seen, background: PlanningContext) -> str:
+    """The engine's whole analysis of the section: the statements the offline writer makes of these results."""
+    return WRITERS[kind](Facts(seen, background, str(background.get("requirement") or ""), set()))
+
+
+def sheet(text: str) -> list[str]:
+    """The numbered facts: the section's statements (its `analysis`), one per line, at most MAX_FACTS.
+    In the answers section each requirement question heads the facts that answer it (`is_question`)."""
     entries: list[str] = []
     for block in text.split("\n\n"):
         block = block.strip()
@@ -110,7 +113,7 @@ def messages(title: str, description: str, requirement: str, facts: list[str]) -
     task = ANSWER_EACH if any(is_question(f) for f in facts) else ""
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Question of the report: {requirement}\nSection: {title}. "
-                                        f"{description or KINDS.get('answers', '')}\n\nFacts:\n{listed}\n\n"
+                                        f"{description}\n\nFacts:\n{listed}\n\n"
                                         f"{task}Write the section now, in JSON."}]
 
 
@@ -152,9 +155,10 @@ def _whole_items(content: str) -> list[Any]:
     return out
 
 
-def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, list[int], ClaimVerdict]:
-    """One draft as kept: sentences whose claims the evidence supports, then the facts they cite, verbatim
-    (in the answers section: each question, the sentences citing its facts, then all its facts)."""
+def draft(content: str, facts: list[str], ev: claims.Evidence,
+          engine: str = "") -> tuple[str, list[int], ClaimVerdict]:
+    """One draft as kept: the sentences whose claims the evidence supports, marked as the model's, over the
+    engine's analysis (`engine`, from the data; the probe has none and keeps the sentences alone)."""
     sheet = numbered(facts)
     written = [(FACT_REF.sub("", text).strip(), [n for n in dict.fromkeys(cited) if n in sheet])
                for text, cited in sentences_of(content)]
@@ -164,30 +168,22 @@ def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, lis
     cited = list(dict.fromkeys(n for _, c in kept for n in c))
     if not kept:
         return "", [], verdict
-    if any(is_question(f) for f in facts):
-        return answers(facts, kept), cited, verdict
-    say, listed = phrases_for(" ".join(facts)), cited + quoted(sheet, cited)
-    body = " ".join(t for t, _ in kept) + f"\n\n{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in listed)
-    return body, cited, verdict
+    return composed(engine, facts, kept) if engine else " ".join(t for t, _ in kept), cited, verdict
 
 
-def quoted(sheet: dict[int, str], cited: list[int]) -> list[int]:
-    """The sheet's first statement quoted with its id when the cited facts hold none: a section shows the
-    agents' own words whenever its tools returned some, whatever the model chose to cite."""
-    if any(CITATION.search(sheet[n]) for n in cited):
-        return []
-    return next(([n] for n, fact in sheet.items() if CITATION.search(fact)), [])
-
-
-def answers(facts: list[str], kept: list[tuple[str, list[int]]]) -> str:
-    """The answers section: each question in bold, the kept sentences whose first cited fact answers it, then
-    every fact under it from the data (the model phrases; the engine answers)."""
-    say, sheet = phrases_for(" ".join(facts)), numbered(facts)
-    out = []
-    for question, members in grouped(facts):
-        said = " ".join(t for t, c in kept if c[0] in members)
-        listed = f"{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in members) if members else ""
-        out.append("\n\n".join(p for p in (question, said, listed) if p))
+def composed(engine: str, facts: list[str], kept: list[tuple[str, list[int]]]) -> str:
+    """The section as it stands: the model's checked sentences, marked as its own, then the engine's analysis
+    under "From the data" (in the answers section, per question: the sentences citing its facts first)."""
+    say = phrases_for(engine)
+    if not any(is_question(f) for f in facts):
+        said = " ".join(t for t, _ in kept)
+        return "\n\n".join(p for p in (said and f"{say('model_reading')} {said}", say("from_data"), engine) if p)
+    by_question = {question: " ".join(t for t, c in kept if c[0] in members) for question, members in grouped(facts)}
+    parts = QUESTION_LINE.split(engine)
+    out = [f"{say('model_reading')} {by_question['']}" if by_question.get("") else "", parts[0].strip()]
+    for question, answer in zip(parts[1::2], parts[2::2], strict=True):
+        said = by_question.get(question, "")
+        out += [question, said and f"{say('model_reading')} {said}", say("from_data"), answer.strip()]
     return "\n\n".join(p for p in out if p)
 
 
@@ -224,13 +220,11 @@ def probe_facts(context: dict[str, Any]) -> list[str]:
     return [f for f in facts if f]
 
 
-def fallback(facts: list[str]) -> str:
-    """When no draft survives the claim check: the sheet itself, said to be the data's and not the model's (in
-    the sheet's language)."""
-    line = NO_DRAFT[phrases_for(" ".join(facts)).language == "zh"]
-    if any(is_question(f) for f in facts):
-        return f"{line}\n\n{answers(facts, [])}"
-    listed = "\n".join(f"- {f}" for f in facts) or "- (no facts)"
+def fallback(facts: list[str], engine: str = "") -> str:
+    """When no draft survives the claim check: the engine's analysis (or the sheet) alone, said to be the
+    data's and not the model's (in the sheet's language)."""
+    line = NO_DRAFT[phrases_for(engine or " ".join(facts)).language == "zh"]
+    listed = engine or "\n".join(f"- {f}" for f in facts if not is_question(f)) or "- (no facts)"
     return f"{line}\n\n{listed}"
 
 
