@@ -209,17 +209,6 @@ def best(drafts: list[tuple[int, str, list[int], ClaimVerdict]]) -> tuple[int, s
     return chosen[0], chosen[1]
 
 
-def probe_facts(context: dict[str, Any]) -> list[str]:
-    """The sheet of the `auto` probe: the run's size and camps, from the planning context."""
-    platforms = ", ".join(f"{p.capitalize()} {n}" for p, n in sorted((context.get("platforms") or {}).items()))
-    stances = ", ".join(f"{n} {s}" for s, n in sorted((context.get("stances") or {}).items()))
-    facts = [f"The simulation ran {context.get('rounds', 0)} rounds with {context.get('agents_count', 0)} agents.",
-             f"It recorded {context.get('total_actions', 0)} actions.",
-             f"Actions by platform: {platforms}." if platforms else "",
-             f"Agents by stance: {stances}." if stances else ""]
-    return [f for f in facts if f]
-
-
 def fallback(facts: list[str], engine: str = "") -> str:
     """When no draft survives the claim check: the engine's analysis (or the sheet) alone, said to be the
     data's and not the model's (in the sheet's language)."""

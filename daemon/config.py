@@ -115,7 +115,7 @@ class AgentConfig(Section):
     mirofish_budget: bool = False
     name_tools: bool = True
     min_citations: int = Field(default=1, ge=0)
-    mode: Literal["react", "guided", "auto"] = "react"
+    mode: Literal["react", "guided", "auto"] = "auto"
     drafts: int = Field(default=1, ge=1, le=5)
     response_format: Literal["off", "json_object", "json_schema"] = "off"
 

@@ -326,6 +326,7 @@ class WritingModeChosen(ReportEvent):
     probe_claims: int = 0  # claims in the probe's answer
     probe_supported: int = 0  # of them, supported by the probe's fact sheet
     probe_cited: int = 0  # facts of the sheet the answer cited
+    probe_findings: int = 0  # findings of the sheet (largest camp, leading platform, trigger's round) it stated
 
 
 class DraftWritten(ReportEvent):
