@@ -270,7 +270,7 @@ def _final(s: ChatState, turn: Turn, report: ReportState, final: str, reject: Re
 
 
 def _body(text: str) -> str:
-    return strip_echoes(clean_body(text or ""))[0]
+    return strip_echoes(clean_body(text or ""), chat_prompts.ECHOES)[0]
 
 
 def _answer(s: ChatState, turn: Turn, report: ReportState, text: str, forced: bool) -> list[ChatEvent]:
