@@ -118,7 +118,6 @@ EN: dict[str, str] = {
     "tied": "The {stances} camps are tied as the largest: the agents split into {sizes}.",
     "moved_after": "The reaction moved after round {round}: {shifts}.",
     "moved_agent": "{name} ({agent}, {stated} by profile) spoke for the {now} camp from round {round}",
-    "spread": "The debate spread fastest in round {round}, with {total} actions.",
     "dominant": "The {stance} camp's dominant argument ({statements}):",
     "quote_lead": "{who}, {stance}, round {round}) wrote on {platform}:",
 }
@@ -209,7 +208,6 @@ ZH: dict[str, str] = {
     "tied": "{stances}人数并列最多：参与者分为{sizes}。",
     "moved_after": "第{round}轮之后反应发生了变化：{shifts}。",
     "moved_agent": "{name} ({agent}，档案立场为{stated}) 自第{round}轮起为{now}发声",
-    "spread": "讨论在第{round}轮传播最快，共{total}次行动。",
     "dominant": "{stance}的主导观点（{statements}）：",
     "quote_lead": "{who}，{stance}，第{round}轮) 在{platform}上写道：",
 }

@@ -327,20 +327,21 @@ def _answer_reaction(f: Facts, question: str) -> list[str]:
 
 
 def _found_for(f: Facts, question: str) -> Statement | None:
-    """The first statement the section's search for `question` returned (the same whichever sections ran
-    before it: parallel sections must write what sequential ones do)."""
+    """The first statement the section's search for `question` returned from the pivot on (a reaction is what
+    was said once the trigger landed; the same whichever sections ran before: parallel sections must write
+    what sequential ones do)."""
     results = [r for r in f.seen.get("quick_search", []) if r.get("query") == question]
     said = [p for r in results for p in r.get("results", [])
-            if p.get("kind") in ("post", "quote", "comment") and p.get("content")]
+            if p.get("kind") in ("post", "quote", "comment") and p.get("content")
+            and (f.pivot is None or int(p.get("round") or 0) >= f.pivot)]
     return said[0] if said else None
 
 
 def _answer_arguments(f: Facts) -> list[str]:
+    """Each camp's most made argument with a statement that makes it: a concern answered with a concern (the
+    round the debate spread fastest is the timeline's, not an answer to what was argued)."""
     arguments, say = f.camps.get("arguments") or {}, f.say
     out = []
-    row = f.at(f.pivot)
-    if row:
-        out.append(say("spread", round=f.pivot, total=row["total"]))
     stances = f.background.get("stances") or {}
     for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
         top = arguments[stance][0]
