@@ -264,7 +264,8 @@ def settings_for(agent: Any, llm: Any, tools: tuple[str, ...], parallel_sections
         max_rejections=agent.max_rejections, mirofish_budget=agent.mirofish_budget, name_tools=agent.name_tools,
         min_citations=agent.min_citations, conflict_retries=agent.conflict_retries,
         outline_retries=agent.outline_retries, max_retries=llm.max_retries,
-        retry_backoff_s=llm.retry_backoff_s, tool_protocol=llm.tool_protocol, temperature=llm.temperature,
+        retry_backoff_s=llm.retry_backoff_s, down_wait_s=llm.down_wait_s, tool_protocol=llm.tool_protocol,
+        temperature=llm.temperature,
         max_tokens=llm.max_tokens, context_tokens=llm.context_tokens, tools=tools, parallel_sections=parallel_sections,
         mode="react" if offline and agent.mode == "auto" else agent.mode, drafts=agent.drafts,
         response_format=agent.response_format)

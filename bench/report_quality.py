@@ -12,7 +12,7 @@ with the evidence of their section: every one should be supported. Then, per see
 read: the report's status (degraded or not), its wrong relations (who reacted to whom, who is most active,
 who changed sides, which camp is largest, which platform led: `agent/relations.py` against every tool result
 of the report and the run's context), each question answered by the right kind of evidence (a concern by
-an argument's statement and not a round; a reaction by statements from the trigger on; platforms by both
+an argument's statement, not a round alone; a reaction by statements from the trigger on; platforms by both
 platforms' figures), and the ablation: facts recovered once the model's own sentences (guided mode's
 "model's reading" lines) are deleted, so what the model adds beyond the engine shows. `--server-pid` (a local model
 server's process, Linux) adds the CPU seconds the server spent on each report: on a machine others
@@ -132,7 +132,6 @@ def wrong_relations(events: list[DomainEvent]) -> list[str]:
 
 QUESTION_LINE = re.compile(r"^\*\*([^*\n]+[?？])\*\*$", re.M)
 POST_REF = re.compile(r"\((?:post|comment):(?:twitter|reddit):\w+\)")
-A_ROUND = re.compile(r"spread fastest in round|传播最快")  # a round given where a concern is asked for
 MODEL_LINES = re.compile("^(?:" + "|".join(re.escape(t["model_reading"]) for t in (EN, ZH)) + ").*$", re.M)
 
 
@@ -144,11 +143,11 @@ def answered_by_kind(markdown: str, truth: dict[str, Any]) -> list[tuple[str, bo
 
 
 def right_kind(question: dict[str, Any], block: str, truth: dict[str, Any]) -> bool:
-    """A concern answered by an argument's statement (and no round), a reaction by what was said from the trigger
+    """A concern answered by an argument's statement (not by a round alone), a reaction by what was said from the trigger
     on, a platform question by both platforms' figures."""
     said = [truth["statements"].get(ref.strip("()"), {}) for ref in POST_REF.findall(block)]
     if "argument" in question["facts"]:
-        return any(s.get("argument") for s in said) and not A_ROUND.search(block)
+        return any(s.get("argument") for s in said)
     if "divergence" in question["facts"]:
         return all(p in block for p in ("Twitter", "Reddit")) and bool(re.search(r"\d", block))
     return bool(re.search(r"\d", block)) and all(s.get("round", 0) >= truth["trigger"]["round"] for s in said)

@@ -91,6 +91,7 @@ class LLMConfig(Section):
     max_reply_bytes: int = Field(default=1_048_576, ge=1024)
     max_retries: int = Field(default=4, ge=0)
     retry_backoff_s: float = Field(default=1.0, ge=0)
+    down_wait_s: float = Field(default=60.0, ge=0)
     max_concurrency: int = Field(default=4, ge=1)
     requests_per_minute: int = Field(default=0, ge=0)
     temperature: float = Field(default=0.3, ge=0, le=2)

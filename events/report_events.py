@@ -51,7 +51,7 @@ class RunSoFar(BaseModel):
     actions: int
 
 
-RULES_ADDED_LATER = frozenset({"name_tools", "min_citations"})
+RULES_ADDED_LATER = frozenset({"name_tools", "min_citations", "down_wait_s"})
 
 
 class ReportRules(BaseModel):
@@ -72,6 +72,7 @@ class ReportRules(BaseModel):
     outline_retries: int = 2
     max_retries: int = 4
     retry_backoff_s: float = 1.0
+    down_wait_s: float = 0.0  # `[llm] down_wait_s` defaults to 60 for new reports
     tool_protocol: Literal["auto", "native", "text"] = "auto"
     temperature: float = 0.3
     max_tokens: int = 2048

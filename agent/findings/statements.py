@@ -304,7 +304,7 @@ def _answers(f: Facts) -> str:
         if any(w in q for w in ("twitter", "reddit", "platform", "平台")):
             answer = [divergence_sentence(f) or f.say("no_platform_answer")]
         elif any(w in q for w in ("argument", "concern", "dominate", "spread", "观点", "担忧", "占上风")):
-            answer = _answer_arguments(f)
+            answer = _answer_arguments(f, fastest=any(w in q for w in ("fastest", "spread", "最快", "传播")))
         else:
             answer = _answer_reaction(f, question)
         out.append(f"**{question}**\n\n" + "\n\n".join(a for a in answer if a))
@@ -337,9 +337,9 @@ def _found_for(f: Facts, question: str) -> Statement | None:
     return said[0] if said else None
 
 
-def _answer_arguments(f: Facts) -> list[str]:
-    """Each camp's most made argument with a statement that makes it: a concern answered with a concern (the
-    round the debate spread fastest is the timeline's, not an answer to what was argued)."""
+def _answer_arguments(f: Facts, fastest: bool = False) -> list[str]:
+    """Each camp's most made argument with a statement that makes it: a concern answered with a concern; asked
+    how fast they spread, the round the debate spread fastest follows them (a round alone answers nothing)."""
     arguments, say = f.camps.get("arguments") or {}, f.say
     out = []
     stances = f.background.get("stances") or {}
@@ -347,6 +347,9 @@ def _answer_arguments(f: Facts) -> list[str]:
         top = arguments[stance][0]
         out.append(say("dominant", stance=say.stance(stance), statements=say.count(top["statements"], "statement"))
                    + f"\n\n> \"{top['example']['content']}\" ({top['example']['ref']})")
+    row = f.at(f.pivot)
+    if fastest and row and out:
+        out.append(say("spread", round=f.pivot, total=row["total"]))
     return out
 
 
