@@ -55,6 +55,17 @@ class Facts:
         """The row of exactly that round; None if a long run's rows sum it into a span with others."""
         return next((r for r in self.rounds if r["round"] == round_no and last_round(r) == round_no), None)
 
+    def volume_at(self, round_no: int | None) -> int | None:
+        """The actions of exactly that round: its row, or, where a long run's rows sum spans, the busiest round's
+        or a turning point's figure when it is that round."""
+        row, busiest = self.at(round_no), self.analytics.get("busiest_round")
+        if row is not None:
+            return int(row["total"])
+        if busiest and busiest["round"] == round_no and last_round(busiest) == round_no:
+            return int(busiest["total"])
+        return next((int(p["volume"]) for p in self.analytics.get("turning_points") or [] if p["round"] == round_no),
+                    None)
+
     def side(self, after: bool) -> list[RoundRow]:
         """The rows wholly after the pivot, or wholly before it (round 0 left out): a span of rounds that
         holds the pivot belongs to neither."""

@@ -347,9 +347,9 @@ def _answer_arguments(f: Facts, fastest: bool = False) -> list[str]:
         top = arguments[stance][0]
         out.append(say("dominant", stance=say.stance(stance), statements=say.count(top["statements"], "statement"))
                    + f"\n\n> \"{top['example']['content']}\" ({top['example']['ref']})")
-    row = f.at(f.pivot)
-    if fastest and row and out:
-        out.append(say("spread", round=f.pivot, total=row["total"]))
+    volume = f.volume_at(f.pivot)
+    if fastest and volume is not None and out:
+        out.append(say("spread", round=f.pivot, total=volume))
     return out
 
 
