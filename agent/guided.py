@@ -28,6 +28,7 @@ MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
 ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\d,\s]*\]\s*\}')  # one whole sentence
 QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
+WORDS = re.compile(r"\w+")
 QUESTION_LINE = re.compile(r"^(\*\*[^*\n]+[?？]\*\*)$", re.M)
 SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["sentences"],
@@ -168,19 +169,33 @@ def draft(content: str, facts: list[str], ev: claims.Evidence,
     cited = list(dict.fromkeys(n for _, c in kept for n in c))
     if not kept:
         return "", [], verdict
-    return composed(engine, facts, kept) if engine else " ".join(t for t, _ in kept), cited, verdict
+    if not engine:
+        return " ".join(t for t, _ in kept), cited, verdict
+    return composed(engine, facts, [(t, c) for t, c in kept if adds(t, engine)]), cited, verdict
+
+
+def adds(sentence: str, engine: str) -> bool:
+    """Whether a kept sentence of the model's says something: not a fact of the engine's copied word for word,
+    not a restated question, not a lead-in with nothing after it ("...以下几个方面：")."""
+    plain = sentence.strip().rstrip(".。")
+    return bool(plain) and not plain.endswith((":", "：")) and _words(plain) not in _words(engine)
+
+
+def _words(text: str) -> str:
+    return " ".join(WORDS.findall(text.lower()))
 
 
 def composed(engine: str, facts: list[str], kept: list[tuple[str, list[int]]]) -> str:
     """The section as it stands: the model's checked sentences, marked as its own, then the engine's analysis
     under "From the data" (in the answers section, per question: the sentences citing its facts first)."""
     say = phrases_for(engine)
+    none = "" if kept else say("model_added_none")
     if not any(is_question(f) for f in facts):
         said = " ".join(t for t, _ in kept)
-        return "\n\n".join(p for p in (said and f"{say('model_reading')} {said}", say("from_data"), engine) if p)
+        return "\n\n".join(p for p in (none, said and f"{say('model_reading')} {said}", say("from_data"), engine) if p)
     by_question = {question: " ".join(t for t, c in kept if c[0] in members) for question, members in grouped(facts)}
     parts = QUESTION_LINE.split(engine)
-    out = [f"{say('model_reading')} {by_question['']}" if by_question.get("") else "", parts[0].strip()]
+    out = [none, f"{say('model_reading')} {by_question['']}" if by_question.get("") else "", parts[0].strip()]
     for question, answer in zip(parts[1::2], parts[2::2], strict=True):
         said = by_question.get(question, "")
         out += [question, said and f"{say('model_reading')} {said}", say("from_data"), answer.strip()]

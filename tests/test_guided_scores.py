@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,7 +56,27 @@ async def test_a_guided_report_scores_at_least_the_offline_writers_on_every_meas
         score_report(markdown_of(events), truth))
     assert engine["facts"] > 0 and engine["questions"] > 0
     assert {k: v for k, v in guided.items() if v < engine[k]} == {}, (guided, engine)
-    mark = "_The model's reading" if seed == 3 else "_模型的解读"
+    none = "_The model's sentences only restated" if seed == 3 else "_模型的句子只是复述"
     sections = [e.data["content"] for e in events if e.type == "SectionCompleted"]
-    assert all(mark in s for s in sections)  # every section kept a sentence of the model's, marked as such
-    assert not any("Facebook" in s for s in sections)
+    assert all(s.startswith(none) for s in sections)  # it copied facts 1 and 2: the report says it added nothing
+    assert not any("Facebook" in s or "_The model's reading" in s for s in sections)
+
+
+def adds_a_reading(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """A model that reads fact 1 in words of its own, then copies fact 2."""
+    reply = copies_the_sheet(body, message)
+    if reply is None:
+        return None
+    sentences = json.loads(reply["content"])["sentences"][:2]
+    sentences[0]["text"] = "Put plainly: " + sentences[0]["text"]
+    return {"content": json.dumps({"sentences": sentences})}
+
+
+async def test_the_models_own_reading_stands_marked_over_the_data_and_its_copies_do_not(tmp_path: Path,
+                                                                                      small_sim: Path) -> None:
+    with FakeLLM(script=adds_a_reading) as llm:
+        _, _, (_, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), small_sim)
+    for content in (e.data["content"] for e in events if e.type == "SectionCompleted"):
+        reading, data = content.split("From the data:", 1)
+        assert "_The model's reading" in reading and "Put plainly: " in reading
+        assert reading.count(". ") <= 2  # the copied fact stands once, under the data, not twice
