@@ -87,11 +87,26 @@ def sheet(text: str) -> list[str]:
         elif is_question(block):
             entries.append(block)
         elif block:
-            entries += [s for s in claims.SENTENCE.split(block) if s.strip()]
+            entries += whole_quotations([s for s in claims.SENTENCE.split(block) if s.strip()])
     kept = [e for e in entries if is_question(e) or claims.claims_in(e) or e.startswith(">")]
     facts = [e for e in kept if not is_question(e)][:MAX_FACTS]
     out = [e for e in kept if is_question(e) or e in facts]
     return [e for i, e in enumerate(out) if not is_question(e) or (i + 1 < len(out) and not is_question(out[i + 1]))]
+
+
+def whole_quotations(pieces: list[str]) -> list[str]:
+    """Sentences with a quotation that a full stop inside it cut, joined again: a fact is never cut in a quote."""
+    out: list[str] = []
+    for piece in pieces:
+        if out and _open_quote(out[-1]):
+            out[-1] += " " + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _open_quote(text: str) -> bool:
+    return text.count('"') % 2 == 1 or text.count("\u201c") > text.count("\u201d")
 
 
 def is_question(entry: str) -> bool:
