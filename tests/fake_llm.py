@@ -21,7 +21,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from simreportd.agent import prompts
+from simreportd.agent import prompts, stance_labels
 from simreportd.agent.offline import OfflineProvider
 from simreportd.events.models import LLMRequested
 
@@ -214,6 +214,8 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
     system = messages[0]["content"]
     if "You answer as one simulated" in system:  # a persona interview
         return {"content": "I stand by what I posted during the simulation."}
+    if system == stance_labels.SYSTEM:  # a model that sees no side in any statement; tests script others
+        return {"content": json.dumps({"labels": []})}
     purpose = "outline" if "Plan the report" in system else "chat" if "follow-up questions" in system else "section"
     protocol = "text" if "<tool_call>" in system else "native"
     forced = prompts.FORCED_FINAL in str(messages[-1].get("content"))
