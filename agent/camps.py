@@ -16,7 +16,7 @@ statement in (round, ref) order would (tests/test_camps_tally.py holds the two s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
 At = tuple[int, str, int]  # a statement's place: (round, ref, log position), the order of the run
@@ -48,11 +48,13 @@ def saying(row: tuple[Any, ...]) -> Saying:
 
 
 def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3, meaning: Mapping[str, str] | None = None,
-                       labels: Mapping[tuple[int, str], str] | None = None) -> dict[str, Any]:
+                       labels: Mapping[tuple[int, str], str] | None = None,
+                       off_topic: Collection[str] = ()) -> dict[str, Any]:
     """`arguments`: per camp its most repeated arguments; `stance_shifts`: agents who changed sides;
     `expressed`: how many agents speak for each camp by what they wrote (a side-changer for their new one).
-    `labels`: stances a model gave statements, by (agent, wording): a labelled statement votes its label."""
-    said = _with_labels(rows, labels or {})
+    `labels`: stances a model gave statements, by (agent, wording): a labelled statement votes its label.
+    `off_topic`: wordings that take no side (analysis/meaning.py, `off_topic`), as if labelled `none`."""
+    said = _with_labels(rows, labels or {}, off_topic)
     examples = _examples(said, meaning or {})
     shifts, said = _side_changes(said, meaning or {})
     voices = _voices(said, _moved(shifts))
@@ -62,13 +64,14 @@ def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3, meaning: M
 
 
 def statement_stances(rows: Iterable[tuple[Any, ...]], meaning: Mapping[str, str] | None = None,
-                      labels: Mapping[tuple[int, str], str] | None = None) -> dict[tuple[int, str], str]:
+                      labels: Mapping[tuple[int, str], str] | None = None,
+                      off_topic: Collection[str] = ()) -> dict[tuple[int, str], str]:
     """The stance each agent's wording speaks for, by (agent, wording): the model's label where it gave one
     ('' for `none`), else its author's stance at the time, that is their profile's, or from their change of
     side on (found from the arguments) the camp they moved to. Measured on statements written anew
     (bench/analysis_quality.py), an argument's camp is a worse guess for one statement than its author's
     stance: partisans ask the neutral camp's questions too."""
-    said = _with_labels(rows, labels or {})
+    said = _with_labels(rows, labels or {}, off_topic)
     shifts, _ = _side_changes(said, meaning or {})
     turned = {s["agent_id"]: (s["from_round"], s["now_speaks_for"]) for s in shifts}
     return {(s.agent, s.key): _spoken(s) if s.label else turn[1] if (turn := turned.get(s.agent))
@@ -79,9 +82,11 @@ NONE = "none"  # the label of a statement that takes no side
 MIN_LABELS, AT_LEAST_LABELLED = 3, 2  # labels that decide an agent's change of side; of them, after the turn
 
 
-def _with_labels(rows: Iterable[tuple[Any, ...]], labels: Mapping[tuple[int, str], str]) -> list[Saying]:
-    """The rows as sayings, each with its label, if the model gave one."""
-    return [s._replace(label=labels.get((s.agent, s.key), "")) for s in map(saying, rows)]
+def _with_labels(rows: Iterable[tuple[Any, ...]], labels: Mapping[tuple[int, str], str],
+                 off_topic: Collection[str]) -> list[Saying]:
+    """The rows as sayings, each with its label: the model's, else `none` for a wording off the topic."""
+    return [s._replace(label=labels.get((s.agent, s.key)) or (NONE if s.key in off_topic else ""))
+            for s in map(saying, rows)]
 
 
 def _spoken(s: Saying) -> str:

@@ -181,7 +181,8 @@ class SimulationTools:
             with self._camps_lock:
                 found = self._camps.get(cached)
             if found is None:
-                found = self._camps_found(simulation_queries.sayings(conn, key), _labelled(conn, key, labels))
+                setup, sayings = simulation_queries.setup(conn, key), simulation_queries.sayings(conn, key)
+                found = self._camps_found(sayings, labelled_by_wording(conn, key, labels), setup[0] if setup else "")
                 with self._camps_lock:
                     while len(self._camps) >= CAMPS_CACHED:
                         self._camps.pop(next(iter(self._camps)))
@@ -189,10 +190,10 @@ class SimulationTools:
                     self._finding.pop(cached, None)
         return found
 
-    def _camps_found(self, sayings: list[tuple[Any, ...]],
-                     labels: dict[tuple[int, str], str]) -> tuple[dict[str, Any], Wordings]:
-        wordings = self.reader.wordings(sayings)
-        camps = camps_from_sayings(sayings, meaning=wordings.meaning, labels=labels)
+    def _camps_found(self, sayings: list[tuple[Any, ...]], labels: dict[tuple[int, str], str],
+                     requirement: str) -> tuple[dict[str, Any], Wordings]:
+        wordings = self.reader.wordings(sayings, requirement)
+        camps = camps_from_sayings(sayings, meaning=wordings.meaning, labels=labels, off_topic=wordings.off_topic)
         camps["grouped_by"] = {"meaning": self._embedder_of(wordings), "wordings": wordings.total,
                                "compared": len(wordings.keys) if wordings.vectors is not None else 0,
                                **({"note": wordings.note} if wordings.note else {})}
@@ -322,7 +323,8 @@ def _digest(labels: dict[str, str]) -> str:
     return hashlib.sha256(_dumps(labels).encode()).hexdigest()[:16] if labels else ""
 
 
-def _labelled(conn: sqlite3.Connection, key: tuple[str, int], labels: dict[str, str]) -> dict[tuple[int, str], str]:
+def labelled_by_wording(conn: sqlite3.Connection, key: tuple[str, int],
+                        labels: dict[str, str]) -> dict[tuple[int, str], str]:
     """The labels by (agent, wording), as the camps read statements (digits masked; the fold's argument key)."""
     posts = simulation_queries.posts_by_refs(conn, key, sorted(labels)) if labels else []
     return {(p["agent"]["id"], argument_key(p["content"] or "")): labels[p["ref"]] for p in posts}

@@ -141,13 +141,14 @@ class EmbeddingsConfig(Section):
     api_key_env: str = ""
     timeout_s: float = Field(default=10.0, gt=0)
     max_texts: int = Field(default=1500, ge=1)
+    cache_max_vectors: int = Field(default=200_000, ge=100)
 
     def reader(self, store_path: Path) -> Reader:
         """The analysis for a store: this embedder, its vectors cached beside the store."""
         from simreportd.analysis import Reader, VectorCache, embedder_from, vectors_path_for  # numpy: when used
 
         embedder = embedder_from(self.provider, self.base_url, self.model, self.timeout_s, self.api_key_env)
-        cache = VectorCache(vectors_path_for(store_path), embedder) if embedder is not None else None
+        cache = VectorCache(vectors_path_for(store_path), embedder, self.cache_max_vectors) if embedder else None
         return Reader(embedder, cache, self.max_texts)
 
     @model_validator(mode="after")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from simreportd.projections.sqlite import reading
 from simreportd.simulator.simulate import simulate
 from simreportd.simulator.truth import FILE as GROUND_TRUTH
 
-from .conftest import make_config
+from .conftest import PYTHON, ROOT, TIMEOUT, WITH_EMBEDDINGS, make_config
 from .fake_llm import FakeLLM
 from .test_weak_model import replay_report_in
 
@@ -151,3 +152,24 @@ async def test_hostile_replies_label_nothing_and_a_failing_model_stops_no_report
     labelled = [e.data for e in events if e.type == "StancesLabelled"]
     assert len(labelled) == 2 and all(b["labels"] == {} and "the model failed" in b["note"] for b in labelled)
     assert any(e.type == "LLMFailed" for e in events)
+
+
+def says_none(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """A model that sees no side anywhere: every statement labelled `none`, as asked."""
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    listed = body["messages"][1]["content"].split("Statements:")[1]
+    return {"content": json.dumps({"labels": [{"id": int(n), "stance": "none"} for n, _ in STATEMENT.findall(listed)]})}
+
+
+def test_the_analysis_bench_scores_a_models_labels(tmp_path: Path) -> None:
+    with FakeLLM(script=says_none) as llm:
+        done = subprocess.run([PYTHON, str(ROOT / "bench" / "analysis_quality.py"), "--runs", "1", "--agents", "8",
+                               "--rounds", "3", "--keep", str(tmp_path / "aq"), "--label-with", llm.base_url,
+                               "--model", "scripted", "--cap", "12"], capture_output=True, text=True,
+                              timeout=10 * TIMEOUT, env=WITH_EMBEDDINGS)
+        asked = [r for r in llm.requests if r["messages"][0]["content"] == SYSTEM]
+    assert done.returncode == 0, done.stderr[-2000:]
+    [total] = [line for line in done.stdout.splitlines() if line.startswith("| **all** |")]
+    right, labelled = map(int, total.split("|")[2].strip().split("/"))
+    assert labelled == 12 and 0 <= right < 12 and len(asked) == 1  # chatter is `none`; the rest take a side
