@@ -118,7 +118,7 @@ class AgentConfig(Section):
     mode: Literal["react", "guided", "auto"] = "react"
     drafts: int = Field(default=1, ge=1, le=5)
     response_format: Literal["off", "json_object", "json_schema"] = "off"
-    stance_labels: int = Field(default=0, ge=0, le=100_000)
+    stance_labels: int = Field(default=0, ge=0, le=5000)  # one StatementsSampled holds them: about 2 MB at most
 
 
 class ReportsConfig(Section):
