@@ -11,10 +11,21 @@ from typing import Any
 
 import pytest
 
+from simreportd.agent import core, effects
 from simreportd.agent.stance_labels import SYSTEM, plain_stances, read_labels, sample
+from simreportd.agent.state import ReportState
 from simreportd.daemon.cli.local import running, written_here
 from simreportd.daemon.service import Daemon
-from simreportd.events.models import SampledStatement
+from simreportd.events.models import (
+    ContextGathered,
+    LLMFailed,
+    LLMResponded,
+    OutlinePlanned,
+    OutlineSection,
+    ReportRequested,
+    SampledStatement,
+    StatementsSampled,
+)
 from simreportd.events.streams import report_stream
 from simreportd.projections.sqlite import reading
 from simreportd.simulator.simulate import simulate
@@ -60,6 +71,46 @@ def test_a_reply_is_read_strictly() -> None:
     assert labels == {"post:twitter:1": "supportive"} and rejected == 6 and note == ""
     assert read_labels("Sure! Statement 1 is supportive.", batch, stances) == ({}, 0, "the reply was not JSON")
     assert read_labels('[{"id": 1, "stance": "opposing"}]', batch, stances)[2] == "the reply held no list of labels"
+
+
+def labelling(events: list[Any]) -> tuple[ReportState, effects.Effect]:
+    """A report's state after `events`, folded as a restarted runner folds it, and the core's next effect,
+    with every decision that needs no outside world applied."""
+    s = ReportState("r1")
+    for event in events:
+        s.apply(event)
+    while isinstance(effect := core.decide(s), effects.Emit):
+        for event in effect.events:
+            events.append(event)
+            s.apply(event)
+    return s, effect
+
+
+def test_labelling_is_folded_from_its_events_so_a_restart_asks_the_next_batch_only() -> None:
+    rules = {"tools": ["simulation_analytics"], "stance_labels": 45, "max_retries": 0}
+    events: list[Any] = [ReportRequested(report_id="r1", simulation_id="sim", generation=1, provider="openai",
+                                         model="m", settings=rules)]
+    _, effect = labelling(events)
+    events += [ContextGathered(report_id="r1", context={"requirement": "Q?", "stances": {"for": 2, "against": 1}}),
+               OutlinePlanned(report_id="r1", title="T", summary="S", sections=[OutlineSection(title="One")])]
+    _, effect = labelling(events)
+    assert effect == effects.SampleStatements("sim", 1, 45, ("against", "for"))
+    events.append(StatementsSampled(report_id="r1", statements=batch_of(45), stances=["against", "for"], total=90,
+                                    batch_size=20))
+    _, effect = labelling(events)
+    assert isinstance(effect, effects.CallLLM) and effect.request.purpose == "stance_labels"
+    answer = json.dumps({"labels": [{"id": n, "stance": "for"} for n in range(1, 21)]})
+    events.append(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=1, content=answer))
+    s, effect = labelling(events)  # the first batch read; a runner killed here starts again from the events
+    assert len(s.labels) == 20 and isinstance(effect, effects.CallLLM)
+    assert "1. t" in effect.messages[-1]["content"] and "post:twitter:21" not in json.dumps(effect.messages)
+    events.append(LLMFailed(report_id="r1", call_id=effect.request.call_id, attempt=1, kind="http", message="400",
+                            retryable=False))
+    s, effect = labelling(events)  # the second batch given up with a note; the third asked
+    assert "the model failed" in s.labelled[1].note and isinstance(effect, effects.CallLLM)
+    events.append(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=1, content="no"))
+    s, _ = labelling(events)
+    assert len(s.labels) == 20 and s.labelled[2].note == "the reply was not JSON" and 1 in s.sections
 
 
 def truthful(stances: dict[str, str]) -> Any:
