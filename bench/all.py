@@ -59,10 +59,13 @@ from simreportd.daemon.fold_child import ChildSpec, FoldChild  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.interpreter import tune_gc  # noqa: E402
 from simreportd.daemon.service import Daemon  # noqa: E402
+from simreportd.events import (
+    CaughtUp,  # noqa: E402
+    SQLiteEventStore,  # noqa: E402
+)
 from simreportd.events.codec import decode  # noqa: E402
 from simreportd.events.ids import new_event_ids  # noqa: E402
-from simreportd.events.log import CaughtUp  # noqa: E402
-from simreportd.events.store import INSERT, SQLiteEventStore  # noqa: E402
+from simreportd.events.store import INSERT
 from simreportd.events.store import SCHEMA as events_schema  # noqa: E402
 from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.projections.runner import PAGE, ProjectionRunner, views_path_for  # noqa: E402
