@@ -170,6 +170,8 @@ def test_far_talk_no_camp_holds_takes_no_side_and_a_far_argument_one_camp_holds_
     stances = [Counter({"supportive": 1})] * 16 + [Counter({"supportive": 1}), Counter({"opposing": 1}),
                                                    Counter({"opposing": 1}), Counter({"opposing": 1})]
     assert off_topic(vectors, about, label, stances) == [16, 17]  # 15% of 20: the three furthest looked at
+    news = stances[:16] + [Counter({"neutral": 1}), Counter({"observer": 1})] + stances[18:]
+    assert off_topic(vectors, about, label, news) == []  # what the undecided pass on is read by the camps
     row = lambda agent, key, stance, rnd: (agent, key, f"A{agent}", stance, 1, rnd, f"post:twitter:{agent}{rnd}",  # noqa: E731
                                            rnd, key, rnd, f"post:twitter:{agent}{rnd}", rnd, 1, rnd,
                                            f"post:twitter:{agent}{rnd}", rnd, key)
