@@ -152,7 +152,8 @@ def label_step(s: ReportState) -> Effect | None:
         return None
     if s.sampled is None:
         stances = plain_stances(s.context.get("stances") or {})
-        return SampleStatements(s.request.simulation_id, s.request.generation, s.rules.stance_labels, tuple(stances))
+        return SampleStatements(s.request.simulation_id, s.request.generation, s.rules.stance_labels,
+                                tuple(stances)) if stances else None
     asked = batches(s.sampled.statements)
     index = len(s.labelled)
     if index >= len(asked) or not s.sampled.stances:

@@ -24,6 +24,7 @@ from simreportd.events.models import (
     OutlineSection,
     ReportRequested,
     SampledStatement,
+    SectionStarted,
     StatementsSampled,
 )
 from simreportd.events.streams import report_stream
@@ -95,6 +96,11 @@ def test_labelling_is_folded_from_its_events_so_a_restart_asks_the_next_batch_on
                OutlinePlanned(report_id="r1", title="T", summary="S", sections=[OutlineSection(title="One")])]
     _, effect = labelling(events)
     assert effect == effects.SampleStatements("sim", 1, 45, ("against", "for"))
+    undeclared = [*events[:-2], events[-2].model_copy(update={"context": {"requirement": "Q?", "stances": {"a b": 1}}}),
+                  events[-1]]
+    labelling(undeclared)  # no stance fit to answer with: no sample, the sections start
+    assert not any(isinstance(e, StatementsSampled) for e in undeclared)
+    assert any(isinstance(e, SectionStarted) for e in undeclared)
     events.append(StatementsSampled(report_id="r1", statements=batch_of(45), stances=["against", "for"], total=90,
                                     batch_size=20))
     _, effect = labelling(events)
