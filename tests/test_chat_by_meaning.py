@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.offline_phrases import EN
+from simreportd.agent.findings.phrases import EN
 from simreportd.simulator.simulate import simulate
 
 from .conftest import TIMEOUT, make_config
