@@ -182,11 +182,11 @@ class DaemonRun(NamedTuple):
 class RunningDaemon:
     """`simreportd run` in `root` (its own process group), with its fold child found in /proc."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, python: str) -> None:
         (root / "sims").mkdir(parents=True)
         (root / "config.toml").write_text(RUN_CONFIG)
         self.store, self.log = root / "state" / "events.sqlite3", (root / "daemon.log").open("w")
-        self.process = subprocess.Popen([sys.executable, "-m", "simreportd.entry", "-c", "config.toml", "run"],
+        self.process = subprocess.Popen([python, "-m", "simreportd.entry", "-c", "config.toml", "run"],
                                         cwd=root, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.child = self._fold_child()
 
@@ -231,12 +231,13 @@ def head_and_folded(store: Path) -> tuple[int, int, bool]:
     return head, folded, done
 
 
-def run_as_users_run_it(root: Path, folder: Path) -> DaemonRun:
-    """`simreportd run` on its own config.toml; `folder` (copied first) renamed into its watched root; its CPU and
-    memory until the fold caught up, the store and WAL on disk sampled meanwhile."""
+def run_as_users_run_it(root: Path, folder: Path, python: str) -> DaemonRun:
+    """`simreportd run` (of the simreportd `python` has installed) on its own config.toml; `folder` (copied first)
+    renamed into its watched root; its CPU and memory until the fold caught up, the store and WAL on disk sampled
+    meanwhile."""
     staged = root / "staged" / folder.name
     shutil.copytree(folder, staged)
-    daemon = RunningDaemon(root / "daemon")
+    daemon = RunningDaemon(root / "daemon", python)
     try:
         time.sleep(1.0)  # the daemon's start-up settles: its CPU then is not the folder's
         before, started, live = daemon.cpu(), time.perf_counter(), 0
@@ -261,9 +262,9 @@ def run_as_users_run_it(root: Path, folder: Path) -> DaemonRun:
                      daemon.store.stat().st_size)
 
 
-def rebuild_by_cli(root: Path) -> None:
+def rebuild_by_cli(root: Path, python: str) -> None:
     """`simreportd rebuild` on the stopped daemon's store, as a user runs it; it must find every digest the same."""
-    subprocess.run([sys.executable, "-m", "simreportd.entry", "-c", "config.toml", "rebuild"], cwd=root / "daemon",
+    subprocess.run([python, "-m", "simreportd.entry", "-c", "config.toml", "rebuild"], cwd=root / "daemon",
                    stdout=subprocess.DEVNULL, check=True)
 
 
@@ -312,25 +313,19 @@ def write_paced(source: Path, target: Path, rate: int) -> float:
 
 
 def appends() -> list[Row]:
-    """Our store against eventsourcing's recorder, both at NORMAL, both encoding inside the timer."""
+    """Our store against eventsourcing's recorder (bench/store.py: the same encoder, the same synchronous, CPU per
+    event, interleaved)."""
     if importlib.util.find_spec("eventsourcing") is None:
         return []
-    import store
-    from store import es_batched, es_single, harness_alone, ours_batched, ours_concurrent
+    from store import compared
 
     with tempfile.TemporaryDirectory() as tmp:
-        runs = iter(range(100))
-        fresh: Callable[[str], Path] = lambda name: Path(tmp) / f"{name}-{next(runs)}.sqlite3"  # noqa: E731
-        repeats = range(store.REPEAT)
-        ours_b = [asyncio.run(ours_batched(fresh("o"), "NORMAL")) for _ in repeats]
-        es_b = [es_batched(fresh("e"), "NORMAL") for _ in repeats]
-        ours_c = [asyncio.run(ours_concurrent(fresh("oc"), "NORMAL"))[0] for _ in repeats]
-        es_c = [es_single(fresh("ec"), "NORMAL") for _ in repeats]
-        alone = [asyncio.run(harness_alone()) for _ in repeats]
-    return [("batched append, 1000 events a call (NORMAL)", ours_b, es_b, "events/s", ">= 1.2x eventsourcing"),
-            ("64 concurrent appenders (NORMAL)", ours_c, es_c, "events/s", ">= 10x eventsourcing, one a txn"),
-            ("64 concurrent tasks, no store (the harness alone)", alone, es_c, "events/s",
-             "the ceiling of the row above")]
+        runs = iter(range(1000))
+        rows = compared(lambda name: Path(tmp) / f"{name}-{next(runs)}.sqlite3")
+    goals = {"batched": ">= 1.2x less CPU than eventsourcing", "concurrent": "one transaction an event theirs"}
+    return [(f"{name}: CPU per event (baseline: eventsourcing's)", [m.cpu_us() for m in ours],
+             [m.cpu_us() for m in theirs], "µs", next((g for k, g in goals.items() if k in name), ""))
+            for name, (ours, theirs) in rows.items() if "NORMAL" in name or "read" in name]
 
 
 def eventsourcing_reads(store_path: Path, repeat: int) -> list[float]:
@@ -427,10 +422,13 @@ class Repeats:
         self.reads: list[Spent] = []
         self.runs: list[DaemonRun] = []
         self.rebuilds: list[Spent] = []
+        self.against_runs: list[DaemonRun] = []  # `--against`: the same two of another simreportd
+        self.against_rebuilds: list[Spent] = []
         self.by_cli: list[Spent] = []
 
 
-async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks: PeakRows, daemon_only: bool) -> int:
+async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks: PeakRows, daemon_only: bool,
+                      against: str | None) -> int:
     """One repeat: the floors, then each row, one after the other. Returns the events of the run's store."""
     floor_db = root / f"floor{i}.sqlite3"
     figures.floor.append(spent_on(lambda: minimal_floor(folder, floor_db)))
@@ -442,9 +440,12 @@ async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks:
     figures.folds.append(folded)
     figures.read_floor.append(spent_on(lambda: read_floor(store_path)))
     figures.reads.append(await spent_awaiting(reading_alone(store_path)))
-    figures.runs.append(run_as_users_run_it(root / f"run{i}", folder))
+    figures.runs.append(run_as_users_run_it(root / f"run{i}", folder, sys.executable))
     with peaks.watch("`simreportd rebuild`", {"command": "the command", "fold child": "its fold child"}):
-        figures.rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"run{i}")))
+        figures.rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"run{i}", sys.executable)))
+    if against:
+        figures.against_runs.append(run_as_users_run_it(root / f"against{i}", folder, against))
+        figures.against_rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"against{i}", against)))
     if not daemon_only:
         with peaks.watch("`simreportd report --wait`", {"command": "the command", "fold child": "its fold child"}):
             figures.by_cli.append(spent_on(lambda: report_by_cli(root / f"cli{i}", folder)))
@@ -479,6 +480,8 @@ def floor_rows(f: Repeats, lines: int, events: int, raw: int) -> list[Row]:
          reads, "µs", ""),
         ("the store's `read_all` + `.data`, CPU per event", [t.cpu / events * 1e6 for t in f.reads], reads, "µs", ""),
     ]
+    if f.against_runs:
+        rows += against_rows(f, lines, events)
     if f.by_cli:
         rows.append(("`simreportd report --wait`: folder -> report completed, CPU (its fold child's included) per "
                      "action", [t.cpu / lines * 1e6 for t in f.by_cli], floor, "µs", "<= 4x the floor"))
@@ -489,6 +492,26 @@ def floor_rows(f: Repeats, lines: int, events: int, raw: int) -> list[Row]:
          [b / lines for b in f.floor_bytes], "B", f"<= 500 B at 1M (the raw line: {raw / lines:.0f} B)"),
         ("event store + its WAL while the fold reads, the most, bytes per action", [r.live_bytes / lines for r in runs],
          [r.store_bytes / lines for r in runs], "B", "<= 1.2x the store once stopped"),
+    ]
+
+
+def against_rows(f: Repeats, lines: int, events: int) -> list[Row]:
+    """`--against`: this simreportd's daemon, fold child and rebuild beside the other's, timed in turn."""
+    ours, theirs = f.runs, f.against_runs
+    return [
+        ("`simreportd run`, daemon process + fold child: this code against `--against`'s, CPU per action",
+         [(r.daemon_cpu + r.child_cpu) / lines * 1e6 for r in ours],
+         [(r.daemon_cpu + r.child_cpu) / lines * 1e6 for r in theirs], "µs", "before and after"),
+        ("`simreportd run`, the daemon's ingest: this code against `--against`'s, CPU per action",
+         [r.ingest_cpu / lines * 1e6 for r in ours], [r.ingest_cpu / lines * 1e6 for r in theirs], "µs", ""),
+        ("`simreportd run`, the fold child: this code against `--against`'s, CPU per event",
+         [r.child_cpu / events * 1e6 for r in ours], [r.child_cpu / events * 1e6 for r in theirs], "µs", ""),
+        ("`simreportd run`, the fold child's peak RSS: this code against `--against`'s",
+         [r.child_mb for r in ours], [r.child_mb for r in theirs], "MB", ""),
+        ("`simreportd run`, the store + WAL while the fold reads: this code against `--against`'s, B per action",
+         [r.live_bytes / lines for r in ours], [r.live_bytes / lines for r in theirs], "B", ""),
+        ("`simreportd rebuild`: this code against `--against`'s, CPU per event",
+         [t.cpu / events * 1e6 for t in f.rebuilds], [t.cpu / events * 1e6 for t in f.against_rebuilds], "µs", ""),
     ]
 
 
@@ -511,7 +534,7 @@ async def the_rest(root: Path, folder: Path, store_path: Path, repeat: int, tool
     return rows + [("tool simulation_analytics, first call", [first], [], "ms", "< 500 ms at 1M actions")]
 
 
-async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool) -> list[Row]:
+async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, against: str | None) -> list[Row]:
     peaks, figures = PeakRows(), Repeats()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -519,7 +542,7 @@ async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool) -> 
         lines = write_big_folder(folder, actions)
         raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
         for i in range(repeat):  # interleaved: each row's floor timed beside it, not minutes before
-            events = await repeat_once(root, folder, i, figures, peaks, daemon_only)
+            events = await repeat_once(root, folder, i, figures, peaks, daemon_only, against)
         rows = floor_rows(figures, lines, events, raw)
         if not daemon_only:
             rows += await the_rest(root, folder, root / "store0" / "events.sqlite3", repeat, tool_calls, peaks)
@@ -534,6 +557,8 @@ def main() -> None:
                         "to check the script runs (tests/test_bench_scripts.py), not to measure")
     parser.add_argument("--daemon-only", action="store_true", help="the floors, `simreportd run`, `rebuild` and the "
                         "library path only: the issue's 1M actions in minutes")
+    parser.add_argument("--against", metavar="PYTHON", help="an interpreter with another simreportd installed (say "
+                        "main's, `pip install` of a `git archive`): its `run` and `rebuild` timed in turn with this one's")
     args = parser.parse_args()
     tune_gc()  # as the daemon does
     if args.tiny:
@@ -541,7 +566,7 @@ def main() -> None:
         vars(store).update(store.TINY)
         args.repeat = 1
     load = os.getloadavg()
-    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20, args.daemon_only))
+    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20, args.daemon_only, args.against))
     rows += [] if args.daemon_only else appends()
     print(f"{args.actions:,} actions, best of {args.repeat} (median beside it; peak RSS: the largest),"
           f" {time.strftime('%Y-%m-%d %H:%M')}, load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after\n")
