@@ -358,7 +358,7 @@ def es_read_models(recorder: Any) -> float:
 
 def best_of(values: list[float], unit: str) -> float:
     """The best of the repeats; for memory (MB), the worst: a peak is a ceiling to stay under."""
-    return (min if unit in ("s", "ms", "B") else max)(values)
+    return (min if unit in ("s", "ms", "µs", "B") else max)(values)
 
 
 def number(value: float) -> str:
