@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import anyio
 
 from simreportd.errors import ChatFailed, ChatLocked, LLMError, NotFound, ToolError
-from simreportd.events.log import EventLog, caused
+from simreportd.events import EventStore, caused
 from simreportd.events.models import (
     ChatAnswered,
     ChatAsked,
@@ -67,7 +67,7 @@ class ChatRunner:
     """Opens chats on completed reports (or on a simulation alone) and answers their questions, one question at
     a time per chat."""
 
-    def __init__(self, store: EventLog, tools: SimulationTools, writers: Writers, writer: ChatWriter,
+    def __init__(self, store: EventStore, tools: SimulationTools, writers: Writers, writer: ChatWriter,
                  sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
         self.store, self.tools, self.writers, self.writer, self.sleep = store, tools, writers, writer, sleep
         self._locks: dict[str, anyio.Lock] = {}

@@ -18,7 +18,7 @@ import anyio
 
 from simreportd.agent import core, effects
 from simreportd.errors import LLMError, StoreFull, ToolError
-from simreportd.events.log import EventLog, NewEvent, caused
+from simreportd.events import EventStore, NewEvent, caused
 from simreportd.events.models import (
     ContextGathered,
     DomainEvent,
@@ -78,7 +78,7 @@ class ReportRunner:
     outcome, in the order the sequencer picks, as the single writer of the report's stream.
     """
 
-    def __init__(self, store: EventLog, tools: SimulationTools, writers: Writers,
+    def __init__(self, store: EventStore, tools: SimulationTools, writers: Writers,
                  environment: Environment, sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
                  sequencer: Sequencer | None = None) -> None:
         self.store, self.tools, self.writers, self.environment = store, tools, writers, environment

@@ -19,13 +19,13 @@ from simreportd.agent.providers import Completion, estimate_tokens
 from simreportd.agent.runner import ReportRunner, settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.daemon.config import Config
+from simreportd.events import SQLiteEventStore
 from simreportd.events.models import (
     LLMRequested,
     ReportRequested,
     TokenUsage,
     ToolCallRequest,
 )
-from simreportd.events.store import SQLiteEventStore
 from simreportd.events.streams import report_stream
 
 OUTLINE = ('{"title": "Bench", "summary": "s", "sections": [{"title": "A"}, {"title": "B"}, {"title": "C"},'

@@ -61,9 +61,8 @@ from simreportd.daemon.config import Config  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.interpreter import tune_gc  # noqa: E402
 from simreportd.daemon.service import Daemon  # noqa: E402
+from simreportd.events import CaughtUp, SQLiteEventStore  # noqa: E402
 from simreportd.events.codec import decode  # noqa: E402
-from simreportd.events.log import CaughtUp  # noqa: E402
-from simreportd.events.store import SQLiteEventStore  # noqa: E402
 from simreportd.projections.runner import PAGE, ProjectionRunner, views_path_for  # noqa: E402
 from simreportd.projections.simulation import SimulationModel  # noqa: E402
 

@@ -44,7 +44,7 @@ def cpu():
 
 async def ingest(folder, path):
     from simreportd.daemon.ingest.ingestor import SimulationIngestor
-    from simreportd.events.store import SQLiteEventStore
+    from simreportd.events import SQLiteEventStore
     async with SQLiteEventStore(path) as store:
         started = cpu()
         await SimulationIngestor(store, folder).check()
@@ -53,7 +53,7 @@ async def ingest(folder, path):
     return spent, events
 
 async def fold(folder, path):
-    from simreportd.events.store import SQLiteEventStore
+    from simreportd.events import SQLiteEventStore
     from simreportd.projections.runner import ProjectionRunner, views_path_for
     from simreportd.projections.simulation import SimulationModel
     async with SQLiteEventStore(path) as store:

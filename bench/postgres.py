@@ -21,8 +21,10 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 
 import bench.store as sizes  # noqa: E402 (BATCH, BATCHES, CONCURRENT, ROUNDS: `--tiny` changes them there)
 from bench.store import TINY, best, es_stored, event  # noqa: E402
-from simreportd.events.postgres import PostgresEventStore  # noqa: E402
-from simreportd.events.store import CaughtUp  # noqa: E402
+from simreportd.events import (
+    CaughtUp,  # noqa: E402
+    PostgresEventStore,  # noqa: E402
+)
 from tests.postgres_server import database_url, running_cluster, server_binaries  # noqa: E402
 
 SINGLES = 300  # one fsync'd transaction each: a few hundred are enough for a rate
@@ -31,7 +33,7 @@ LATENCIES = 500  # events appended one at a time in another process, for the com
 APPENDER = """
 import anyio, sys, time
 from simreportd.events.models import PlanningStarted
-from simreportd.events.postgres import PostgresEventStore
+from simreportd.events import PostgresEventStore
 
 async def main(url, count):
     async with PostgresEventStore(url) as store:

@@ -30,8 +30,8 @@ from simreportd.agent.toolspec import REPORT_TOOLS  # noqa: E402
 from simreportd.daemon.config import AgentConfig, Config  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.replay import replay_report  # noqa: E402
+from simreportd.events import SQLiteEventStore  # noqa: E402
 from simreportd.events.models import AgentActed, ReportRequested, acted_fields  # noqa: E402
-from simreportd.events.store import SQLiteEventStore  # noqa: E402
 from simreportd.events.streams import report_stream  # noqa: E402
 from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.projections.runner import ProjectionRunner, views_path_for  # noqa: E402

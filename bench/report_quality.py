@@ -138,7 +138,8 @@ async def main(args: argparse.Namespace) -> None:
     invented = sum(len(s.hallucinated) for _, s in scores)
     met = share >= 0.9 and wrong == 0 and invented == 0
     print(f"\nGoal (>= 90% facts recovered, 0 wrong numbers, 0 hallucinated names): {'met' if met else 'NOT met'}")
-    if config.llm.resolved_provider() == "openai":  # what a small local model must reach (README, local models)
+    # what a small local model must reach (docs/guide.md#with-a-real-weak-local-model)
+    if config.llm.resolved_provider() == "openai":
         asked = [ok for _, s in scores for _, ok in s.questions]
         small = (share >= 0.6 and wrong == 0 and invented == 0 and sum(asked) >= 0.5 * len(asked)
                  and all(not w.unsupported and w.seconds <= 600 for _, w in written))

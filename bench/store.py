@@ -32,9 +32,9 @@ from eventsourcing.sqlite import (
 )
 from pydantic_core import from_json
 
+from simreportd.events import SQLiteEventStore
 from simreportd.events.codec import encode
 from simreportd.events.models import AgentActed, Source
-from simreportd.events.store import SQLiteEventStore
 
 BATCH, BATCHES, CONCURRENT, ROUNDS, SINGLES, REPEAT = 1000, 20, 64, 40, 2000, 3
 # `--tiny`: every row in a second or two, to check the script runs (tests/test_bench_scripts.py); no figure means much

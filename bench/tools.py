@@ -24,7 +24,7 @@ from simreportd.agent.offline import OfflineProvider
 from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.interviews.interviewer import Interviewer
-from simreportd.events.store import SQLiteEventStore
+from simreportd.events import SQLiteEventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.simulator.simulate import simulate

@@ -18,8 +18,8 @@ from simreportd.agent.replay import RecordedInterviews, ReplayProvider
 from simreportd.agent.tools import SimulationTools
 from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound
+from simreportd.events import EventStore, NewEvent, SQLiteEventStore
 from simreportd.events.codec import Recorded
-from simreportd.events.log import EventLog
 from simreportd.events.models import (
     ChatLLMFailed,
     ChatLLMResponded,
@@ -28,7 +28,6 @@ from simreportd.events.models import (
     ChatToolObserved,
     DomainEvent,
 )
-from simreportd.events.store import NewEvent, SQLiteEventStore
 from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -67,7 +66,7 @@ def _observed(original: list[Recorded]) -> list[str]:
     return [e.observation.result for e in _events(original, ChatToolObserved)]
 
 
-async def replay_chat(store: EventLog, chat_id: str, scratch: Path, vectors: Path | None = None) -> ReplayResult:
+async def replay_chat(store: EventStore, chat_id: str, scratch: Path, vectors: Path | None = None) -> ReplayResult:
     """Re-run a chat in `scratch` and compare it with the original stream."""
     original = await store.read_stream(chat_stream(chat_id))
     if not original or not isinstance(started := original[0].event, ChatStarted):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from simreportd.analysis import (
         Reader,  # the store is imported when opened: `simreportd simulate` and `--version` need not load it
     )
-    from simreportd.events.log import EventLog
+    from simreportd.events import EventLog
 
 ENV_PREFIX = "SIMREPORTD_"
 
@@ -55,7 +55,7 @@ class StoreConfig(Section):
     @property
     def where(self) -> str:
         """The event store as messages name it: the PostgreSQL URL without its password, or the SQLite file."""
-        from simreportd.events.log import redacted_url
+        from simreportd.events import redacted_url
 
         return redacted_url(self.url) if self.url else str(self.path)
 
@@ -63,12 +63,10 @@ class StoreConfig(Section):
         """The event store this section names: PostgreSQL when `url` is set, else the SQLite file `path` (made
         if missing, unless not `create`)."""
         if self.url:
-            from simreportd.events.postgres import (
-                PostgresEventStore,  # only PostgreSQL users need asyncpg
-            )
+            from simreportd.events import PostgresEventStore  # loaded only here: only PostgreSQL users need asyncpg
 
             return PostgresEventStore(self.url, os.environ.get(self.password_env) or None)
-        from simreportd.events.store import SQLiteEventStore
+        from simreportd.events import SQLiteEventStore
 
         return SQLiteEventStore(self.path, self.synchronous, create)
 

@@ -32,8 +32,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import BaseModel
 
 from simreportd.errors import SimreportdError, WaitTimeout
-from simreportd.events.contract import EventStore
-from simreportd.events.log import EventLog
+from simreportd.events import EventLog, EventStore
 from simreportd.events.positions import Position
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner

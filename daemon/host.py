@@ -11,7 +11,7 @@ from typing import Protocol
 
 from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.runner import ReportRunner
-from simreportd.events.log import EventLog
+from simreportd.events import EventLog
 from simreportd.projections.runner import ProjectionRunner
 
 from .config import Config

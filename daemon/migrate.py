@@ -11,9 +11,7 @@ import hashlib
 import os
 
 from simreportd.errors import CopyDiffers, StoreNotEmpty
-from simreportd.events.contract import EventStore
-from simreportd.events.postgres import PostgresEventStore
-from simreportd.events.store import SQLiteEventStore
+from simreportd.events import EventStore, PostgresEventStore, SQLiteEventStore
 
 from .config import Config
 

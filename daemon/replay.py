@@ -36,8 +36,8 @@ from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound, UsageError
+from simreportd.events import EventStore, NewEvent, SQLiteEventStore
 from simreportd.events.codec import Recorded
-from simreportd.events.log import EventLog
 from simreportd.events.models import (
     EVENT_TYPES,
     InterviewUnlocked,
@@ -52,7 +52,6 @@ from simreportd.events.models import (
     WriterChanged,
 )
 from simreportd.events.positions import Position
-from simreportd.events.store import NewEvent, SQLiteEventStore
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -109,7 +108,7 @@ def shared_history(events: list[Recorded]) -> list[Recorded]:
     return events[:end + 1]
 
 
-async def replay_report(store: EventLog, report_id: str, scratch: Path,
+async def replay_report(store: EventStore, report_id: str, scratch: Path,
                         tamper: Callable[[Path], None] | None = None, vectors: Path | None = None) -> ReplayResult:
     """Re-run a completed report in `scratch` and compare it with the original stream."""
     original = writing(await store.read_stream(report_stream(report_id)))
@@ -139,7 +138,7 @@ async def replay_report(store: EventLog, report_id: str, scratch: Path,
     return ReplayResult(report_id, len(original), first_divergence(original, replayed))
 
 
-async def copy_simulations(store: EventLog, copy: EventLog, before: Position) -> None:
+async def copy_simulations(store: EventStore, copy: EventStore, before: Position) -> None:
     """Every simulation's events the report could see, not only its own: search ranks (FTS5 bm25)
     weigh each match against the whole index, so the other simulations shape a tool's results too."""
     for stream, _, _ in await store.stream_summaries():
@@ -151,7 +150,7 @@ async def copy_simulations(store: EventLog, copy: EventLog, before: Position) ->
             copied = chunk[-1].version
 
 
-async def run_with_inputs(copy: EventLog, runner: ReportRunner, report_id: str,
+async def run_with_inputs(copy: EventStore, runner: ReportRunner, report_id: str,
                           original: list[Recorded]) -> list[Recorded]:
     """Run the report; where it stops and the original received a user's decision next, append it and go on."""
     stream = report_stream(report_id)
@@ -168,7 +167,7 @@ async def run_with_inputs(copy: EventLog, runner: ReportRunner, report_id: str,
         await copy.append(stream, inputs, expected_version=len(replayed))
 
 
-async def check_shared(store: EventLog, seed: list[Recorded]) -> Divergence | None:
+async def check_shared(store: EventStore, seed: list[Recorded]) -> Divergence | None:
     """A fork's copy of the shared history must be the parent's events, step for step; else where it is not."""
     if len(seed) < 2:
         return None
@@ -204,7 +203,7 @@ def _decided(recorded: Recorded) -> dict[str, Any]:
     return decided(recorded.event)
 
 
-async def fork_report(store: EventLog, report_id: str, at: Position, provider: str, model: str) -> str:
+async def fork_report(store: EventStore, report_id: str, at: Position, provider: str, model: str) -> str:
     """A new report sharing the original's writing up to position `at`, to continue live; return its id."""
     original = writing(await store.read_stream(report_stream(report_id)))
     if not original:
@@ -229,7 +228,7 @@ async def fork_report(store: EventLog, report_id: str, at: Position, provider: s
     return new_id
 
 
-async def _copy(store: EventLog, stream: str, events: list[Recorded], version: int = 0) -> None:
+async def _copy(store: EventStore, stream: str, events: list[Recorded], version: int = 0) -> None:
     """Append `events` to `stream` of the copy, which is at `version`, as they were (ids kept)."""
     for start in range(0, len(events), COPY_BATCH):
         chunk = events[start:start + COPY_BATCH]

@@ -31,8 +31,8 @@ from simreportd.errors import (
     SchedulerStopped,
     UsageError,
 )
+from simreportd.events import CaughtUp, EventStore, NewEvent
 from simreportd.events.ids import new_event_id
-from simreportd.events.log import EventLog, NewEvent
 from simreportd.events.models import (
     EVENT_TYPES,
     AgentActed,
@@ -48,7 +48,6 @@ from simreportd.events.models import (
     WriterChanged,
 )
 from simreportd.events.positions import Position
-from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries
 from simreportd.projections.runner import ProjectionRunner
@@ -70,7 +69,7 @@ def auto_report_id(simulation_id: str, generation: int, run_key: str = "") -> st
     return "report_" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-async def run_key_of(store: EventLog, simulation_id: str) -> str:
+async def run_key_of(store: EventStore, simulation_id: str) -> str:
     """The id of the run's first event: the same for every node of a store, another in any other store."""
     first = await store.read_stream(simulation_stream(simulation_id), limit=1)
     return first[0].event_id if first else ""
@@ -94,7 +93,7 @@ class ReportRun:
 class ReportScheduler:
     """Owns the task group every report runner of this process lives in (docs/architecture.md#concurrency-and-ownership)."""
 
-    def __init__(self, store: EventLog, views: ProjectionRunner, runner: ReportRunner, config: Config,
+    def __init__(self, store: EventStore, views: ProjectionRunner, runner: ReportRunner, config: Config,
                  provider_name: str, leases: Leases | None = None) -> None:
         self.store, self.views, self.runner, self.config = store, views, runner, config
         self.provider_name, self.leases = provider_name, leases or SoleNode()
@@ -321,7 +320,7 @@ MILESTONES = sorted(name for name, model in EVENT_TYPES.items()  # a simulation'
                     if issubclass(model, SimulationEvent) and model is not AgentActed)
 
 
-async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar | None]:
+async def runs_so_far(store: EventStore, simulation_id: str) -> dict[int, RunSoFar | None]:
     """Per generation of the simulation: None once it completed, else how far it had got (a report on
     it is partial). Its actions, one event each, are read only to count those of a run still going."""
     stream = simulation_stream(simulation_id)
@@ -341,7 +340,7 @@ async def runs_so_far(store: EventLog, simulation_id: str) -> dict[int, RunSoFar
     return {g: None if g in completed else RunSoFar(rounds=r, actions=actions.get(g, 0)) for g, r in rounds.items()}
 
 
-async def _actions_by_generation(store: EventLog, stream: str, starts: dict[int, int], first: int) -> dict[int, int]:
+async def _actions_by_generation(store: EventStore, stream: str, starts: dict[int, int], first: int) -> dict[int, int]:
     """How many actions each generation from `first` on recorded (an action belongs to the last generation
     begun before it)."""
     begun = sorted((version, generation) for generation, version in starts.items())

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import anyio
 
 from simreportd.errors import StoreClosed, WaitTimeout
+from simreportd.events import EventStore
 from simreportd.events.codec import Recorded
-from simreportd.events.contract import EventStore
 from simreportd.events.positions import Position
 
 from . import bookkeeping

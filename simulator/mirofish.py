@@ -1,4 +1,6 @@
-"""Write a simulation folder as MiroFish's parallel runner over OASIS v0.2.5 really leaves it (README: "What is read from where").
+"""Write a simulation folder as MiroFish's parallel runner over OASIS v0.2.5 really leaves it.
+
+What is read from which file: docs/guide.md#what-is-read-from-where.
 
 Our own words for what the upstream code does (read, not copied; the tests cite the upstream lines):
 - Each platform has an OASIS database with the v0.2.5 tables (`oasis/social_platform/schema/*.sql`); every

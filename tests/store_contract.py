@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
-from simreportd.events.contract import CaughtUp, EventStore, NewEvent
+from simreportd.events import CaughtUp, EventStore, NewEvent
 from simreportd.events.models import PlanningStarted, ReportResumed
 
 from .conftest import TIMEOUT

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from simreportd.daemon.ingest import parse, values
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.parse import Bad
+from simreportd.events import SQLiteEventStore
 from simreportd.events.models import AgentActed, acted_fields
-from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel
 from simreportd.simulator.simulate import simulate

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simreportd.agent.camps import camps_from_sayings
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.events.memory import MemoryEventStore
+from simreportd.events import MemoryEventStore
 from simreportd.projections import runner, simulation_queries
 from simreportd.projections.catalogue import projections
 from simreportd.projections.sqlite import reading

@@ -48,6 +48,19 @@ def test_only_the_store_imports_aiosqlite_in_events() -> None:
     assert users == ["store.py"]
 
 
+def test_callers_reach_the_store_through_the_events_face() -> None:
+    """The contract, its values and the backends are imported from `simreportd.events`, not its modules."""
+    import simreportd.events as face
+
+    deep = re.compile(r"from simreportd\.events\.(?:store|log|contract|memory|postgres) import ([\w, ]+)")
+    reaching = [f"{path.relative_to(ROOT)}: {name.strip()}"
+                for layer in ("projections", "analysis", "agent", "daemon", "simreportd")
+                for path in (ROOT / layer).rglob("*.py")
+                for names in deep.findall(path.read_text(encoding="utf-8"))
+                for name in names.split(",") if name.strip() in face.__all__]
+    assert reaching == []
+
+
 @pytest.mark.parametrize("layer, forbidden", [
     ("events", {"projections", "analysis", "agent", "daemon", "simulator"}),
     ("projections", {"analysis", "agent", "daemon", "simulator"}), ("analysis", {"agent", "daemon", "simulator"}),

@@ -9,7 +9,7 @@ import pytest
 
 from simreportd.daemon.cli.local import running
 from simreportd.daemon.service import Daemon
-from simreportd.events.store import CaughtUp
+from simreportd.events import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 
 from .conftest import TIMEOUT, make_config

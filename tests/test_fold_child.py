@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from simreportd.daemon.service import Daemon
-from simreportd.events.store import SQLiteEventStore
+from simreportd.events import SQLiteEventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.simulator.simulate import simulate

@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from simreportd.events import SQLiteEventStore
 from simreportd.events import log as event_log
 from simreportd.events.models import PlanningStarted
-from simreportd.events.store import SQLiteEventStore
 from simreportd.events.streams import report_stream
 from simreportd.projections import runner
 from simreportd.projections.catalogue import projections

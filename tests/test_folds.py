@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.state import IngestState
 from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
+from simreportd.events import MemoryEventStore
 from simreportd.events.codec import Recorded, encode
-from simreportd.events.memory import MemoryEventStore
 from simreportd.events.models import (
     AgentActed,
     DomainEvent,

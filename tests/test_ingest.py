@@ -12,7 +12,7 @@ import pytest
 
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.reports import runs_so_far
-from simreportd.events.memory import MemoryEventStore
+from simreportd.events import MemoryEventStore
 from simreportd.events.models import RunSoFar
 from simreportd.simulator.simulate import simulate
 

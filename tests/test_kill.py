@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 APPENDER = textwrap.dedent("""
     import asyncio, sys
     from simreportd.events.models import PlanningStarted
-    from simreportd.events.store import SQLiteEventStore
+    from simreportd.events import SQLiteEventStore
 
     async def main(path):
         async with SQLiteEventStore(path) as store:

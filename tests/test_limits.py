@@ -19,7 +19,7 @@ INGEST = """
 import sys, anyio
 from pathlib import Path
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.events.store import SQLiteEventStore
+from simreportd.events import SQLiteEventStore
 
 async def main():
     async with SQLiteEventStore(sys.argv[1]) as store:

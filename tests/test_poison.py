@@ -13,7 +13,7 @@ from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.service import Daemon, projections
 from simreportd.errors import StoreUnusable
-from simreportd.events.memory import MemoryEventStore
+from simreportd.events import MemoryEventStore
 from simreportd.events.models import AgentActed, SimulationDiscovered
 from simreportd.projections import runner as runner_module
 from simreportd.projections.failures import fold_failures

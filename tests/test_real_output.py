@@ -26,7 +26,7 @@ from simreportd.daemon.ingest import foreign
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.inputs import ANYWHERE
 from simreportd.daemon.ingest.watcher import Watcher
-from simreportd.events.memory import MemoryEventStore
+from simreportd.events import MemoryEventStore
 from simreportd.projections import simulation_queries
 from simreportd.projections.catalogue import projections
 from simreportd.projections.simulation import SimulationModel

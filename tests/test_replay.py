@@ -54,7 +54,7 @@ async def test_replay_in_another_process_reproduces_every_step_without_the_serve
 
 async def test_a_changed_tool_output_diverges_at_its_observation(tmp_path: Path,
                                                                   scripted_report: tuple[Path, str]) -> None:
-    from simreportd.events.store import SQLiteEventStore
+    from simreportd.events import SQLiteEventStore
 
     store_path, report_id = scripted_report
 
@@ -75,7 +75,7 @@ async def test_a_changed_tool_output_diverges_at_its_observation(tmp_path: Path,
 
 async def test_a_tampered_request_no_longer_matches_its_fingerprint(tmp_path: Path,
                                                                       scripted_report: tuple[Path, str]) -> None:
-    from simreportd.events.store import SQLiteEventStore
+    from simreportd.events import SQLiteEventStore
 
     store_path, report_id = scripted_report
     conn = sqlite3.connect(store_path)

@@ -17,8 +17,8 @@ import pytest
 from simreportd.daemon.exporter import Exporter, write_if_changed
 from simreportd.daemon.healing_snapshots import HealingSnapshots
 from simreportd.daemon.ingest.state import IngestState
+from simreportd.events import SQLiteEventStore
 from simreportd.events.models import AgentActed, ReportRequested, SimulationDiscovered
-from simreportd.events.store import SQLiteEventStore
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading

@@ -14,8 +14,8 @@ import pytest
 from simreportd.daemon.cli.local import running
 from simreportd.daemon.service import Daemon
 from simreportd.errors import StoreReplaced
+from simreportd.events import SQLiteEventStore
 from simreportd.events.models import PlanningStarted
-from simreportd.events.store import SQLiteEventStore
 from simreportd.events.streams import report_stream
 
 from .conftest import PYTHON, TIMEOUT, make_config, write_config

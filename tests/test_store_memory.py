@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from simreportd.errors import StoreClosed
-from simreportd.events.memory import MemoryEventStore
+from simreportd.events import MemoryEventStore
 from simreportd.events.models import PlanningStarted
 
 from .store_contract import EventStoreContract

@@ -15,9 +15,9 @@ import asyncpg
 import pytest
 
 from simreportd.errors import StoreUnusable
+from simreportd.events import CaughtUp, PostgresEventStore
 from simreportd.events.models import PlanningStarted
-from simreportd.events.postgres import TABLE, PostgresEventStore
-from simreportd.events.store import CaughtUp
+from simreportd.events.postgres import TABLE
 
 from .conftest import PYTHON, TIMEOUT, write_config
 from .postgres_server import database_url, postgres_cluster  # noqa: F401 (a fixture)
@@ -48,7 +48,7 @@ class TestPostgresStore(EventStoreContract):
 APPENDERS = textwrap.dedent("""
     import anyio, sys
     from simreportd.events.models import PlanningStarted
-    from simreportd.events.postgres import PostgresEventStore
+    from simreportd.events import PostgresEventStore
 
     async def main(url, process):
         async with PostgresEventStore(url) as store, anyio.create_task_group() as tasks:

@@ -12,10 +12,9 @@ import anyio
 import pytest
 
 from simreportd.errors import StoreClosed, StoreFull, StoreUnusable
+from simreportd.events import CaughtUp, Position, SQLiteEventStore
 from simreportd.events.ids import new_event_id, new_event_ids
 from simreportd.events.models import PlanningStarted
-from simreportd.events.positions import Position
-from simreportd.events.store import CaughtUp, SQLiteEventStore
 
 from .store_contract import EventStoreContract
 

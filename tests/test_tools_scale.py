@@ -249,7 +249,7 @@ async def test_arguments_a_tool_does_not_take_are_named_not_fatal(tmp_path: Path
 
 async def test_a_batch_fold_builds_the_same_simulation_model_as_one_event_at_a_time(dense: tuple) -> None:
     """The runner folds batches with the counters summed; the rows must be those of event-by-event folding."""
-    from simreportd.events.store import SQLiteEventStore
+    from simreportd.events import SQLiteEventStore
 
     model = SimulationModel()
     async with SQLiteEventStore(dense[0]) as store:

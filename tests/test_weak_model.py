@@ -70,7 +70,7 @@ async def test_a_server_that_ignores_tools_gets_tool_choice_then_the_text_protoc
 
 
 async def replay_report_in(tmp_path: Path, report_id: str):  # type: ignore[no-untyped-def]
-    from simreportd.events.store import SQLiteEventStore
+    from simreportd.events import SQLiteEventStore
     async with SQLiteEventStore(tmp_path / "state" / "events.sqlite3") as store:
         return await replay_report(store, report_id, tmp_path / "replay" / "events.sqlite3")
 

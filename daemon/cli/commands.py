@@ -25,7 +25,7 @@ from simreportd.daemon.replay import ReplayResult, replay_report
 from simreportd.daemon.service import Daemon, replaced_or
 from simreportd.daemon.systemd import notify
 from simreportd.errors import ConfigError, NotFound, UsageError
-from simreportd.events.log import EventLog
+from simreportd.events import EventStore
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries
 from simreportd.projections.runner import views_path_for
@@ -224,7 +224,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     return 1 if diverged and (args.verify or args.all) else 0
 
 
-async def replay_one(store: EventLog, report_id: str, into: str | None, vectors: Path) -> ReplayResult:
+async def replay_one(store: EventStore, report_id: str, into: str | None, vectors: Path) -> ReplayResult:
     """Replay into --into, or into a scratch store that is removed afterwards (a chat's id replays the chat);
     the analysis reads the vectors the original computed (`vectors`, the store's cache)."""
     replay = replay_chat if report_id.startswith(CHAT_ID_PREFIX) else replay_report

@@ -23,7 +23,7 @@ from simreportd.daemon.chat import answer_frame, step_frame
 from simreportd.daemon.reports import auto_report_id, run_key_of
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError
-from simreportd.events.log import EventLog
+from simreportd.events import EventStore
 from simreportd.events.models import AgentActed, ChatEvent, SimulationCompleted
 from simreportd.events.streams import report_stream, simulation_stream
 
@@ -172,7 +172,7 @@ async def wait_for_run(daemon: Daemon, simulation_id: str) -> None:
         tasks.cancel_scope.cancel()
 
 
-async def completed_generation(store: EventLog, simulation_id: str) -> int:
+async def completed_generation(store: EventStore, simulation_id: str) -> int:
     """The latest generation of a simulation that has completed."""
     completed = [r.event.generation async for r in store.iter_stream(simulation_stream(simulation_id))
                  if r.type != AgentActed.TYPE and isinstance(r.event, SimulationCompleted)]  # actions: not decoded

@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from typing import TextIO
 
+from simreportd.events import CaughtUp, EventStore
 from simreportd.events.codec import Recorded
-from simreportd.events.log import EventLog
 from simreportd.events.models import (
     AgentActed,
     ContextCompacted,
@@ -31,14 +31,13 @@ from simreportd.events.models import (
     ToolProtocolChosen,
     WriterChanged,
 )
-from simreportd.events.store import CaughtUp
 from simreportd.events.streams import report_stream, simulation_stream
 
 DONE = (InterviewUnlocked, ReportFailed)
 CONTINUED = (ReportResumed, ReportForked)
 
 
-async def follow_report(store: EventLog, report_id: str, out: TextIO) -> None:
+async def follow_report(store: EventStore, report_id: str, out: TextIO) -> None:
     """Print one line per meaningful step until the report completes or fails (a failure that was
     resumed since, or a fork's copy of one, is history: it does not end the following)."""
     total, ended, live, failure = 0, False, False, ""
@@ -59,7 +58,7 @@ async def follow_report(store: EventLog, report_id: str, out: TextIO) -> None:
             return
 
 
-async def follow_run(store: EventLog, simulation_id: str, out: TextIO) -> None:
+async def follow_run(store: EventStore, simulation_id: str, out: TextIO) -> None:
     """Print a running simulation's rounds as they are ingested; return once its newest generation completes."""
     generation, last_round, actions, completed, live = 0, 0, 0, False, False
     async for item in store.subscribe(streams=[simulation_stream(simulation_id)]):

@@ -14,8 +14,8 @@ import anyio
 from simreportd.daemon.leases import leases_for
 from simreportd.daemon.lock import read_holder
 from simreportd.errors import NotFound, UsageError
+from simreportd.events import CaughtUp
 from simreportd.events.models import EVENT_TYPES
-from simreportd.events.store import CaughtUp
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.bookkeeping import checkpoint
 from simreportd.projections.derived import damaged

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from simreportd.errors import ConcurrencyConflict
-from simreportd.events.contract import EventStore, caused
+from simreportd.events import EventStore, caused
 from simreportd.events.ids import new_event_id
 from simreportd.events.models import (
     DomainEvent,

@@ -1,5 +1,5 @@
 """Read an OASIS v0.2.5 simulation database (docs/formats.md#oasis-databases): the actions it holds, its
-interviews, and the targets the runner drops from actions.jsonl (README, "What is read from where").
+interviews, and the targets the runner drops from actions.jsonl (docs/guide.md#what-is-read-from-where).
 
 Every function takes a connection opened by `foreign.query` (read-only, with a deadline). The `trace` table
 is read in rowid order; its `info` holds only ids (`oasis/social_platform/platform.py`), so names and texts

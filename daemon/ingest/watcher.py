@@ -19,7 +19,7 @@ import anyio
 import watchfiles
 
 from simreportd.daemon.leases import Leases, SoleNode
-from simreportd.events.contract import EventStore
+from simreportd.events import EventStore
 from simreportd.events.models import IngestFailed
 
 from .folder import is_simulation_folder

@@ -21,7 +21,7 @@ from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
 from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
-from simreportd.events.contract import EventStore
+from simreportd.events import EventStore
 from simreportd.events.models import InterviewAnswered, InterviewRequested, InterviewUnlocked, LLMRequested
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries

@@ -9,54 +9,25 @@ The port is bound here, not by uvicorn, so that a port in use is a `ConfigError`
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import gc
 import logging
 import socket
-import sys
-from collections.abc import Callable, Iterator
-from typing import Any
 
 import anyio
-import uvicorn
 
+from simreportd.daemon import hygiene
 from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.host import Host
 from simreportd.errors import ConfigError
 
 from .asgi import build_app
-from .connections import FramesProtocol, h11_for
+from .connections import STOP_TIMEOUT_S, EmbeddedUvicorn, server_config
 from .edge import AcceptErrorsOnce, ConnectionLimits, within_file_limit
 from .fanout import MAX_MESSAGE, Fanout
 from .streaming import Dropped
 
 log = logging.getLogger("simreportd.daemon.server.app")
 
-PING_INTERVAL_S = 20.0  # idle websockets are pinged, so that proxies keep them and dead peers are found
-PING_TIMEOUT_S = 20.0
-STOP_TIMEOUT_S = 5  # for HTTP requests in flight when the server stops
 BACKLOG = 512  # connections the kernel queues for us to accept
-ACCEPT_BURST = 32  # connections accepted at once (asyncio takes uvicorn's backlog for both), within FILES_KEPT
-
-
-class EmbeddedUvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers (the daemon owns signals and stops us by `should_exit`), accepting
-    connections a few at a time.
-
-    asyncio accepts up to its `backlog` connections each time a listening socket is readable, before
-    any of them is counted against the limits: with uvicorn's 2048 a burst of clients ran the process
-    out of descriptors (ingest could not open a file, accept() failed for a second at a time). So
-    uvicorn is given ACCEPT_BURST, and the kernel's queue is set back to BACKLOG once it listens.
-    """
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        for sock in sockets or []:
-            sock.listen(BACKLOG)
 
 
 class Server:
@@ -77,8 +48,8 @@ class Server:
         self.limits = ConnectionLimits(within_file_limit(self.config.max_connections),
                                        self.config.max_connections_per_client, self.config.http_reserve,
                                        trusted_proxies=self.config.trusted_proxies)
-        self._uvicorn = EmbeddedUvicorn(uvicorn_config(self.daemon, self.fanout, self.config, self.limits))
-        logging.getLogger("uvicorn.error").setLevel(logging.ERROR)  # a line per bad request is not for our log
+        app = build_app(self.daemon, self.fanout, self.config)
+        self._uvicorn = EmbeddedUvicorn(server_config(app, self.limits, MAX_MESSAGE), BACKLOG)
         accept_errors = AcceptErrorsOnce()
         logging.getLogger("asyncio").addFilter(accept_errors)
         self._stack.callback(logging.getLogger("asyncio").removeFilter, accept_errors)
@@ -122,23 +93,20 @@ class Server:
         of TRIM_CHECKS checks, as what it left is freed over seconds (its last sessions end, the store's reader
         thread finishes the history pages already asked for).
         """
-        trim = _malloc_trim()
         peak = trims_left = opened = dropped = 0
         while self._uvicorn is not None:
             await anyio.sleep(TRIM_EVERY_S)
-            state = self._uvicorn.server_state
-            open_now, peak = len(state.connections), max(peak, len(state.connections))
+            connections, tasks = self._uvicorn.grown_sets()
+            open_now, peak = len(connections), max(peak, len(connections))
             if (peak >= TRIM_AFTER_PEAK and open_now * 10 <= peak) or Dropped.total != dropped:
                 peak, trims_left, dropped = open_now, TRIM_CHECKS, Dropped.total
             if self.limits.opened - opened >= CHURN or trims_left:
                 opened = self.limits.opened
-                gc.collect()
+                hygiene.collect()
             if trims_left:
-                for grown in (state.connections, state.tasks, self.fanout.sessions):
-                    shrink(grown)
-                sys._clear_type_cache()
-            if trims_left and trim is not None:
-                trim(0)
+                hygiene.shrink((connections, tasks, self.fanout.sessions))
+                hygiene.forget_lookups()
+                hygiene.trim_heap()
             trims_left = max(0, trims_left - 1)
 
     async def _close(self) -> None:
@@ -146,39 +114,15 @@ class Server:
         assert self._uvicorn is not None
         with anyio.CancelScope(shield=True):
             await self.fanout.close()
-            self._uvicorn.should_exit = True
+            self._uvicorn.stop()
             with anyio.move_on_after(STOP_TIMEOUT_S + 2) as late:
                 await self._stopped.wait()
             if late.cancelled_caught:
-                self._uvicorn.force_exit = True
+                self._uvicorn.stop(force=True)
                 await self._stopped.wait()
 
 
 TRIM_EVERY_S, TRIM_AFTER_PEAK, TRIM_CHECKS, CHURN = 5.0, 100, 6, 500
-
-
-def shrink(grown: set[Any]) -> None:
-    """Rebuild a set at the size of what it holds now, in place (its holders keep it): a set never shrinks as
-    items leave, and one that held a crowd of connections keeps a table sized for them."""
-    held = grown.copy()
-    grown.clear()
-    grown.update(held)
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, or None where there is none (another C library)."""
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-def uvicorn_config(daemon: Host, fanout: Fanout, config: ServerConfig, limits: ConnectionLimits) -> uvicorn.Config:
-    return uvicorn.Config(build_app(daemon, fanout, config), http=h11_for(limits), ws=FramesProtocol,
-                          ws_max_size=MAX_MESSAGE, ws_ping_interval=PING_INTERVAL_S, ws_ping_timeout=PING_TIMEOUT_S,
-                          lifespan="off", log_config=None, access_log=False, server_header=False,
-                          headers=[("Server", "simreportd")], timeout_graceful_shutdown=STOP_TIMEOUT_S,
-                          proxy_headers=False, backlog=ACCEPT_BURST)
 
 
 def listen(config: ServerConfig) -> list[socket.socket]:

@@ -1,4 +1,7 @@
-"""The protocol classes uvicorn runs for each connection: its own, with what the edge needs added.
+"""uvicorn, in the one module that touches it: the embedded server and the protocol classes it runs for each
+connection (its own, with what the edge needs added).
+
+`EmbeddedUvicorn` is uvicorn's server without its signal handlers, accepting a few connections at a time.
 
 `EdgeH11` is uvicorn's h11 protocol with a deadline for the request head (h11 has none: a
 client that opens a socket and sends nothing, or a byte at a time, would hold a file
@@ -14,20 +17,25 @@ frame per client. It is offered to the app as the ASGI extension `FRAMES_EXTENSI
 sent uncompressed are the same bytes on every connection (a server does not mask), so
 `TextFrames` serializes them once for all the clients a burst goes to.
 
-Both subclass uvicorn's classes and use their attributes (`conn`, `transport`, `cycle`...):
-uvicorn is pinned to a minor range in pyproject.toml for that reason; tests/test_edge.py and
-tests/test_server.py fail if an upgrade moves them.
+All three subclass uvicorn's classes and use attributes it does not document (`conn`, `transport`, `cycle`,
+`server_state`...): uvicorn is pinned to a minor range in pyproject.toml for that reason, and
+tests/test_uvicorn.py lists every one relied on, so an upgrade that moves one fails there, by name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 import sys
+from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
 import h11
+import uvicorn
+from starlette.types import ASGIApp
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -40,6 +48,10 @@ from websockets.server import ServerProtocol
 from .deflate import MIN_COMPRESSED, SmallFramesPlain, SmallFramesPlainFactory
 from .edge import REQUEST_TIMEOUT_S, ConnectionLimits, Refusal
 
+PING_INTERVAL_S = 20.0  # idle websockets are pinged, so that proxies keep them and dead peers are found
+PING_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 5  # for HTTP requests in flight when the server stops
+ACCEPT_BURST = 32  # connections accepted at once (asyncio takes uvicorn's backlog for both), within the file limit
 FRAMES_EXTENSION = "simreportd.frames"  # scope["extensions"][FRAMES_EXTENSION]["sink"] is the FramesProtocol
 REFUSED = "refused"  # scope["state"][REFUSED]: the edge.Refusal of a connection beyond the limits, or None
 CONNECTION = "connection"  # scope["state"][CONNECTION]: the EdgeH11 the request came on (its `who`, set by the edge)
@@ -230,3 +242,46 @@ class FramesProtocol(WebSocketsSansIOProtocol):
     def abort(self) -> None:
         """Drop the connection at once (a client that does not even read its close frame)."""
         self.transport.abort()
+
+
+class EmbeddedUvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers (the daemon owns signals and stops it with `stop`), accepting
+    connections a few at a time.
+
+    asyncio accepts up to its `backlog` connections each time a listening socket is readable, before
+    any of them is counted against the limits: with uvicorn's 2048 a burst of clients ran the process
+    out of descriptors (ingest could not open a file, accept() failed for a second at a time). So
+    uvicorn is given ACCEPT_BURST, and the kernel's queue is set back to `backlog` once it listens.
+    """
+
+    def __init__(self, config: Config, backlog: int) -> None:
+        super().__init__(config)
+        self.backlog = backlog
+        logging.getLogger("uvicorn.error").setLevel(logging.ERROR)  # a line per bad request is not for our log
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        for sock in sockets or []:
+            sock.listen(self.backlog)
+
+    def grown_sets(self) -> tuple[set[Any], set[Any]]:
+        """The server's sets of open connections and of their tasks (tables that keep the size they grew to)."""
+        return self.server_state.connections, self.server_state.tasks
+
+    def stop(self, force: bool = False) -> None:
+        """Stop listening and finish the requests in flight (within STOP_TIMEOUT_S), or, forced, at once."""
+        if force:
+            self.force_exit = True
+        self.should_exit = True
+
+
+def server_config(app: ASGIApp, limits: ConnectionLimits, ws_max_size: int) -> Config:
+    """uvicorn's settings for the daemon's one port: our protocols, no logging or signals of its own."""
+    return Config(app, http=h11_for(limits), ws=FramesProtocol, ws_max_size=ws_max_size,
+                  ws_ping_interval=PING_INTERVAL_S, ws_ping_timeout=PING_TIMEOUT_S, lifespan="off", log_config=None,
+                  access_log=False, server_header=False, headers=[("Server", "simreportd")],
+                  timeout_graceful_shutdown=STOP_TIMEOUT_S, proxy_headers=False, backlog=ACCEPT_BURST)

@@ -34,10 +34,10 @@ from starlette.websockets import WebSocket
 
 from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed, WaitTimeout
+from simreportd.events import CaughtUp
 from simreportd.events.codec import Recorded
 from simreportd.events.models import OutlinePlanned, ReportRequested
 from simreportd.events.positions import Position
-from simreportd.events.store import CaughtUp
 from simreportd.events.streams import is_report_stream
 
 from .commands import client_address, perform
