@@ -273,7 +273,7 @@ def report_by_cli(root: Path, folder: Path) -> None:
     its child and reports."""
     root.mkdir(parents=True)
     subprocess.run([sys.executable, "-m", "simreportd.entry", "report", str(folder), "--wait", "--provider", "offline"],
-                   cwd=root, stdout=subprocess.DEVNULL, check=True)
+                   cwd=root, stdout=subprocess.DEVNULL, stderr=(root / "report.log").open("w"), check=True)
 
 
 async def following_the_simulator(root: Path, folder: Path, rate: int) -> float:
