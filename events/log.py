@@ -26,6 +26,7 @@ from simreportd.errors import AppendFailed, SimreportdError, StoreClosed, StoreF
 from .codec import Encoded, Recorded
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent, caused
 from .group_commit import Pending, Row, gather_group
+from .ids import new_event_ids
 from .models import DomainEvent
 from .positions import Position
 
@@ -201,7 +202,8 @@ class EventLog(ABC):
         original positions.
         """
         self._check_open()
-        wrapped = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
+        fresh = iter(new_event_ids(sum(not isinstance(e, NewEvent) for e in events)))  # made at once: a third
+        wrapped = [e if isinstance(e, NewEvent) else NewEvent(e, next(fresh)) for e in events]  # of a batch's CPU
         if not wrapped:
             raise ValueError("append needs at least one event")
         pending = Pending(stream, wrapped, expected_version)
