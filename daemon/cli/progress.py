@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TextIO
 
 from simreportd.events import CaughtUp, EventStore
@@ -89,33 +88,42 @@ async def follow_run(store: EventStore, simulation_id: str, out: TextIO) -> None
 
 
 def describe(recorded: Recorded, total: int) -> str | None:
-    d, t = recorded.data, recorded.type
-    lines: dict[str, Callable[[], str]] = {
-        ReportRequested.TYPE: lambda: f"Report {d['report_id']} for {d['simulation_id']} (generation "
-                                      f"{d['generation']}, {writer(d)})",
-        PlanningStarted.TYPE: lambda: "Planning the outline...",
-        OutlinePlanned.TYPE: lambda: f"Outline: {d['title']} ({len(d['sections'])} sections"
-                                     + (", derived from the data)" if d.get("fallback") else ")"),
-        SectionStarted.TYPE: lambda: f"  [{d['section_index']}/{total}] writing: {d['title']}",
-        ToolCalled.TYPE: lambda: f"        {d['tool']}({json.dumps(d['arguments'], ensure_ascii=False)[1:-1]})",
-        ResponseRejected.TYPE: lambda: f"        rejected: {d['reason']}",
-        LLMFailed.TYPE: lambda: f"        LLM call failed (attempt {d['attempt']}): {d['kind']}: {d['message'][:300]}",
-        SectionCompleted.TYPE: lambda: f"  [{d['section_index']}/{total}] {'degraded' if d.get('problems') else 'ready'}:"
-                                       f" {d['title']} ({d['tool_calls']} tool calls)",
-        ReportCompleted.TYPE: lambda: "Report completed." if not d.get("problems") else
-                                      f"Report completed, degraded: {len(d['problems'])} problem(s).",
-        ToolProtocolChosen.TYPE: lambda: f"Tool protocol: {d['protocol']} ({d['reason']})",
-        ContextCompacted.TYPE: lambda: f"        context shortened: {d['before_tokens']} -> {d['after_tokens']} tokens "
-                                       f"({d['reason']})",
-        ReportFailed.TYPE: lambda: f"Report failed during {d['stage']}: {d['error']}",
-        ReportResumed.TYPE: lambda: "Resuming from the last recorded step...",
-        WriterChanged.TYPE: lambda: f"Continuing with {writer(d)} instead of "
-                                    f"{writer({'provider': d['previous_provider'], 'model': d['previous_model']})}",
-        ReportForked.TYPE: lambda: f"Forked from {d['forked_from']} at position {d['at']}; continuing with {writer(d)}",
-    }
-    return lines[t]() if t in lines else None
+    """The progress line of one event of a report's stream, or None for a step not worth a line."""
+    match recorded.event:
+        case ReportRequested() as e:
+            return f"Report {e.report_id} for {e.simulation_id} (generation {e.generation}, {writer(e.provider, e.model)})"
+        case PlanningStarted():
+            return "Planning the outline..."
+        case OutlinePlanned() as e:
+            return f"Outline: {e.title} ({len(e.sections)} sections" + (", derived from the data)" if e.fallback else ")")
+        case SectionStarted() as e:
+            return f"  [{e.section_index}/{total}] writing: {e.title}"
+        case ToolCalled() as e:
+            return f"        {e.tool}({json.dumps(e.arguments, ensure_ascii=False)[1:-1]})"
+        case ResponseRejected() as e:
+            return f"        rejected: {e.reason}"
+        case LLMFailed() as e:
+            return f"        LLM call failed (attempt {e.attempt}): {e.kind}: {e.message[:300]}"
+        case SectionCompleted() as e:
+            ready = "degraded" if e.problems else "ready"
+            return f"  [{e.section_index}/{total}] {ready}: {e.title} ({e.tool_calls} tool calls)"
+        case ReportCompleted() as e:
+            return f"Report completed, degraded: {len(e.problems)} problem(s)." if e.problems else "Report completed."
+        case ToolProtocolChosen() as e:
+            return f"Tool protocol: {e.protocol} ({e.reason})"
+        case ContextCompacted() as e:
+            return f"        context shortened: {e.before_tokens} -> {e.after_tokens} tokens ({e.reason})"
+        case ReportFailed() as e:
+            return f"Report failed during {e.stage}: {e.error}"
+        case ReportResumed():
+            return "Resuming from the last recorded step..."
+        case WriterChanged() as e:
+            return f"Continuing with {writer(e.provider, e.model)} instead of {writer(e.previous_provider, e.previous_model)}"
+        case ReportForked() as e:
+            return f"Forked from {e.forked_from} at position {e.at}; continuing with {writer(e.provider, e.model)}"
+    return None
 
 
-def writer(d: dict[str, object]) -> str:
+def writer(provider: str, model: str) -> str:
     """`openai model 'gpt-x'`, or the provider alone when its model says nothing more."""
-    return f"{d['provider']} model {d['model']!r}" if d.get("model") and d["provider"] == "openai" else str(d["provider"])
+    return f"{provider} model {model!r}" if model and provider == "openai" else provider

@@ -57,18 +57,19 @@ class SimulationProgress:
         for recorded in batch:
             if recorded.type not in PROGRESSING:
                 continue
-            d = recorded.data
-            frame = self.runs.get(d["simulation_id"])
-            if frame is None or frame["generation"] != d["generation"]:
-                frame = self.runs[d["simulation_id"]] = {
-                    "type": "simulation_progress", "simulation_id": d["simulation_id"],
-                    "generation": d["generation"], "rounds": {}, "finished": []}
+            event = recorded.event
+            assert isinstance(event, RoundEnded | PlatformFinished)
+            frame = self.runs.get(event.simulation_id)
+            if frame is None or frame["generation"] != event.generation:
+                frame = self.runs[event.simulation_id] = {
+                    "type": "simulation_progress", "simulation_id": event.simulation_id,
+                    "generation": event.generation, "rounds": {}, "finished": []}
             frame["position"] = recorded.position
-            if recorded.type == RoundEnded.TYPE:
-                frame["rounds"][d["platform"]] = d["round"]
-            elif d["platform"] not in frame["finished"]:
-                frame["finished"].append(d["platform"])
-            self.waiting.add(d["simulation_id"])
+            if isinstance(event, RoundEnded):
+                frame["rounds"][event.platform] = event.round
+            elif event.platform not in frame["finished"]:
+                frame["finished"].append(event.platform)
+            self.waiting.add(event.simulation_id)
         if self.waiting:
             self.send_due()
             self.due.set()

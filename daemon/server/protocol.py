@@ -19,7 +19,9 @@ from simreportd.events.models import (
     InterviewAnswered,
     InterviewUnlocked,
     ReportCompleted,
+    ReportEvent,
     ReportFailed,
+    ReportRequested,
     SectionCompleted,
     SimulationCompleted,
     SimulationDiscovered,
@@ -249,42 +251,50 @@ def notifies(recorded: Recorded) -> bool:
 
 def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
     """section_ready, interview_unlocked, report_status and a run's frames derived from one event."""
-    t = recorded.type
-    if t not in NOTIFYING:
+    if recorded.type not in NOTIFYING:
         return []
-    d = recorded.data
-    if t in RUN_NOTIFYING:
+    if recorded.type in RUN_NOTIFYING:
         return [run_notification(recorded)]
-    base = {"position": recorded.position, "report_id": d["report_id"],
-            "simulation_id": info.simulation_id if info else d.get("simulation_id")}
+    event = recorded.event
+    assert isinstance(event, ReportEvent)
+    named = event.simulation_id if isinstance(event, ReportRequested | InterviewUnlocked) else None
+    base = {"position": recorded.position, "report_id": event.report_id,
+            "simulation_id": info.simulation_id if info else named}
     total = info.sections_total if info else 0
     out: list[dict[str, Any]] = []
-    if t == SectionCompleted.TYPE:
-        out.append({"type": "section_ready", **base, "section_index": d["section_index"], "title": d["title"],
-                    "sections_total": total})
-    if t == InterviewUnlocked.TYPE:
-        out.append({"type": "interview_unlocked", **base, "live_environment": d["live_environment"]})
-    if t == InterviewAnswered.TYPE:
-        out.append({"type": "interview_answer", **base, "interview_id": d["interview_id"], "agent_id": d["agent_id"],
-                    "answer": d["answer"], "mode": d["mode"], "platform": d.get("platform")})
-    if t in STATUS_AFTER:
-        status = {"type": "report_status", **base, "status": d.get("status", STATUS_AFTER[t])
-                  if t == ReportCompleted.TYPE else STATUS_AFTER[t]}
-        if t == SectionCompleted.TYPE:
-            status["progress"] = progress_for(d["section_index"], total)
-        elif t in (ReportCompleted.TYPE, ReportFailed.TYPE):
-            status["progress"] = 100 if t == ReportCompleted.TYPE else shown_progress("failed", 0)
-        if t == ReportFailed.TYPE:
-            status["error"] = d["error"]
-        if d.get("problems"):
-            status["problems"] = d["problems"]
-        out.append(status)
+    match event:
+        case SectionCompleted():
+            out.append({"type": "section_ready", **base, "section_index": event.section_index, "title": event.title,
+                        "sections_total": total})
+        case InterviewUnlocked():
+            out.append({"type": "interview_unlocked", **base, "live_environment": event.live_environment})
+        case InterviewAnswered():
+            out.append({"type": "interview_answer", **base, "interview_id": event.interview_id,
+                        "agent_id": event.agent_id, "answer": event.answer, "mode": event.mode,
+                        "platform": event.platform})
+    if recorded.type in STATUS_AFTER:
+        out.append(report_status(event, base, total))
     return out
+
+
+def report_status(event: ReportEvent, base: dict[str, Any], total: int) -> dict[str, Any]:
+    """The `report_status` frame after `event`: the status the report view gives it, progress, error, problems."""
+    status = {"type": "report_status", **base, "status": STATUS_AFTER[event.type_name]}
+    match event:
+        case SectionCompleted():
+            status["progress"] = progress_for(event.section_index, total)
+        case ReportCompleted():
+            status.update(status=event.status, progress=100)
+        case ReportFailed():
+            status.update(progress=shown_progress("failed", 0), error=event.error)
+    if isinstance(event, SectionCompleted | ReportCompleted) and event.problems:
+        status["problems"] = event.problems
+    return status
 
 
 def run_notification(recorded: Recorded) -> dict[str, Any]:
     """`simulation_discovered` (a new run, or a new generation of one: `restarted`) or `simulation_completed`."""
-    d = recorded.data
+    d = recorded.data  # by key: a run's first event carries every agent's profile, too much to decode for 4 fields
     base = {"position": recorded.position, "simulation_id": d["simulation_id"], "generation": d["generation"]}
     if recorded.type == SimulationCompleted.TYPE:
         return {"type": "simulation_completed", **base, "platforms": d["platforms"],
