@@ -272,8 +272,9 @@ def report_by_cli(root: Path, folder: Path) -> None:
     folder: no config.toml, the defaults): the command a user runs, in its own process, which ingests, folds in
     its child and reports."""
     root.mkdir(parents=True)
-    subprocess.run([sys.executable, "-m", "simreportd.entry", "report", str(folder), "--wait", "--provider", "offline"],
-                   cwd=root, stdout=subprocess.DEVNULL, stderr=(root / "report.log").open("w"), check=True)
+    with (root / "report.log").open("w") as progress:
+        subprocess.run([sys.executable, "-m", "simreportd.entry", "report", str(folder), "--wait", "--provider",
+                        "offline"], cwd=root, stdout=subprocess.DEVNULL, stderr=progress, check=True)
 
 
 async def following_the_simulator(root: Path, folder: Path, rate: int) -> float:
