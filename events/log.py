@@ -202,7 +202,8 @@ class EventLog(ABC):
         original positions.
         """
         self._check_open()
-        # Ids made in one call: one call an event (NewEvent's default) was a third of a batched append's CPU.
+        # The batch's ids in one call, not NewEvent's default of a call an event: each call takes the lock and
+        # the clock and draws its own random bytes.
         fresh = iter(new_event_ids(sum(not isinstance(e, NewEvent) for e in events)))
         wrapped = [e if isinstance(e, NewEvent) else NewEvent(e, next(fresh)) for e in events]
         if not wrapped:
