@@ -343,6 +343,7 @@ class EventLog(ABC):
         try:
             with anyio.fail_after(timeout):
                 while True:
+                    self._check_open()  # a closed store sets its wake-up for good: this would never wait again
                     woken = self._committed  # taken before the head is read: a commit during the read wakes it
                     if self._head >= position or (polled and await self.last_position() >= position):
                         return Position(self._head)
