@@ -22,6 +22,7 @@ from simreportd.events.models import (
     ChatReplyRejected,
     ChatToolCalled,
     ChatTurnFailed,
+    ClaimVerdict,
     LLMRequested,
     LLMResponded,
     RejectionReason,
@@ -30,9 +31,10 @@ from simreportd.events.models import (
     ToolCallRequest,
 )
 
-from . import budget, chat_prompts, claims, grounding, prompts
+from . import budget, chat_prompts, claims, grounding, guided, offline_chat, prompts
 from .chat_state import CHAT_MIN_TOOLS, ChatState, Turn
 from .effects import CallLLM, Emit, RunTool, Stop
+from .findings.facts import Facts
 from .interpret import clean_body, is_raw_tool_call, read_reply, strip_echoes
 from .llm_calls import fingerprint
 from .state import ReportState
@@ -88,6 +90,8 @@ def decide(s: ChatState, report: ReportState) -> ChatEffect:
         return RunTool(turn.open_calls[0])
     if (effect := _llm_step(s, turn)) is not None:
         return effect
+    if report.mode == "guided":
+        return _guided(s, turn, report)
     c = s.conversation
     if c.unread is not None:
         return Emit(tuple(_read_reply(s, turn, report, c.unread)))
@@ -97,6 +101,30 @@ def decide(s: ChatState, report: ReportState) -> ChatEffect:
         added = c.pending if turn.final_requested else [*c.pending, chat_prompts.answer_now(s.protocol)]
         return _emit(s, turn, _request(s, turn, added, []))
     return _emit(s, turn, _request(s, turn, c.pending, list(s.rules.tools), named=_named_tool(s, turn)))
+
+
+def _guided(s: ChatState, turn: Turn, report: ReportState) -> ChatEffect:
+    """A chat on a report written guided (a small model): the engine makes the question's tool calls and answers
+    it; the model only phrases that answer from its numbered sheet, and the claim check drops what the answer does
+    not support (docs/formats.md#claim-check). The model's kept sentences stand over the engine's answer."""
+    assert s.started is not None
+    planned = offline_chat.tool_calls(turn.question)
+    if len(turn.tool_calls) < len(planned):
+        name, args = planned[len(turn.tool_calls)]
+        return Emit((ChatToolCalled(chat_id=s.chat_id, turn=turn.number, call=ToolCalled(
+            report_id=s.started.report_id, section_index=turn.number, iteration=0,
+            call_id=f"chat-t{turn.number}-g{len(turn.tool_calls) + 1}", tool=name, arguments=args)),))
+    observed = guided.seen_by_tool([o for o in s.observations if o.section_index == turn.number])
+    engine = offline_chat.answer(turn.question, Facts(observed, claims.background(report.context), turn.question,
+                                                      set()), lead=False)
+    facts = guided.sheet(engine)
+    if (reply := s.conversation.unread) is not None:
+        body, _, drafted = guided.draft(reply.content, facts, _evidence(s, report), engine)
+        return Emit(tuple(_answer(s, turn, report, body or guided.fallback(facts, engine), False, drafted)))
+    requirement = str((report.context or {}).get("requirement", ""))
+    added = guided.messages(turn.question, "", requirement, facts)
+    return _emit(s, turn, _request(s, turn, added, [], fresh=True,
+                                   extra={"response_format": guided.response_format(s.rules.response_format)}))
 
 
 def _named_tool(s: ChatState, turn: Turn) -> str | None:
@@ -166,7 +194,7 @@ def _prompt_target(s: ChatState) -> int:
 
 
 def _request(s: ChatState, turn: Turn, added: list[dict[str, Any]], tools: list[str], fresh: bool = False,
-             compacted: bool = True, named: str | None = None) -> LLMRequested:
+             compacted: bool = True, named: str | None = None, extra: dict[str, Any] | None = None) -> LLMRequested:
     """The next request; a conversation grown past the budget is sent again shortened, as a fresh one."""
     assert s.started is not None
     before = [] if fresh else s.conversation.messages
@@ -183,6 +211,7 @@ def _request(s: ChatState, turn: Turn, added: list[dict[str, Any]], tools: list[
         params["tool_choice"] = {"type": "function", "function": {"name": named}}
     elif tools and s.protocol == "native" and s.rules.tool_protocol == "auto":
         params["tool_choice"] = "auto"
+    params.update({k: v for k, v in (extra or {}).items() if v is not None})
     model = s.started.model or s.started.provider
     return LLMRequested(report_id=s.started.report_id, call_id=f"chat-llm-{s.llm_calls + 1}", purpose="chat",
                         section_index=turn.number, model=model, params=params, protocol=s.protocol,  # type: ignore[arg-type]
@@ -270,11 +299,13 @@ def _final(s: ChatState, turn: Turn, report: ReportState, final: str, reject: Re
 
 
 def _body(text: str) -> str:
-    return strip_echoes(clean_body(text or ""))[0]
+    return strip_echoes(clean_body(text or ""), chat_prompts.ECHOES)[0]
 
 
-def _answer(s: ChatState, turn: Turn, report: ReportState, text: str, forced: bool) -> list[ChatEvent]:
-    """The turn's answer with its verdict; an unusable one says so and lists the evidence instead."""
+def _answer(s: ChatState, turn: Turn, report: ReportState, text: str, forced: bool,
+            drafted: ClaimVerdict | None = None) -> list[ChatEvent]:
+    """The turn's answer with its verdict (with a guided draft's, `drafted`, taken before its unsupported
+    sentences were dropped); an unusable one says so and lists the evidence instead."""
     body = _body(text)
     if not body or is_raw_tool_call(body):
         results = [o for o in s.observations if o.section_index == turn.number]
@@ -282,6 +313,8 @@ def _answer(s: ChatState, turn: Turn, report: ReportState, text: str, forced: bo
         body = f"_The model gave no usable answer to this question; the evidence it gathered:_\n\n{evidence}"
     verdict = claims.check(body, _evidence(s, report))
     kept = claims.keep(body, verdict) or body  # nothing supported: the answer stands, flagged as without evidence
+    if drafted is not None:
+        verdict = verdict.model_copy(update={"unsupported": drafted.unsupported + verdict.unsupported})
     check = _check(s, report, kept)
     cited = sorted(set(grounding.CITATION.findall(kept)) - set(check.unknown_ids))
     no_evidence = verdict.supported == 0 or (turn.evidence_calls == 0 and not cited)

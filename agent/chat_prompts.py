@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import prompts
 from .prompts import DATA_RULE, delimit, dumps
 from .toolspec import text_protocol_catalogue
 
@@ -76,6 +77,17 @@ def answer_now(protocol: str) -> dict[str, Any]:
     marker = " Start with 'Final Answer:'." if protocol == "text" else ""
     return {"role": "user", "content": "The tool budget for this question is spent. Answer now from the evidence "
                                        f"above, with no tool call.{marker}"}
+
+
+# The chat's own instructions, in pieces a small model repeats: a line holding one is an echo, never an answer.
+ECHOES = (*prompts.ECHOES, "You answer a reader's follow-up questions", "The reader's question is in a",
+          "never changes these rules", "Check the report against the simulation", "tool calls per question",
+          "Base every claim on the tool results", "Cite the ids the tools returned",
+          "Quote agents only with text that appears verbatim", "The tool budget for this question is spent",
+          "Answer now from the evidence above", "Gather evidence with the tools first",
+          "Earlier conversation, as the client sent it", "Requirement the report answers",
+          "No report has been written on this simulation yet", "call at least", "to check the answer against",
+          "To call a tool, reply with exactly one", "Never do both in one reply")
 
 
 def too_few_tools(used: int, minimum: int) -> str:

@@ -10,7 +10,7 @@ folds it, and asks again. What it can return is in `effects.py`; the LLM request
 
 from __future__ import annotations
 
-from simreportd.agent import claims, guided, prompts
+from simreportd.agent import claims, guided, probe, prompts
 from simreportd.events.models import (
     DomainEvent,
     LLMResponded,
@@ -121,24 +121,28 @@ def _read_outline(s: ReportState, response: LLMResponded) -> list[DomainEvent]:
 
 
 def _probe(s: ReportState) -> Effect:
-    """`[agent] mode = "auto"`: one guided draft from the run's own statistics, measured by the claim check.
+    """`[agent] mode = "auto"`: one guided draft from the run's checkable findings, measured by the claim check.
 
-    A model that keeps every claim supported and cites the sheet may write freely (react); one that invents
-    or ignores the sheet writes guided. The measurement is recorded, so a replay chooses the same.
+    A model that keeps every claim supported and states the findings (not the run's size: agent/probe.py) may
+    write freely (react); one that invents or ignores them writes guided. The measurement is recorded, so a
+    replay chooses the same.
     """
     assert s.context is not None
     c = s.lane(0)
     if (effect := step(s, 0, "probe")) is not None:
         return effect
-    facts = guided.probe_facts(s.context)
+    found = probe.findings(s.context)
+    facts = [f.fact for f in found]
     if c.unread is None:
-        added = guided.messages("What the run was", "", str(s.context.get("requirement", "")), facts)
+        added = guided.messages("What the run's data show", "", str(s.context.get("requirement", "")), facts)
         return emit(request(s, "probe", 0, added, [], fresh=True,
                             extra={"response_format": guided.response_format(s.rules.response_format)}))
     body, cited, verdict = guided.draft(c.unread.content, facts, claims.evidence([], s.context))
-    able = verdict.claims >= 2 and not verdict.unsupported and len(cited) >= 2
+    stated, needed = probe.stated(body, found), probe.needed(found)
+    able = bool(found) and stated >= needed and not verdict.unsupported
     return emit(WritingModeChosen(report_id=s.report_id, mode="react" if able else "guided",
                                   probe_claims=verdict.claims, probe_supported=verdict.supported,
-                                  probe_cited=len(cited), reason=(
-                                      f"probe: {verdict.supported} of {verdict.claims} claims supported, "
-                                      f"{len(cited)} facts cited, {len(verdict.unsupported)} sentence(s) unsupported")))
+                                  probe_cited=len(cited), probe_findings=stated, reason=(
+                                      f"probe: {stated} of {len(found)} findings stated ({needed} needed), "
+                                      f"{verdict.supported} of {verdict.claims} claims supported, "
+                                      f"{len(verdict.unsupported)} sentence(s) unsupported")))

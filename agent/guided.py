@@ -1,12 +1,12 @@
 """Guided writing for small models (docs/formats.md#claim-check, `[agent] mode = "guided"`).
 
 Pure. The engine does what a small model does badly: it plans each section's tool calls from the
-simulation as the offline writer does (agent/offline.py), runs them, and turns the results into a short
-numbered sheet of facts (figures and quotes with their ids). The model only writes: sentences citing the
-facts by number, in a JSON schema where the server enforces one. The claim check then keeps the sentences
-the sheet supports, and the facts they cite are listed under them, verbatim from the data. In the answers
-section the engine answers: each requirement question heads every fact that answers it, and the model's
-sentences stand under the question whose fact they cite first.
+simulation (agent/findings/plan.py), runs them, and turns the results into a short numbered sheet of
+facts (figures and quotes with their ids). The model only writes: sentences citing the facts by number,
+in a JSON schema where the server enforces one. The claim check keeps the sentences the sheet supports,
+marked as the model's; under them the engine's whole analysis of the section stands "From the data",
+every statement the offline writer makes, whatever the model cited. In the answers section the engine
+answers: the model's sentences stand under the question whose fact they cite first.
 """
 
 from __future__ import annotations
@@ -18,15 +18,18 @@ from typing import Any
 from simreportd.events.models import ClaimVerdict, ToolObserved
 
 from . import claims
-from .grounding import CITATION
-from .offline import KINDS, WRITERS, Facts, _kind, _plan, analyst_outline
-from .offline_phrases import phrases_for
+from .findings.facts import Facts
+from .findings.phrases import phrases_for
+from .findings.plan import analyst_outline, tool_calls
+from .findings.statements import WRITERS
 from .tool_answers import PlanningContext, Seen, add_answer
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
 ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\d,\s]*\]\s*\}')  # one whole sentence
 QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
+WORDS = re.compile(r"\w+")
+QUESTION_LINE = re.compile(r"^(\*\*[^*\n]+[?？]\*\*)$", re.M)
 SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["sentences"],
     "properties": {"sentences": {"type": "array", "minItems": 1, "maxItems": 4, "items": {
@@ -48,11 +51,6 @@ def outline(context: dict[str, Any]) -> tuple[str, str, list[dict[str, str]]]:
     return analyst_outline(context)
 
 
-def kind_of(title: str, description: str) -> str:
-    """Which kind of section this is (timeline, camps, platforms, drivers, answers)."""
-    return _kind(title, description)
-
-
 def seen_by_tool(observations: list[ToolObserved]) -> Seen:
     """The section's results parsed, by tool, as the offline writer reads them (reminders left out)."""
     seen: Seen = {}
@@ -70,14 +68,17 @@ def plan(kind: str, background: PlanningContext, seen: Seen) -> list[tuple[str, 
     """The section's tool calls, as the offline writer plans them, without persona interviews (generated
     text, never evidence, and a model call per agent: a minute each on a CPU server)."""
     requirement = str(background.get("requirement") or "")
-    return [(name, args) for name, args in _plan(kind, background, requirement, seen) if name != "interview_agents"]
+    return [(name, args) for name, args in tool_calls(kind, background, requirement, seen) if name != "interview_agents"]
 
 
-def sheet(kind: str, seen: Seen, background: PlanningContext) -> list[str]:
-    """The numbered facts: the offline writer's statements of this section, one per line, at most MAX_FACTS.
-    In the answers section each requirement question heads the facts that answer it (`is_question`), so the
-    report restates every question and answers it from the data whatever the model writes."""
-    text = WRITERS[kind](Facts(seen, background, str(background.get("requirement") or ""), set()))
+def analysis(kind: str, seen: Seen, background: PlanningContext) -> str:
+    """The engine's whole analysis of the section: the statements the offline writer makes of these results."""
+    return WRITERS[kind](Facts(seen, background, str(background.get("requirement") or ""), set()))
+
+
+def sheet(text: str) -> list[str]:
+    """The numbered facts: the section's statements (its `analysis`), one per line, at most MAX_FACTS.
+    In the answers section each requirement question heads the facts that answer it (`is_question`)."""
     entries: list[str] = []
     for block in text.split("\n\n"):
         block = block.strip()
@@ -86,11 +87,26 @@ def sheet(kind: str, seen: Seen, background: PlanningContext) -> list[str]:
         elif is_question(block):
             entries.append(block)
         elif block:
-            entries += [s for s in claims.SENTENCE.split(block) if s.strip()]
+            entries += whole_quotations([s for s in claims.SENTENCE.split(block) if s.strip()])
     kept = [e for e in entries if is_question(e) or claims.claims_in(e) or e.startswith(">")]
     facts = [e for e in kept if not is_question(e)][:MAX_FACTS]
     out = [e for e in kept if is_question(e) or e in facts]
     return [e for i, e in enumerate(out) if not is_question(e) or (i + 1 < len(out) and not is_question(out[i + 1]))]
+
+
+def whole_quotations(pieces: list[str]) -> list[str]:
+    """Sentences with a quotation that a full stop inside it cut, joined again: a fact is never cut in a quote."""
+    out: list[str] = []
+    for piece in pieces:
+        if out and _open_quote(out[-1]):
+            out[-1] += " " + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _open_quote(text: str) -> bool:
+    return text.count('"') % 2 == 1 or text.count("\u201c") > text.count("\u201d")
 
 
 def is_question(entry: str) -> bool:
@@ -113,7 +129,7 @@ def messages(title: str, description: str, requirement: str, facts: list[str]) -
     task = ANSWER_EACH if any(is_question(f) for f in facts) else ""
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Question of the report: {requirement}\nSection: {title}. "
-                                        f"{description or KINDS.get('answers', '')}\n\nFacts:\n{listed}\n\n"
+                                        f"{description}\n\nFacts:\n{listed}\n\n"
                                         f"{task}Write the section now, in JSON."}]
 
 
@@ -155,9 +171,10 @@ def _whole_items(content: str) -> list[Any]:
     return out
 
 
-def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, list[int], ClaimVerdict]:
-    """One draft as kept: sentences whose claims the evidence supports, then the facts they cite, verbatim
-    (in the answers section: each question, the sentences citing its facts, then all its facts)."""
+def draft(content: str, facts: list[str], ev: claims.Evidence,
+          engine: str = "") -> tuple[str, list[int], ClaimVerdict]:
+    """One draft as kept: the sentences whose claims the evidence supports, marked as the model's, over the
+    engine's analysis (`engine`, from the data; the probe has none and keeps the sentences alone)."""
     sheet = numbered(facts)
     written = [(FACT_REF.sub("", text).strip(), [n for n in dict.fromkeys(cited) if n in sheet])
                for text, cited in sentences_of(content)]
@@ -167,30 +184,36 @@ def draft(content: str, facts: list[str], ev: claims.Evidence) -> tuple[str, lis
     cited = list(dict.fromkeys(n for _, c in kept for n in c))
     if not kept:
         return "", [], verdict
-    if any(is_question(f) for f in facts):
-        return answers(facts, kept), cited, verdict
-    say, listed = phrases_for(" ".join(facts)), cited + quoted(sheet, cited)
-    body = " ".join(t for t, _ in kept) + f"\n\n{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in listed)
-    return body, cited, verdict
+    if not engine:
+        return " ".join(t for t, _ in kept), cited, verdict
+    return composed(engine, facts, [(t, c) for t, c in kept if adds(t, engine)]), cited, verdict
 
 
-def quoted(sheet: dict[int, str], cited: list[int]) -> list[int]:
-    """The sheet's first statement quoted with its id when the cited facts hold none: a section shows the
-    agents' own words whenever its tools returned some, whatever the model chose to cite."""
-    if any(CITATION.search(sheet[n]) for n in cited):
-        return []
-    return next(([n] for n, fact in sheet.items() if CITATION.search(fact)), [])
+def adds(sentence: str, engine: str) -> bool:
+    """Whether a kept sentence of the model's says something: not a fact of the engine's copied word for word,
+    not a restated question, not a lead-in with nothing after it ("...以下几个方面：")."""
+    plain = sentence.strip().rstrip(".。")
+    return bool(plain) and not plain.endswith((":", "：")) and _words(plain) not in _words(engine)
 
 
-def answers(facts: list[str], kept: list[tuple[str, list[int]]]) -> str:
-    """The answers section: each question in bold, the kept sentences whose first cited fact answers it, then
-    every fact under it from the data (the model phrases; the engine answers)."""
-    say, sheet = phrases_for(" ".join(facts)), numbered(facts)
-    out = []
-    for question, members in grouped(facts):
-        said = " ".join(t for t, c in kept if c[0] in members)
-        listed = f"{say('from_data')}\n\n" + "\n".join(f"- {sheet[n]}" for n in members) if members else ""
-        out.append("\n\n".join(p for p in (question, said, listed) if p))
+def _words(text: str) -> str:
+    return " ".join(WORDS.findall(text.lower()))
+
+
+def composed(engine: str, facts: list[str], kept: list[tuple[str, list[int]]]) -> str:
+    """The section as it stands: the model's checked sentences, marked as its own, then the engine's analysis
+    under "From the data" (in the answers section, per question: the sentences citing its facts first)."""
+    say = phrases_for(engine)
+    none = "" if kept else say("model_added_none")
+    if not any(is_question(f) for f in facts):
+        said = " ".join(t for t, _ in kept)
+        return "\n\n".join(p for p in (none, said and f"{say('model_reading')} {said}", say("from_data"), engine) if p)
+    by_question = {question: " ".join(t for t, c in kept if c[0] in members) for question, members in grouped(facts)}
+    parts = QUESTION_LINE.split(engine)
+    out = [none, f"{say('model_reading')} {by_question['']}" if by_question.get("") else "", parts[0].strip()]
+    for question, answer in zip(parts[1::2], parts[2::2], strict=True):
+        said = by_question.get(question, "")
+        out += [question, said and f"{say('model_reading')} {said}", say("from_data"), answer.strip()]
     return "\n\n".join(p for p in out if p)
 
 
@@ -216,24 +239,11 @@ def best(drafts: list[tuple[int, str, list[int], ClaimVerdict]]) -> tuple[int, s
     return chosen[0], chosen[1]
 
 
-def probe_facts(context: dict[str, Any]) -> list[str]:
-    """The sheet of the `auto` probe: the run's size and camps, from the planning context."""
-    platforms = ", ".join(f"{p.capitalize()} {n}" for p, n in sorted((context.get("platforms") or {}).items()))
-    stances = ", ".join(f"{n} {s}" for s, n in sorted((context.get("stances") or {}).items()))
-    facts = [f"The simulation ran {context.get('rounds', 0)} rounds with {context.get('agents_count', 0)} agents.",
-             f"It recorded {context.get('total_actions', 0)} actions.",
-             f"Actions by platform: {platforms}." if platforms else "",
-             f"Agents by stance: {stances}." if stances else ""]
-    return [f for f in facts if f]
-
-
-def fallback(facts: list[str]) -> str:
-    """When no draft survives the claim check: the sheet itself, said to be the data's and not the model's (in
-    the sheet's language)."""
-    line = NO_DRAFT[phrases_for(" ".join(facts)).language == "zh"]
-    if any(is_question(f) for f in facts):
-        return f"{line}\n\n{answers(facts, [])}"
-    listed = "\n".join(f"- {f}" for f in facts) or "- (no facts)"
+def fallback(facts: list[str], engine: str = "") -> str:
+    """When no draft survives the claim check: the engine's analysis (or the sheet) alone, said to be the
+    data's and not the model's (in the sheet's language)."""
+    line = NO_DRAFT[phrases_for(engine or " ".join(facts)).language == "zh"]
+    listed = engine or "\n".join(f"- {f}" for f in facts if not is_question(f)) or "- (no facts)"
     return f"{line}\n\n{listed}"
 
 

@@ -121,10 +121,10 @@ def clean_body(text: str) -> str:
     return HEADING.sub(lambda m: f"**{m.group(1).strip('*# ')}**", text).strip()
 
 
-def strip_echoes(text: str) -> tuple[str, bool]:
-    """The text without lines that repeat our own instructions, stray protocol tags or answer markers."""
+def strip_echoes(text: str, echoes: tuple[str, ...] = ECHOES) -> tuple[str, bool]:
+    """The text without lines that repeat our own instructions (`echoes`), stray protocol tags or answer markers."""
     cleaned = MARKUP.sub("", FINAL.sub("", text))
-    folded = [e.lower() for e in ECHOES]
+    folded = [e.lower() for e in echoes]
     lines = [line for line in cleaned.splitlines() if not any(e in line.lower() for e in folded)]
     result = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     return result, result != text.strip()

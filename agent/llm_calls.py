@@ -13,6 +13,10 @@ from .effects import CallLLM, Effect, emit
 from .state import Conversation, ReportState, message_bytes
 from .toolspec import openai_tools
 
+MAX_BACKOFF_S = 120.0
+DOWN_POLL_S = 5.0  # how often a server that is down is asked again while it is waited for
+DOWN_STATUSES = (502, 503, 504)  # a proxy with no server behind it, or a server still loading its model
+
 
 def step(s: ReportState, index: int, stage: str) -> Effect | None:
     """While lane `index` has a request outstanding: send it, retry it, shrink it, switch protocol, or give up
@@ -29,15 +33,36 @@ def step(s: ReportState, index: int, stage: str) -> Effect | None:
     if failure.kind == "context_overflow" and c.overflows < 3:
         return emit(_shrink(s, c, failure))
     if not failure.retryable or c.failures > s.rules.max_retries:
+        if (wait := down_wait(s, c.failures, failure)) is not None:
+            return CallLLM(c.awaiting, c.messages, c.attempts + 1, wait)
         return emit(ReportFailed(report_id=s.report_id, stage=stage, resumable=True, error=_failure_text(s, failure)))
-    backoff = s.rules.retry_backoff_s
-    delay = failure.retry_after_s if failure.retry_after_s is not None else backoff * 2 ** (c.failures - 1)
-    return CallLLM(c.awaiting, c.messages, c.attempts + 1, min(delay, 120.0))
+    delay = failure.retry_after_s if failure.retry_after_s is not None else _backoff(s, c.failures)
+    return CallLLM(c.awaiting, c.messages, c.attempts + 1, delay)
+
+
+def _backoff(s: ReportState, failures: int) -> float:
+    """The pause before retry number `failures`: doubled each time, at most MAX_BACKOFF_S."""
+    return min(s.rules.retry_backoff_s * 2.0 ** (failures - 1), MAX_BACKOFF_S)
+
+
+def down_wait(s: ReportState, failures: int, failure: LLMFailed) -> float | None:
+    """The pause before asking a server that is down once more, its retries spent, or None once `[llm]
+    down_wait_s` has passed in such pauses: a server restarting or loading its model comes back within a
+    minute, and failing the report then costs a resume (docs/protocol.md#configuration)."""
+    if not s.rules.down_wait_s or not (failure.kind == "connection" or failure.status_code in DOWN_STATUSES):
+        return None
+    waited = sum(_backoff(s, n) for n in range(1, s.rules.max_retries + 1))
+    for _ in range(failures - 1 - s.rules.max_retries):  # the polls since the retries were spent
+        waited += min(DOWN_POLL_S, s.rules.down_wait_s - waited)
+    left = s.rules.down_wait_s - waited
+    return min(DOWN_POLL_S, left) if left > 1e-9 else None
 
 
 def _failure_text(s: ReportState, failure: LLMFailed) -> str:
     """The error of a failed report: what went wrong, how often, and what to change."""
     text = f"{failure.kind}: {failure.message} (after {failure.attempt} attempt{'s' * (failure.attempt != 1)})"
+    if s.rules.down_wait_s and (failure.kind == "connection" or failure.status_code in DOWN_STATUSES):
+        text += f"; the server was waited for {s.rules.down_wait_s:g} s ([llm] down_wait_s)"
     if failure.kind == "context_overflow":
         text += (f"; the request does not fit the model's context even shortened: raise the server's context "
                  f"size and [llm] context_tokens, or resume with a lower --max-tokens (now {s.max_tokens})")

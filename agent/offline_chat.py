@@ -12,8 +12,8 @@ from typing import Any, cast
 from simreportd.events.models import LLMRequested, ToolCallRequest
 
 from .chat_prompts import BACKGROUND, QUESTION_TAG
-from .offline_facts import RESULT_BLOCK, Facts, quote, who
-from .offline_writers import agent_profile, camp_arguments, coalitions, divergence_sentence, reacted_to, stance_shifts
+from .findings.facts import RESULT_BLOCK, Facts, quote, who
+from .findings.statements import agent_profile, camp_arguments, coalitions, divergence_sentence, reacted_to, stance_shifts
 from .tool_answers import PlanningContext, Seen, add_answer, answered
 
 QUESTION = re.compile(rf"<{QUESTION_TAG}>\n(.*?)\n</{QUESTION_TAG}>", re.S)
@@ -36,7 +36,7 @@ def chat_reply(request: LLMRequested, messages: list[dict[str, Any]]) -> tuple[s
     question = asked[1] if asked else ""
     seen = _results_since(messages, asked[0] if asked else 0)
     background = _background(messages)
-    plan = _plan(question)
+    plan = tool_calls(question)
     done = answered(seen)
     if request.tools and done < len(plan):
         name, args = plan[done]
@@ -80,8 +80,9 @@ def topics(question: str) -> list[str]:
     return [name for name, words in TOPICS.items() if any(w in q for w in words)]
 
 
-def _plan(question: str) -> list[tuple[str, dict[str, Any]]]:
-    """Analytics and a search on the question's own words, plus an agent's profile or the coalitions when asked."""
+def tool_calls(question: str) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls a question needs: analytics and a search on the question's own words, plus an agent's
+    profile or the coalitions when asked (the offline writer's chat and guided chat make the same)."""
     calls: list[tuple[str, dict[str, Any]]] = [("simulation_analytics", {}),
                                                ("quick_search", {"query": question[:200] or "debate", "limit": 5})]
     if match := AGENT.search(question):
@@ -91,10 +92,11 @@ def _plan(question: str) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
-def answer(question: str, f: Facts) -> str:
-    """The answer: what the tools say about each thing the question asks, then what agents said."""
+def answer(question: str, f: Facts, lead: bool = True) -> str:
+    """The answer: what the tools say about each thing the question asks, then what agents said (`lead`: first
+    the line saying it was answered without a language model)."""
     say, used = f.say, sorted(f.seen)
-    parts = [say("chat_lead", tools=", ".join(used) or say("chat_no_tools"))]
+    parts = [say("chat_lead", tools=", ".join(used) or say("chat_no_tools"))] if lead else []
     asked = topics(question)
     profile = (f.seen.get("agent_profile") or [{}])[0]
     general = not asked and not profile  # nothing in particular: the run's shape

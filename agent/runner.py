@@ -252,13 +252,20 @@ def interview_events(s: ReportState, call_id: str, result: str) -> list[DomainEv
     return events
 
 
-def settings_for(agent: Any, llm: Any, tools: tuple[str, ...], parallel_sections: int = 1) -> ReportRules:
-    """The rules a report keeps for its whole life, from `[agent]` and `[llm]`; recorded in its ReportRequested."""
+def settings_for(agent: Any, llm: Any, tools: tuple[str, ...], parallel_sections: int = 1,
+                 provider: str | None = None) -> ReportRules:
+    """The rules a report keeps for its whole life, from `[agent]` and `[llm]`; recorded in its ReportRequested.
+
+    `provider` is the report's writer (`[llm]`'s by default). The offline writer is not probed under `auto`: it
+    is the engine itself, and writes as react does."""
+    offline = (provider or llm.resolved_provider()) == "offline"
     return ReportRules(
         min_tool_calls=agent.min_tool_calls, max_tool_calls=agent.max_tool_calls, max_iterations=agent.max_iterations,
         max_rejections=agent.max_rejections, mirofish_budget=agent.mirofish_budget, name_tools=agent.name_tools,
         min_citations=agent.min_citations, conflict_retries=agent.conflict_retries,
         outline_retries=agent.outline_retries, max_retries=llm.max_retries,
-        retry_backoff_s=llm.retry_backoff_s, tool_protocol=llm.tool_protocol, temperature=llm.temperature,
+        retry_backoff_s=llm.retry_backoff_s, down_wait_s=llm.down_wait_s, tool_protocol=llm.tool_protocol,
+        temperature=llm.temperature,
         max_tokens=llm.max_tokens, context_tokens=llm.context_tokens, tools=tools, parallel_sections=parallel_sections,
-        mode=agent.mode, drafts=agent.drafts, response_format=agent.response_format)
+        mode="react" if offline and agent.mode == "auto" else agent.mode, drafts=agent.drafts,
+        response_format=agent.response_format)

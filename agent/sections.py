@@ -18,6 +18,7 @@ from simreportd.events.models import (
 )
 
 from .effects import Effect, Emit, RunTool, emit
+from .findings.plan import kind_of
 from .interpret import read_reply
 from .llm_calls import context_tokens, prompt_target, request, step
 from .state import ReportState, SectionState
@@ -50,21 +51,23 @@ def write_section(s: ReportState, section: SectionState) -> Effect:
 
 
 def _sheet(s: ReportState, section: SectionState) -> tuple[str, list[str], list[tuple[str, dict[str, Any]]]]:
-    """Guided mode: the section's kind, its fact sheet so far and the tool calls the engine plans for it."""
+    """Guided mode: the engine's analysis of the section so far, its fact sheet and the tool calls it plans."""
     assert s.outline is not None
     outlined = s.outline.sections[section.index - 1]
-    kind = guided.kind_of(outlined.title, outlined.description)
+    kind = kind_of(outlined.title, outlined.description)
     background = claims.background(s.context)
     seen = guided.seen_by_tool(section.observations)
-    return kind, guided.sheet(kind, seen, background), guided.plan(kind, background, seen)
+    engine = guided.analysis(kind, seen, background)
+    return engine, guided.sheet(engine), guided.plan(kind, background, seen)
 
 
 def _guided(s: ReportState, section: SectionState) -> Effect:
-    """A guided section: the engine's tool calls, then `[agent] drafts` drafts from the fact sheet, the best kept."""
+    """A guided section: the engine's tool calls, then `[agent] drafts` drafts from the fact sheet, the best kept
+    over the engine's whole analysis."""
     c = s.lane(section.index)
-    kind, facts, planned = _sheet(s, section)
+    engine, facts, planned = _sheet(s, section)
     if c.unread is not None:
-        body, cited, verdict = guided.draft(c.unread.content, facts, section_evidence(s, section))
+        body, cited, verdict = guided.draft(c.unread.content, facts, section_evidence(s, section), engine)
         return emit(DraftWritten(report_id=s.report_id, section_index=section.index, draft=len(section.drafts) + 1,
                                  call_id=c.unread.call_id, content=body, cited=cited,
                                  claims=verdict.model_copy(update={"cut": c.unread.finish_reason == "length"})))
@@ -81,7 +84,7 @@ def _guided(s: ReportState, section: SectionState) -> Effect:
                             extra={"response_format": guided.response_format(s.rules.response_format)}))
     chosen = guided.best([(d.draft, d.content, d.cited, d.claims) for d in section.drafts])
     if chosen is None:
-        return emit(completed(s, section, guided.fallback(facts), False, []))
+        return emit(completed(s, section, guided.fallback(facts, engine), False, []))
     kept = section.drafts[chosen[0] - 1]
     return emit(completed(s, section, chosen[1], False, [], draft=chosen[0], drafted=kept.claims))
 

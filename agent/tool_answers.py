@@ -1,7 +1,7 @@
 """The tools' answers as the agent reads them back: one TypedDict per answer and per part of one.
 
 A tool writes its answer as JSON (agent/tools.py, docs/architecture.md#tools) and the offline writers read it
-back out of the conversation (agent/offline_facts.py `Facts`, offline_writers.py, offline_chat.py, guided.py);
+back out of the conversation (agent/findings/facts.py `Facts`, findings/statements.py, offline_chat.py, guided.py);
 these types name the fields they read, so a misspelt or renamed field is a type error rather than a section
 that silently says less. Declarations only: nothing here builds, checks or changes an answer, and the JSON
 the tools emit (what replay compares) stays as it is. Every type is `total=False`: a call that failed reads
@@ -14,7 +14,7 @@ from typing import Any, TypedDict, cast
 
 
 class Named(TypedDict, total=False):
-    """An agent as every answer names it: what a sentence shows of one (agent/offline_facts.py `who`)."""
+    """An agent as every answer names it: what a sentence shows of one (agent/findings/facts.py `who`)."""
 
     ref: str  # agent:7
     name: str

@@ -8,7 +8,13 @@ http://127.0.0.1:8080/v1 --model qwen2.5-coder-0.5b --runs 10` (or `-c config.to
 `simreportd.simulator.quality`: facts recovered, wrong numbers, hallucinated names, grounded
 and ungrounded quotes, requirement questions answered. Prints one row per seed and a total, then
 each report's seconds and its kept sentences read back through the claim check (`agent/claims.py`)
-with the evidence of their section: every one should be supported. `--server-pid` (a local model
+with the evidence of their section: every one should be supported. Then, per seed, what the scorer does not
+read: the report's status (degraded or not), its wrong relations (who reacted to whom, who is most active,
+who changed sides, which camp is largest, which platform led: `agent/relations.py` against every tool result
+of the report and the run's context), each question answered by the right kind of evidence (a concern by
+an argument's statement, not a round alone; a reaction by statements from the trigger on; platforms by both
+platforms' figures), and the ablation: facts recovered once the model's own sentences (guided mode's
+"model's reading" lines) are deleted, so what the model adds beyond the engine shows. `--server-pid` (a local model
 server's process, Linux) adds the CPU seconds the server spent on each report: on a machine others
 share, that over the server's threads is the report's time on an idle one.
 """
@@ -19,13 +25,16 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from simreportd.agent import claims, grounding
+from simreportd.agent import claims, grounding, relations
+from simreportd.agent.findings.phrases import EN, ZH
 from simreportd.daemon.cli.local import completed_generation, running
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.reports import auto_report_id
@@ -57,6 +66,8 @@ class Written:
     sentences: int
     unsupported: list[str]
     server_cpu: float | None = None
+    status: str = "failed"
+    wrong_relations: list[str] | None = None
 
 
 def cpu_seconds(pid: int | None) -> float | None:
@@ -82,13 +93,14 @@ async def one_report(config: Config, folder: Path, server_pid: int | None = None
             await daemon.exporter.export(report_id)
         events = [r.event for r in await daemon.store.read_stream(report_stream(report_id))]
     sentences, unsupported = rechecked(events)
+    status = state.verdict.status if state.verdict is not None else "failed"
     server = server_after - server_before if server_after is not None and server_before is not None else None
     markdown = ""
     if state.failed is not None:
         print(f"  {folder.name}: report failed during {state.failed.stage}: {state.failed.error}", file=sys.stderr)
     else:
         markdown = (config.reports.output_dir / report_id / "full_report.md").read_text(encoding="utf-8")
-    return Written(markdown, seconds, sentences, unsupported, server)
+    return Written(markdown, seconds, sentences, unsupported, server, status, wrong_relations(events))
 
 
 def rechecked(events: list[DomainEvent]) -> tuple[int, list[str]]:
@@ -107,9 +119,65 @@ def rechecked(events: list[DomainEvent]) -> tuple[int, list[str]]:
     return count, unsupported
 
 
+def wrong_relations(events: list[DomainEvent]) -> list[str]:
+    """The relations the sections state that no tool result of the report (nor the run's context) holds."""
+    context = next((e.context for e in events if isinstance(e, ContextGathered)), None)
+    observed = [e for e in events if isinstance(e, ToolObserved)]
+    roles = claims.of_observations(observed, claims.background(context), grounding.ids_in([o.result for o in observed]))
+    return [f"section {done.section_index}: {sentence[:80]} ({', '.join(wrong)})"
+            for done in (e for e in events if isinstance(e, SectionCompleted))
+            for sentence in claims.sentences(claims.QUOTE_BLOCK.sub("", done.content))
+            if (wrong := relations.unsupported(sentence, roles.relations))]
+
+
+QUESTION_LINE = re.compile(r"^\*\*([^*\n]+[?？])\*\*$", re.M)
+POST_REF = re.compile(r"\((?:post|comment):(?:twitter|reddit):\w+\)")
+MODEL_LINES = re.compile("^(?:" + "|".join(re.escape(t["model_reading"]) for t in (EN, ZH)) + ").*$", re.M)
+
+
+def answered_by_kind(markdown: str, truth: dict[str, Any]) -> list[tuple[str, bool]]:
+    """Each requirement question with whether the text under it holds evidence of the kind it asks for."""
+    parts = QUESTION_LINE.split(markdown.split("\n## ")[-1])
+    blocks = {q.strip(): body.split("\n## ")[0] for q, body in zip(parts[1::2], parts[2::2], strict=True)}
+    return [(q["question"], right_kind(q, blocks.get(q["question"].strip(), ""), truth)) for q in truth["questions"]]
+
+
+def right_kind(question: dict[str, Any], block: str, truth: dict[str, Any]) -> bool:
+    """A concern answered by an argument's statement (not by a round alone), a reaction by what was said from the trigger
+    on, a platform question by both platforms' figures."""
+    said = [truth["statements"].get(ref.strip("()"), {}) for ref in POST_REF.findall(block)]
+    if "argument" in question["facts"]:
+        return any(s.get("argument") for s in said)
+    if "divergence" in question["facts"]:
+        return all(p in block for p in ("Twitter", "Reddit")) and bool(re.search(r"\d", block))
+    return bool(re.search(r"\d", block)) and all(s.get("round", 0) >= truth["trigger"]["round"] for s in said)
+
+
+def ablated(markdown: str) -> str:
+    """The report without the model's own sentences (guided mode marks them), the engine's statements kept."""
+    return MODEL_LINES.sub("", markdown)
+
+
+def readings(written: list[tuple[int, Written]], truths: dict[int, dict[str, Any]]) -> str:
+    """Per seed: status, wrong relations, questions by the right kind of evidence, facts without the model."""
+    rows = ["| seed | status | wrong relations | questions by the right kind of evidence | "
+            "facts with the model's sentences deleted (ablation) |", "|---|---|---|---|---|"]
+    for seed, w in written:
+        truth = truths[seed]
+        kinds = answered_by_kind(w.markdown, truth)
+        full, bare = score_report(w.markdown, truth).recovered, score_report(ablated(w.markdown), truth).recovered
+        rows.append(f"| {seed} | {w.status} | {len(w.wrong_relations or [])} | {sum(ok for _, ok in kinds)}/{len(kinds)}"
+                    f" | {bare} of {full} (the model adds {full - bare}) |")
+    notes = [f"seed {seed}: wrong relation {line}" for seed, w in written for line in w.wrong_relations or []]
+    notes += [f"seed {seed}: answered by the wrong kind of evidence: {q}" for seed, w in written
+              for q, ok in answered_by_kind(w.markdown, truths[seed]) if not ok]
+    return "\n".join(rows + ([""] + notes if notes else []))
+
+
 async def main(args: argparse.Namespace) -> None:
     scores: list[tuple[int, Score]] = []
     written: list[tuple[int, Written]] = []
+    truths: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.keep or tmp).resolve()
         config = bench_config(args, root)
@@ -118,8 +186,8 @@ async def main(args: argparse.Namespace) -> None:
             folder = root / "sims" / f"sim_seed{seed}"
             simulate(folder, agents=args.agents, rounds=args.rounds, seed=seed, style=args.style)
             written.append((seed, await one_report(config, folder, args.server_pid)))
-            truth = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
-            scores.append((seed, score_report(written[-1][1].markdown, truth)))
+            truths[seed] = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
+            scores.append((seed, score_report(written[-1][1].markdown, truths[seed])))
         elapsed = time.perf_counter() - started
     writer = config.llm.model if config.llm.resolved_provider() == "openai" else "offline writer"
     print(f"Report quality: {writer} ({config.llm.resolved_provider()}), {args.runs} seeds from {args.first_seed}, "
@@ -132,6 +200,7 @@ async def main(args: argparse.Namespace) -> None:
     for seed, w in written:
         for line in w.unsupported:
             print(f"seed {seed}: unsupported {line}")
+    print("\n" + readings(written, truths))
     facts = sum(len(s.facts) for _, s in scores)
     share = sum(s.recovered for _, s in scores) / max(facts, 1)
     wrong = sum(len(s.wrong_numbers) for _, s in scores)

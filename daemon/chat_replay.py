@@ -32,7 +32,7 @@ from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
-from .replay import ReplayResult, _no_wait, copy_simulations, first_divergence, tool_results
+from .replay import ReplayResult, copy_simulations, first_divergence, no_wait, tool_results
 
 INPUTS = ("ChatStarted", "ChatAsked")  # the user's part of a chat; everything else is the runner's
 
@@ -83,7 +83,7 @@ async def replay_chat(store: EventStore, chat_id: str, scratch: Path, vectors: P
                                 reader=recorded_reader(tool_results(report) + _observed(original), vectors))
         provider = RecordedAnswers(original)
         runner = ChatRunner(copy, tools, lambda _: provider,
-                            ChatWriter(started.provider, started.model, started.settings), sleep=_no_wait)
+                            ChatWriter(started.provider, started.model, started.settings), sleep=no_wait)
         for recorded in original:
             if recorded.type in INPUTS:
                 replayed = await copy.read_stream(chat_stream(chat_id))

@@ -89,6 +89,7 @@ class LLMConfig(Section):
     max_reply_bytes: int = Field(default=1_048_576, ge=1024)
     max_retries: int = Field(default=4, ge=0)
     retry_backoff_s: float = Field(default=1.0, ge=0)
+    down_wait_s: float = Field(default=60.0, ge=0)
     max_concurrency: int = Field(default=4, ge=1)
     requests_per_minute: int = Field(default=0, ge=0)
     temperature: float = Field(default=0.3, ge=0, le=2)
@@ -113,7 +114,7 @@ class AgentConfig(Section):
     mirofish_budget: bool = False
     name_tools: bool = True
     min_citations: int = Field(default=1, ge=0)
-    mode: Literal["react", "guided", "auto"] = "react"
+    mode: Literal["react", "guided", "auto"] = "auto"
     drafts: int = Field(default=1, ge=1, le=5)
     response_format: Literal["off", "json_object", "json_schema"] = "off"
 

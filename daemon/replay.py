@@ -132,7 +132,7 @@ async def replay_report(store: EventStore, report_id: str, scratch: Path,
         tools = SimulationTools(views_path_for(scratch), RecordedInterviews(rerun),
                                 reader=recorded_reader(tool_results(original), vectors))
         runner = ReportRunner(copy, tools,
-                              lambda _: provider, RecordedEnvironment(rerun), sleep=_no_wait,
+                              lambda _: provider, RecordedEnvironment(rerun), sleep=no_wait,
                               sequencer=RecordedOrder(original))
         replayed = await run_with_inputs(copy, runner, report_id, original)
     return ReplayResult(report_id, len(original), first_divergence(original, replayed))
@@ -235,5 +235,6 @@ async def _copy(store: EventStore, stream: str, events: list[Recorded], version:
         await store.append(stream, [NewEvent(r.event, r.event_id) for r in chunk], expected_version=version + start)
 
 
-async def _no_wait(seconds: float) -> None:
+async def no_wait(seconds: float) -> None:
+    """A retry pause that does not wait: a replay serves recorded answers, so there is nothing to wait for."""
     await anyio.sleep(0)

@@ -217,7 +217,7 @@ class ReportScheduler:
         report_id = report_id or "report_" + uuid.uuid4().hex[:12]
         llm = self.config.llm
         provider, model = writer or (self.provider_name, model_for(llm, self.provider_name))
-        settings = settings_for(self.config.agent, llm, REPORT_TOOLS, self.config.reports.parallel_sections)
+        settings = settings_for(self.config.agent, llm, REPORT_TOOLS, self.config.reports.parallel_sections, provider)
         context = llm.context_tokens or await self._server_context(provider, model)
         settings = settings.model_copy(update={"context_tokens": context})
         event = ReportRequested(report_id=report_id, simulation_id=simulation_id, generation=generation,

@@ -51,7 +51,7 @@ class RunSoFar(BaseModel):
     actions: int
 
 
-RULES_ADDED_LATER = frozenset({"name_tools", "min_citations"})
+RULES_ADDED_LATER = frozenset({"name_tools", "min_citations", "down_wait_s"})
 
 
 class ReportRules(BaseModel):
@@ -72,6 +72,7 @@ class ReportRules(BaseModel):
     outline_retries: int = 2
     max_retries: int = 4
     retry_backoff_s: float = 1.0
+    down_wait_s: float = 0.0  # `[llm] down_wait_s` defaults to 60 for new reports
     tool_protocol: Literal["auto", "native", "text"] = "auto"
     temperature: float = 0.3
     max_tokens: int = 2048
@@ -326,6 +327,7 @@ class WritingModeChosen(ReportEvent):
     probe_claims: int = 0  # claims in the probe's answer
     probe_supported: int = 0  # of them, supported by the probe's fact sheet
     probe_cited: int = 0  # facts of the sheet the answer cited
+    probe_findings: int = 0  # findings of the sheet (largest camp, leading platform, trigger's round) it stated
 
 
 class DraftWritten(ReportEvent):

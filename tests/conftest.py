@@ -32,6 +32,11 @@ LONGEST_FIRST = ("test_shutdown.py", "test_store_postgres.py", "test_kill.py")
 # statements written anew) ask for the bundled embedder themselves.
 os.environ["SIMREPORTD_EMBEDDINGS_PROVIDER"] = "off"
 WITH_EMBEDDINGS = {k: v for k, v in os.environ.items() if k != "SIMREPORTD_EMBEDDINGS_PROVIDER"}
+# The scripted model servers play particular models (weak, cut, echoing) through the react loop: the suite
+# writes react unless a test asks for another mode; `auto`, the default, and its probe have tests of their own.
+os.environ["SIMREPORTD_AGENT_MODE"] = "react"
+# Their failures are played on purpose and must fail: a server that is down is waited for in tests of its own.
+os.environ["SIMREPORTD_LLM_DOWN_WAIT_S"] = "0"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,6 +84,8 @@ def store_path(tmp_path: Path) -> Path:
 
 def make_config(tmp_path: Path, **sections: dict) -> Config:
     """A config with everything under tmp_path; `sections` override keys, e.g. llm={"model": "m"}."""
+    sections = {**sections, "agent": {"mode": "react", **sections.get("agent", {})},
+                "llm": {"down_wait_s": 0.0, **sections.get("llm", {})}}
     config = Config().with_paths(store=tmp_path / "state" / "events.sqlite3", roots=[tmp_path / "sims"],
                                  output_dir=tmp_path / "reports")
     updates = {name: getattr(config, name).model_copy(update=values) for name, values in sections.items()}

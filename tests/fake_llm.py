@@ -212,8 +212,11 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
     """What the offline writer would answer to this request, in the request's protocol."""
     messages = body["messages"]
     system = messages[0]["content"]
-    if "You answer as one simulated" in system:  # a persona interview
-        return {"content": "I stand by what I posted during the simulation."}
+    if "You answer as one simulated" in system:  # a persona interview: one of the agent's posts, quoted with its id
+        block = re.search(r"Posts:\n<simulation_data[^>]*>\n(.*?)\n</simulation_data>", messages[1]["content"], re.S)
+        posts = json.loads(block.group(1)) if block else []
+        return {"content": f'I stand by what I wrote: "{posts[0]["content"][:60]}" ({posts[0]["ref"]}).' if posts
+                else "I did not post."}
     purpose = "outline" if "Plan the report" in system else "chat" if "follow-up questions" in system else "section"
     protocol = "text" if "<tool_call>" in system else "native"
     forced = prompts.FORCED_FINAL in str(messages[-1].get("content"))

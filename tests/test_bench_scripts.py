@@ -45,7 +45,8 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
     "red_team.py": (["--tiny"], ['"answers on the connection": 1', '"tracebacks in the log": 0', '"daemon alive": true']),
     "real_model.py": (["--gguf", "{gguf}", "--protocols", "auto", "--agents", "4", "--rounds", "2"], ["verdict"]),
     "replay.py": (["500"], ["replay of a", "rebuild of every read model"]),
-    "report_quality.py": (["--runs", "1", "--agents", "8", "--rounds", "3"], ["| **all** |", "Goal"]),
+    "report_quality.py": (["--runs", "1", "--agents", "8", "--rounds", "3"], ["| **all** |", "Goal",
+                                                                           "| wrong relations |"]),
     "store.py": (["--tiny"], ["64 concurrent appenders", "read_all + decode into models"]),
     "tools.py": (["--data", "{tmp}/data", "--calls", "1", "tiny"], ["simulation_analytics", "first analytics call"]),
 }

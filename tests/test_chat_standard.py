@@ -65,3 +65,20 @@ def test_the_cli_warns_of_an_answer_without_evidence(capsys: pytest.CaptureFixtu
                  "no_evidence": True, "unsupported": [{"sentence": "Instagram had 4,321 likes.", "claims": ["4,321"]}]})
     err = capsys.readouterr().err
     assert "rests on no evidence from the simulation" in err and "1 sentence(s) with figures" in err
+
+
+@pytest.mark.parametrize("protocol", ["native", "text"])
+def test_the_chats_own_prompts_echoed_by_a_model_leave_no_answer(protocol: str) -> None:
+    """A small model that plans in prose until the limit, then repeats 'The tool budget for this question is
+    spent.': every line of the chat's own instructions is an echo, so nothing of it is shown as an answer."""
+    from simreportd.agent import chat_prompts
+    from simreportd.agent.interpret import strip_echoes
+    from simreportd.agent.toolspec import REPORT_TOOLS
+
+    said = [chat_prompts.system_message(protocol, list(REPORT_TOOLS), 1, 3)["content"],
+            chat_prompts.answer_now(protocol)["content"], chat_prompts.too_few_tools(0, 1),
+            chat_prompts.question_text(2, "Who was loudest?").replace("Who was loudest?", ""), chat_prompts.NO_REPORT]
+    kept = [strip_echoes(line, chat_prompts.ECHOES)[0] for text in said for line in text.splitlines()]
+    assert [k for k in kept if k and k not in ("Tools:", "Question 2:") and not k.startswith(("- ", "<", "{"))] == []
+    assert strip_echoes("Kofi Sato drew the most reactions.\nThe tool budget for this question is spent.",
+                        chat_prompts.ECHOES)[0] == "Kofi Sato drew the most reactions."

@@ -18,7 +18,8 @@ IO_MODULES = {"anyio", "aiosqlite", "openai", "websockets", "watchfiles", "sqlit
               "httpx", "subprocess", "time", "random", "uuid"}
 PURE = ["agent/core.py", "agent/effects.py", "agent/llm_calls.py", "agent/sections.py", "agent/verdicts.py",
         "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py", "agent/toolspec.py",
-        "agent/offline.py", "agent/offline_facts.py", "agent/offline_writers.py", "agent/offline_chat.py",
+        "agent/offline.py", "agent/findings/facts.py", "agent/findings/statements.py", "agent/findings/plan.py",
+        "agent/findings/phrases.py", "agent/offline_chat.py", "agent/guided.py",
         "agent/chat.py", "agent/chat_state.py", "agent/chat_prompts.py",
         "events/models.py", "events/base.py", "events/report_events.py", "events/chat_events.py", "events/codec.py",
         "simreportd/errors.py",
@@ -128,6 +129,30 @@ def test_no_import_circle_within_a_layer(layer: str) -> None:
 def test_no_import_circle_in_simreportd() -> None:
     """Across the layers too: a module importing one of an outer layer, late or for types, can close a circle."""
     assert import_circles([*LAYER_PACKAGES]) == []
+
+
+def private_imports(layers: list[str], root: Path = ROOT) -> list[str]:
+    """`module: name` for every `_private` name a module of `layers` imports from another module of ours."""
+    found = []
+    for layer in layers:
+        for path in sorted((root / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("simreportd")):
+                    found += [f"{module_name(path, root)}: {a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_a_private_name() -> None:
+    """What two modules share is public: a module that reaches for another's `_helper` is sharing by accident
+    (the analysis lives in agent/findings/ for that reason, not in the offline writer)."""
+    assert private_imports([*LAYER_PACKAGES]) == []
+
+
+def test_the_private_import_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "a.py").write_text("from .b import _helper, public\nfrom simreportd.agent.c import _d\n")
+    assert private_imports(["agent"], tmp_path) == ["simreportd.agent.a: _helper", "simreportd.agent.a: _d"]
 
 
 def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from simreportd.agent import claims
-from simreportd.agent.offline import WRITERS, Facts, analyst_outline
+from simreportd.agent.findings.facts import Facts
+from simreportd.agent.findings.plan import analyst_outline
+from simreportd.agent.findings.statements import WRITERS
 
 ROWS = [{"round": r, "twitter": 4 + r, "reddit": 0, "total": 4 + r} for r in range(0, 9)]
 ANALYTICS: dict[str, Any] = {"total_actions": sum(r["total"] for r in ROWS), "rounds": 8,
@@ -50,3 +52,23 @@ def test_a_twitter_only_run_never_mentions_reddit() -> None:
     assert "Twitter was the run's only platform: after round 4 it averaged 10.5 actions per round" in \
         written("answers", only)[0]
     assert "all on Twitter" in written("timeline", only)[0]
+
+
+def statement(ref: str, round_no: int, stance: str, content: str) -> dict[str, Any]:
+    return {"ref": ref, "kind": "post", "round": round_no, "platform": "twitter", "content": content,
+            "agent": {"ref": "agent:1", "name": "Ann Lee", "stance": stance}}
+
+
+def test_a_concern_is_answered_with_a_concern_and_a_reaction_with_what_was_said_after_the_trigger() -> None:
+    asked = "How will students react, and what concerns spread fastest?"
+    context = background({"supportive": 3, "opposing": 2}, asked)
+    early, late = statement("post:twitter:1", 1, "opposing", "Cameras at home are creepy."), \
+        statement("post:twitter:9", 5, "opposing", "The new rules ignore our privacy.")
+    arguments = {"opposing": [{"statements": 4, "example": late}]}
+    analytics = {**ANALYTICS, "camps": {"stance_shifts": [], "arguments": arguments}}
+    seen: Any = {"simulation_analytics": [analytics],
+                 "quick_search": [{"query": "How will students react?", "results": [early, late]}]}
+    text = WRITERS["answers"](Facts(seen, context, asked, set()))
+    reaction, concerns = text.split("**What concerns spread fastest?**")
+    assert "post:twitter:9" in reaction and "post:twitter:1" not in reaction  # round 5, after the trigger in 4
+    assert concerns.index("post:twitter:9") < concerns.index("spread fastest in round")  # the concern first

@@ -105,10 +105,10 @@ def test_ground_truth_varies_with_the_seed_and_holds_a_chinese_story(tmp_path: P
 
 def test_interaction_chains_read_as_sentences() -> None:
     """`reposted the posts of X 2 times`, `liked their own posts`: not `repost X x2`."""
-    from simreportd.agent import offline_writers
+    from simreportd.agent.findings import statements
 
     def chain(kind: str, to: int = 4) -> str:
-        return offline_writers.chain({"from": "agent:3", "from_name": "Jonas Zhou", "to": f"agent:{to}",
+        return statements.chain({"from": "agent:3", "from_name": "Jonas Zhou", "to": f"agent:{to}",
                       "to_name": "Tariq Kowalski" if to == 4 else "Jonas Zhou", "kind": kind, "count": 2})
 
     assert chain("repost") == "Jonas Zhou (agent:3) reposted the posts of Tariq Kowalski (agent:4) 2 times"
@@ -149,8 +149,8 @@ def test_the_scorer_checks_a_span_of_rounds_by_its_sums_and_a_listed_group_by_it
 
 def test_a_scheduled_event_the_run_has_not_reached_is_no_pivot() -> None:
     """A partial report's run may stop before its scheduled event: the writer says so instead of placing it."""
-    from simreportd.agent.offline_facts import Facts
-    from simreportd.agent.offline_writers import timeline
+    from simreportd.agent.findings.facts import Facts
+    from simreportd.agent.findings.statements import timeline
 
     rows = [{"round": r, "twitter": 10 + (30 if r == 6 else 0), "reddit": 10, "total": 20 + (30 if r == 6 else 0),
              "divergence": 0.0} for r in range(0, 9)]

@@ -119,3 +119,11 @@ def test_a_guided_draft_with_an_invented_relation_keeps_only_its_true_sentences(
 def test_a_chinese_sheets_fallback_line_is_chinese() -> None:
     assert guided.fallback(["最活跃的参与者是吴伟和刘静。"]).startswith(guided.NO_DRAFT[1])
     assert guided.fallback(["The most active agents were Sofia Mensah."]).startswith(guided.NO_DRAFT[0])
+
+
+def test_the_sheet_never_cuts_a_fact_inside_a_quotation() -> None:
+    text = ('Ann Lee (agent:1) said \u201cThe memo is fake. Nobody checked it.\u201d in round 5 (post:twitter:9). '
+            'Twitter averaged 12.5 actions per round. Bo Chen wrote "Buses first. Stadiums never." in round 6.')
+    assert guided.whole_quotations(claims.SENTENCE.split(text)) == [
+        'Ann Lee (agent:1) said \u201cThe memo is fake. Nobody checked it.\u201d in round 5 (post:twitter:9).',
+        "Twitter averaged 12.5 actions per round.", 'Bo Chen wrote "Buses first. Stadiums never." in round 6.']

@@ -38,23 +38,67 @@ CONTINUED = (ReportResumed, ReportForked)
 
 async def follow_report(store: EventStore, report_id: str, out: TextIO) -> None:
     """Print one line per meaningful step until the report completes or fails (a failure that was
-    resumed since, or a fork's copy of one, is history: it does not end the following)."""
-    total, ended, live, failure = 0, False, False, ""
+    resumed since, or a fork's copy of one, is history: it does not end the following). What came before
+    the last resume is not news: it is said as one line, where the report goes on."""
+    lines, ended, live = Lines(), False, False
+    history: list[Recorded] = []
     async for item in store.subscribe(streams=[report_stream(report_id)]):
         if isinstance(item, CaughtUp):
+            if not live:
+                for said in lines.of_history(history):
+                    print(said, file=out, flush=True)
             live = True
         else:
-            event = item.event
-            total = len(event.sections) if isinstance(event, OutlinePlanned) else total
-            failed = event if isinstance(event, LLMFailed) else None
-            again = failed is not None and failed.message == failure  # said once, counted after
-            failure = failed.message if failed is not None else failure
-            line = f"        attempt {failed.attempt} failed the same way" if failed and again else describe(item, total)
-            if line:
+            if live and (line := lines.of(item)):
                 print(line, file=out, flush=True)
-            ended = isinstance(event, DONE) or (ended and not isinstance(event, CONTINUED))
+            elif not live:
+                history.append(item)
+            ended = isinstance(item.event, DONE) or (ended and not isinstance(item.event, CONTINUED))
         if ended and live:
             return
+
+
+class Lines:
+    """The progress lines of a report's events, one at a time: a failure repeated is counted, not said again."""
+
+    def __init__(self) -> None:
+        self.total, self.done = 0, 0
+        self.failure: str = ""
+        self.titles: dict[int, str] = {}
+
+    def of(self, item: Recorded) -> str | None:
+        event = item.event
+        self.total = len(event.sections) if isinstance(event, OutlinePlanned) else self.total
+        if isinstance(event, OutlinePlanned):
+            self.titles = {n: s.title for n, s in enumerate(event.sections, 1)}
+        self.done += isinstance(event, SectionCompleted)
+        failed = event if isinstance(event, LLMFailed) else None
+        again = failed is not None and failed.message == self.failure
+        if failed is not None:
+            self.failure = failed.message
+        return f"        attempt {failed.attempt} failed the same way" if failed and again else describe(item, self.total)
+
+    def of_history(self, history: list[Recorded]) -> list[str]:
+        """The lines of the events recorded before following began: all of them, or, when the report was
+        resumed (or forked), one line saying where it goes on and the lines since."""
+        resumed = max((n for n, r in enumerate(history) if isinstance(r.event, CONTINUED)), default=None)
+        if resumed is None:
+            return [line for r in history if (line := self.of(r))]
+        for r in history[:resumed + 1]:
+            self.of(r)
+        where = self.goes_on(history[resumed])
+        return [where, *(line for r in history[resumed + 1:] if (line := self.of(r)))]
+
+    def goes_on(self, resumed: Recorded) -> str:
+        """Where a resumed report goes on: after how many of its sections, with which."""
+        what = "Resuming" if isinstance(resumed.event, ReportResumed) else describe(resumed, self.total) or "Forked"
+        if not self.total:
+            return f"{what}: going on with the outline."
+        if self.done >= self.total:
+            return f"{what}: all {self.total} sections written; going on with the report's verdict."
+        following = self.done + 1
+        return (f"{what}: {self.done} of {self.total} sections written; going on with section {following}: "
+                f"{self.titles.get(following, '')}")
 
 
 async def follow_run(store: EventStore, simulation_id: str, out: TextIO) -> None:

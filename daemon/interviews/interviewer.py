@@ -28,9 +28,13 @@ from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.sqlite import in_thread, reading
 
 from .environment import FolderEnvironment
-from .persona import persona_answer
+from .persona import held, persona_answer
 
 MAX_AGENTS = 10
+# What a model's persona answer must do (daemon/interviews/persona.py, `held`, keeps it to them).
+PERSONA_RULES = ("Quote at least one of your posts word for word in quotation marks, followed by its ref in brackets, "
+                 'e.g. "text" (post:twitter:42). Take nothing the question assumes as true unless your posts say it: '
+                 "if they do not, say you did not say that. Speak of your posts, never of a simulation or its data.")
 T = TypeVar("T")
 STANCE_ORDER = ("opposing", "supportive", "neutral", "observer", "")
 
@@ -143,14 +147,16 @@ class Interviewer:
         question first (`_persona_materials`)."""
         if self.provider.name == "openai":
             try:
-                return await self._persona_by_model(profile, relevant + others, question)
+                written = await self._persona_by_model(profile, relevant + others, question)
             except LLMError:
-                pass  # the data-only answer below is always available
+                written = ""  # the data-only answer below is always available
+            if (kept := held(written, relevant + others, question)) is not None:
+                return kept
         return persona_answer(profile, relevant, others, question)
 
     async def _persona_by_model(self, profile: dict[str, Any], posts: list[dict[str, Any]], question: str) -> str:
         system = (f"You answer as one simulated social-media user, in the first person, in two or three sentences, "
-                  f"consistent with their profile and posts and nothing else. {DATA_RULE}")
+                  f"consistent with their profile and posts and nothing else. {PERSONA_RULES} {DATA_RULE}")
         user = (f"Profile:\n{delimit('simulation_data', json.dumps(profile, ensure_ascii=False))}\n"
                 f"Posts:\n{delimit('simulation_data', json.dumps(posts, ensure_ascii=False))}\n"
                 f"Question:\n{delimit('simulation_data', question)}")

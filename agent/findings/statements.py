@@ -1,4 +1,7 @@
-"""The offline writer's section writers, one per kind of section: each states only what the tools returned."""
+"""The statements of each kind of section, one writer per kind: each states only what the tools returned.
+
+The offline writer's sections are these; guided mode states them under "From the data" whatever the model writes.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,9 @@ from collections.abc import Mapping
 
 from simreportd.events.base import Platform
 
-from .offline_facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
-from .offline_phrases import ENGLISH, Phrases
-from .tool_answers import Chain, Statement
+from ..tool_answers import Chain, Statement
+from .facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
+from .phrases import ENGLISH, Phrases
 
 PLATFORMS: tuple[Platform, ...] = ("reddit", "twitter")
 
@@ -301,7 +304,7 @@ def _answers(f: Facts) -> str:
         if any(w in q for w in ("twitter", "reddit", "platform", "平台")):
             answer = [divergence_sentence(f) or f.say("no_platform_answer")]
         elif any(w in q for w in ("argument", "concern", "dominate", "spread", "观点", "担忧", "占上风")):
-            answer = _answer_arguments(f)
+            answer = _answer_arguments(f, fastest=any(w in q for w in ("fastest", "spread", "最快", "传播")))
         else:
             answer = _answer_reaction(f, question)
         out.append(f"**{question}**\n\n" + "\n\n".join(a for a in answer if a))
@@ -324,25 +327,29 @@ def _answer_reaction(f: Facts, question: str) -> list[str]:
 
 
 def _found_for(f: Facts, question: str) -> Statement | None:
-    """The first statement the section's search for `question` returned (the same whichever sections ran
-    before it: parallel sections must write what sequential ones do)."""
+    """The first statement the section's search for `question` returned from the pivot on (a reaction is what
+    was said once the trigger landed; the same whichever sections ran before: parallel sections must write
+    what sequential ones do)."""
     results = [r for r in f.seen.get("quick_search", []) if r.get("query") == question]
     said = [p for r in results for p in r.get("results", [])
-            if p.get("kind") in ("post", "quote", "comment") and p.get("content")]
+            if p.get("kind") in ("post", "quote", "comment") and p.get("content")
+            and (f.pivot is None or int(p.get("round") or 0) >= f.pivot)]
     return said[0] if said else None
 
 
-def _answer_arguments(f: Facts) -> list[str]:
+def _answer_arguments(f: Facts, fastest: bool = False) -> list[str]:
+    """Each camp's most made argument with a statement that makes it: a concern answered with a concern; asked
+    how fast they spread, the round the debate spread fastest follows them (a round alone answers nothing)."""
     arguments, say = f.camps.get("arguments") or {}, f.say
     out = []
-    row = f.at(f.pivot)
-    if row:
-        out.append(say("spread", round=f.pivot, total=row["total"]))
     stances = f.background.get("stances") or {}
     for stance in sorted(arguments, key=lambda s: (-stances.get(s, 0), s)):
         top = arguments[stance][0]
         out.append(say("dominant", stance=say.stance(stance), statements=say.count(top["statements"], "statement"))
                    + f"\n\n> \"{top['example']['content']}\" ({top['example']['ref']})")
+    volume = f.volume_at(f.pivot)
+    if fastest and volume is not None and out:
+        out.append(say("spread", round=f.pivot, total=volume))
     return out
 
 

@@ -1,6 +1,6 @@
-"""What the offline writer knows for a section: the tools' results as `Facts`, and the phrasing of an agent, a quote, rounds.
+"""The facts of a section: the tools' results read as `Facts`, and the phrasing of an agent, a quote, rounds.
 
-Shared by the report's section writers (offline_writers.py) and the chat's (offline_chat.py).
+Shared by the statements (findings/statements.py), the offline writer, guided mode and chat.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 
 from simreportd.events.base import Platform
 
-from .offline_phrases import ENGLISH, Phrases, phrases_for
-from .tool_answers import Analytics, Camps, Named, PlanningContext, RoundRow, ScheduledEvent, Seen, Statement
+from ..tool_answers import Analytics, Camps, Named, PlanningContext, RoundRow, ScheduledEvent, Seen, Statement
+from .phrases import ENGLISH, Phrases, phrases_for
 
 RESULT_BLOCK = re.compile(r'<tool_result name="(\w+)">\n(.*?)\n</tool_result>', re.S)
 
@@ -54,6 +54,17 @@ class Facts:
     def at(self, round_no: int | None) -> RoundRow | None:
         """The row of exactly that round; None if a long run's rows sum it into a span with others."""
         return next((r for r in self.rounds if r["round"] == round_no and last_round(r) == round_no), None)
+
+    def volume_at(self, round_no: int | None) -> int | None:
+        """The actions of exactly that round: its row, or, where a long run's rows sum spans, the busiest round's
+        or a turning point's figure when it is that round."""
+        row, busiest = self.at(round_no), self.analytics.get("busiest_round")
+        if row is not None:
+            return int(row["total"])
+        if busiest and busiest["round"] == round_no and last_round(busiest) == round_no:
+            return int(busiest["total"])
+        return next((int(p["volume"]) for p in self.analytics.get("turning_points") or [] if p["round"] == round_no),
+                    None)
 
     def side(self, after: bool) -> list[RoundRow]:
         """The rows wholly after the pivot, or wholly before it (round 0 left out): a span of rounds that

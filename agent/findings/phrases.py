@@ -1,6 +1,6 @@
-"""The offline writer's sentences, in English and in Chinese: one table, so both say the same facts.
+"""The statements' sentences, in English and in Chinese: one table, so both say the same facts.
 
-Pure. The writer (offline.py) decides which facts a section states and with which figures; this
+Pure. The statements (findings/statements.py) decide which facts a section states and with which figures; this
 module only words them, in the language of the simulation's requirement (`language.py`). The
 Chinese shapes of the figures ("第5轮有120次行动", "Twitter平均每轮12.5次") are the ones the report
 scorer (simulator/quality.py) reads, as it reads "round 5 with 120 actions" in English.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .language import Language, language_of
+from ..language import Language, language_of
 
 EN: dict[str, str] = {
     "note": "Written by simreportd's offline writer from the simulation data, without a language model.",
@@ -28,6 +28,8 @@ EN: dict[str, str] = {
     "s_platforms": "Where Twitter and Reddit parted ways", "s_drivers": "Who drove the debate, and who changed sides",
     "s_answers": "Answers to the requirement's questions",
     "from_data": "From the data:",
+    "model_reading": "_The model's reading, each sentence checked against the data:_",
+    "model_added_none": "_The model's sentences only restated the data below; it added no finding of its own._",
     "d_timeline": "Volume per round and platform, the turning points against their baselines, and what set them off.",
     "d_camps": "Which stances formed, how big each camp is and what each camp argued most, in the agents' own words.",
     "d_platforms": "Platform divergence overall and after the trigger, and what each platform kept talking about.",
@@ -83,6 +85,9 @@ EN: dict[str, str] = {
                   "against {quiet_mean} on {quiet} over the {n} rounds that followed{ratio}.",
     "ratio": ", {ratio}x as many",
     "most_active": "The most active agents were {agents}.",
+    "spread": "The debate spread fastest in round {round}, with {total} actions.",
+    "probe_led": "{lead} led the run with {lead_n} actions against {other_n} on {other}{ratio}.",
+    "probe_event": "The scheduled event landed in round {round}.",
     "chat_lead": "Answered offline from the simulation's tools, without a language model ({tools}).",
     "chat_no_tools": "none returned anything", "chat_latest": "Their latest statement:",
     "chat_matches": "What agents said that matches the question:",
@@ -115,7 +120,6 @@ EN: dict[str, str] = {
     "tied": "The {stances} camps are tied as the largest: the agents split into {sizes}.",
     "moved_after": "The reaction moved after round {round}: {shifts}.",
     "moved_agent": "{name} ({agent}, {stated} by profile) spoke for the {now} camp from round {round}",
-    "spread": "The debate spread fastest in round {round}, with {total} actions.",
     "dominant": "The {stance} camp's dominant argument ({statements}):",
     "quote_lead": "{who}, {stance}, round {round}) wrote on {platform}:",
 }
@@ -132,6 +136,8 @@ ZH: dict[str, str] = {
     "s_platforms": "Twitter与Reddit的分歧", "s_drivers": "谁推动了讨论，谁改变了立场",
     "s_answers": "对需求中问题的回答",
     "from_data": "数据中的事实：",
+    "model_reading": "_模型的解读（每句均已对照数据核查）：_",
+    "model_added_none": "_模型的句子只是复述了下面的数据，没有提出自己的发现。_",
     "d_timeline": "逐轮、分平台的行动量，相对基线的转折点，以及引发它们的原因。",
     "d_camps": "形成了哪些立场，各阵营有多大，各阵营最常说什么，用参与者自己的话。",
     "d_platforms": "两个平台总体上和触发事件之后的分歧，以及各平台持续讨论的内容。",
@@ -175,6 +181,9 @@ ZH: dict[str, str] = {
                   "{quiet}上则为每轮{quiet_mean}次{ratio}。",
     "ratio": "，是后者的{ratio}倍",
     "most_active": "最活跃的参与者是{agents}。",
+    "spread": "讨论在第{round}轮传播最快，共{total}次行动。",
+    "probe_led": "{lead}上的行动最多：共{lead_n}次，{other}上为{other_n}次{ratio}。",
+    "probe_event": "预定事件发生在第{round}轮。",
     "chat_lead": "由 simreportd 依据模拟工具的结果离线回答，未使用语言模型（{tools}）。",
     "chat_no_tools": "没有工具返回结果", "chat_latest": "其最新发言：",
     "chat_matches": "与问题相符的参与者发言：",
@@ -203,7 +212,6 @@ ZH: dict[str, str] = {
     "tied": "{stances}人数并列最多：参与者分为{sizes}。",
     "moved_after": "第{round}轮之后反应发生了变化：{shifts}。",
     "moved_agent": "{name} ({agent}，档案立场为{stated}) 自第{round}轮起为{now}发声",
-    "spread": "讨论在第{round}轮传播最快，共{total}次行动。",
     "dominant": "{stance}的主导观点（{statements}）：",
     "quote_lead": "{who}，{stance}，第{round}轮) 在{platform}上写道：",
 }
