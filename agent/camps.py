@@ -5,7 +5,9 @@ make one argument, and so do statements the analysis found to say the same thing
 (`meaning`: each wording's group, named by its representative wording; analysis/meaning.py).
 An argument's camp is the stance most common among its authors; an
 agent whose statements, from some round on, all belong to one other camp changed sides.
-Authors of a statement never vote on their own statement's camp.
+Authors of a statement never vote on their own statement's camp. A statement a model labelled
+(agent/stance_labels.py), or one off the run's topic (labelled `none`), speaks for its label instead of its
+author's stance.
 
 The input is what the fold keeps per agent and argument (`projections.simulation.Sayings`),
 not the statements: all of an agent's statements of one argument fall in the same camp, so
@@ -16,7 +18,7 @@ statement in (round, ref) order would (tests/test_camps_tally.py holds the two s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
 At = tuple[int, str, int]  # a statement's place: (round, ref, log position), the order of the run
@@ -37,6 +39,7 @@ class Saying(NamedTuple):
     posts: int
     first_post: At | None
     post_text: str | None
+    label: str = ""  # the stance a model labelled these statements with (`none`: no side), else ''
 
 
 def saying(row: tuple[Any, ...]) -> Saying:
@@ -46,36 +49,76 @@ def saying(row: tuple[Any, ...]) -> Saying:
                   (pr, pref, ppos) if posts else None, ptext)
 
 
-def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3,
-                       meaning: Mapping[str, str] | None = None) -> dict[str, Any]:
+def camps_from_sayings(rows: Iterable[tuple[Any, ...]], top: int = 3, meaning: Mapping[str, str] | None = None,
+                       labels: Mapping[tuple[int, str], str] | None = None,
+                       off_topic: Collection[str] = ()) -> dict[str, Any]:
     """`arguments`: per camp its most repeated arguments; `stance_shifts`: agents who changed sides;
-    `expressed`: how many agents speak for each camp by what they wrote (a side-changer for their new one)."""
-    said = list(map(saying, rows))
+    `expressed`: how many agents speak for each camp by what they wrote (a side-changer for their new one).
+    `labels`: stances a model gave statements, by (agent, wording): a labelled statement votes its label.
+    `off_topic`: wordings that take no side (analysis/meaning.py, `off_topic`), as if labelled `none`."""
+    said = _with_labels(rows, labels or {}, off_topic)
     examples = _examples(said, meaning or {})
-    if meaning:
-        said = _grouped(said, meaning)
-    by_meaning = bool(meaning)
-    shifts = _shifts(said, _voices(said, {}), by_meaning)
-    shifts = _shifts(said, _voices(said, _moved(shifts)), by_meaning)
+    shifts, said = _side_changes(said, meaning or {})
     voices = _voices(said, _moved(shifts))
     return {"arguments": _arguments(said, voices, top, examples),
             "stance_shifts": [{k: v for k, v in s.items() if not k.startswith("_")} for s in shifts],
             "expressed": _expressed(said, voices, shifts)}
 
 
-def statement_stances(rows: Iterable[tuple[Any, ...]], meaning: Mapping[str, str] | None = None) -> dict[tuple[int, str], str]:
-    """The stance each agent's wording speaks for, by (agent, wording): its author's stance at the time, that
-    is their profile's, or from their change of side on (found from the arguments) the camp they moved to.
-    Measured on statements written anew (bench/analysis_quality.py), an argument's camp is a worse guess
-    for one statement than its author's stance: partisans ask the neutral camp's questions too."""
-    said = list(map(saying, rows))
-    grouped = _grouped(said, meaning) if meaning else said
-    by_meaning = bool(meaning)
-    shifts = _shifts(grouped, _voices(grouped, {}), by_meaning)
-    shifts = _shifts(grouped, _voices(grouped, _moved(shifts)), by_meaning)
+def statement_stances(rows: Iterable[tuple[Any, ...]], meaning: Mapping[str, str] | None = None,
+                      labels: Mapping[tuple[int, str], str] | None = None,
+                      off_topic: Collection[str] = ()) -> dict[tuple[int, str], str]:
+    """The stance each agent's wording speaks for, by (agent, wording): the model's label where it gave one
+    ('' for `none`), else its author's stance at the time, that is their profile's, or from their change of
+    side on (found from the arguments) the camp they moved to. Measured on statements written anew
+    (bench/analysis_quality.py), an argument's camp is a worse guess for one statement than its author's
+    stance: partisans ask the neutral camp's questions too."""
+    said = _with_labels(rows, labels or {}, off_topic)
+    shifts, _ = _side_changes(said, meaning or {})
     turned = {s["agent_id"]: (s["from_round"], s["now_speaks_for"]) for s in shifts}
-    return {(s.agent, s.key): turn[1] if (turn := turned.get(s.agent)) and s.first[0] >= turn[0] else s.stance
-            for s in said}
+    return {(s.agent, s.key): _spoken(s) if s.label else turn[1] if (turn := turned.get(s.agent))
+            and s.first[0] >= turn[0] else s.stance for s in said}
+
+
+NONE = "none"  # the label of a statement that takes no side
+MIN_LABELS, AT_LEAST_LABELLED = 3, 2  # labels that decide an agent's change of side; of them, after the turn
+
+
+def _with_labels(rows: Iterable[tuple[Any, ...]], labels: Mapping[tuple[int, str], str],
+                 off_topic: Collection[str]) -> list[Saying]:
+    """The rows as sayings, each with its label: the model's, else `none` for a wording off the topic."""
+    return [s._replace(label=labels.get((s.agent, s.key)) or (NONE if s.key in off_topic else ""))
+            for s in map(saying, rows)]
+
+
+def _spoken(s: Saying) -> str:
+    """The stance a saying speaks for: its label ('' for `none`), else its author's stated stance."""
+    return ("" if s.label == NONE else s.label) if s.label else s.stance
+
+
+def _side_changes(said: list[Saying], meaning: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[Saying]]:
+    """Who changed sides, and the sayings grouped by meaning. An agent with at least MIN_LABELS labelled
+    statements changed sides by their labels alone; the others by the arguments their statements fall in
+    (found twice: the second time without the side-changers' later words among the votes)."""
+    by_labels = _label_shifts(said)
+    grouped = _grouped(said, meaning) if meaning else said
+    shifts: list[dict[str, Any]] = []
+    for _ in range(2):
+        found = _shifts(grouped, _voices(grouped, _moved(shifts)), bool(meaning))
+        shifts = sorted([s for s in found if s["agent_id"] not in by_labels] + [s for s in by_labels.values() if s],
+                        key=lambda s: s["agent_id"])
+    return shifts, grouped
+
+
+def _label_shifts(said: list[Saying]) -> dict[int, dict[str, Any] | None]:
+    """Per agent with at least MIN_LABELS labels that take a side, their change of side by those labels (None:
+    none): from one label for a partisan camp other than their own on, 80% of their labels are for it."""
+    placed: dict[int, list[tuple[Saying, str]]] = {}
+    for s in said:
+        if s.label and s.label != NONE:
+            placed.setdefault(s.agent, []).append((s, s.label))
+    return {agent: _shift_by_meaning(agent, labelled, AT_LEAST_LABELLED)
+            for agent, labelled in sorted(placed.items()) if len(labelled) >= MIN_LABELS}
 
 
 def _held(votes: Counter[str] | None, by: int = 3, share: float = 0.6) -> str:
@@ -99,9 +142,10 @@ def _grouped(said: list[Saying], meaning: Mapping[str, str]) -> list[Saying]:
             continue
         later_post = had.first_post is None or (s.first_post is not None and s.first_post < had.first_post)
         first_post, post_text = (s.first_post, s.post_text) if later_post else (had.first_post, had.post_text)
+        label = s.label if not had.label or had.label == s.label else had.label if not s.label else ""
         merged[(s.agent, s.key)] = had._replace(
             statements=had.statements + s.statements, posts=had.posts + s.posts, first_post=first_post,
-            post_text=post_text, last=max(had.last, s.last))
+            post_text=post_text, last=max(had.last, s.last), label=label)
     return list(merged.values())
 
 
@@ -122,8 +166,8 @@ def _expressed(said: list[Saying], voices: Voices, shifts: list[dict[str, Any]])
     stated: dict[int, str] = {}
     for s in said:
         stated[s.agent] = s.stance
-        own = (s.agent, s.stance) in voices.get(s.key, ())
-        if camp := _camp(tallies.get(s.key), s.stance if own else None):
+        own = (s.agent, _spoken(s)) in voices.get(s.key, ())
+        if camp := _camp(tallies.get(s.key), _spoken(s) if own else None):
             spoken.setdefault(s.agent, Counter())[camp] += s.statements
     sides: Counter[str] = Counter()
     for agent, counts in spoken.items():
@@ -147,9 +191,9 @@ def _voices(said: list[Saying], moved: dict[int, tuple[int, int]]) -> Voices:
     an author votes if they said it in a round outside those, i.e. first before them or last after them)."""
     authors: Voices = {}
     for s in said:
-        rounds = moved.get(s.agent)
-        if s.stance and (rounds is None or s.first[0] < rounds[0] or s.last[0] > rounds[1]):
-            authors.setdefault(s.key, set()).add((s.agent, s.stance))
+        rounds, stance = moved.get(s.agent), _spoken(s)
+        if stance and (rounds is None or s.first[0] < rounds[0] or s.last[0] > rounds[1]):
+            authors.setdefault(s.key, set()).add((s.agent, stance))
     return authors
 
 
@@ -178,6 +222,10 @@ def _shifts(said: list[Saying], voices: Voices, by_meaning: bool = False) -> lis
     by_agent: dict[int, list[tuple[Saying, str]]] = {}
     tallies = _tallies(voices)
     for s in said:
+        if s.label:  # a labelled statement is placed by its label (`none`: not placed)
+            if s.label != NONE:
+                by_agent.setdefault(s.agent, []).append((s, s.label))
+            continue
         own = (s.agent, s.stance) in voices.get(s.key, ())  # never a vote on one's own words
         votes = tallies.get(s.key)
         if by_meaning and own and votes is not None:
@@ -207,9 +255,10 @@ PARTISAN = ("supportive", "opposing")
 MOST_AFTER, AT_LEAST_AFTER = 0.8, 3  # of a side-changer's statements from the turn on, for the new camp
 
 
-def _shift_by_meaning(agent: int, placed: list[tuple[Saying, str]]) -> dict[str, Any] | None:
+def _shift_by_meaning(agent: int, placed: list[tuple[Saying, str]],
+                      at_least: int = AT_LEAST_AFTER) -> dict[str, Any] | None:
     """The agent's change of side, when from one statement for a partisan camp other than their own on, at
-    least 80% of their statements (and at least three) are for it and at most 20% for their own stance."""
+    least 80% of their statements (and at least `at_least`) are for it and at most 20% for their own stance."""
     stated = placed[0][0].stance
     ordered = sorted(placed, key=lambda sc: sc[0].first)
     for i, (turn, camp) in enumerate(ordered):
@@ -219,7 +268,7 @@ def _shift_by_meaning(agent: int, placed: list[tuple[Saying, str]]) -> dict[str,
         total = sum(s.statements for s, _ in after)
         same = sum(s.statements for s, c in after if c == camp)
         back = sum(s.statements for s, c in after if c == stated)
-        if same >= AT_LEAST_AFTER and same >= MOST_AFTER * total and back <= (1 - MOST_AFTER) * total:
+        if same >= at_least and same >= MOST_AFTER * total and back <= (1 - MOST_AFTER) * total:
             return _shift_found(agent, turn, camp, stated, same, ordered[:i],
                                 max(s.last[0] for s, c in after if c == camp))
     return None

@@ -28,6 +28,7 @@ from .interpret import parse_outline
 from .llm_calls import request, step
 from .outline import fallback_outline
 from .sections import write_section
+from .stance_labels import label_step
 from .state import ReportState
 from .verdicts import report_completed
 
@@ -71,6 +72,8 @@ def next_effects(s: ReportState) -> list[Effect]:
         return [_plan(s)]
     if s.rules.mode == "auto" and s.mode_chosen is None:
         return [_probe(s)]
+    if not s.sections and (labelling := label_step(s)) is not None:
+        return [labelling]
     open_sections, index = s.open_sections, len(s.sections) + 1
     if len(open_sections) < s.rules.parallel_sections and index <= len(s.outline.sections):
         return [emit(SectionStarted(report_id=s.report_id, section_index=index,

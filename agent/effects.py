@@ -44,6 +44,17 @@ class RunTool:
 
 
 @dataclass(frozen=True)
+class SampleStatements:
+    """Choose up to `cap` of the run's statements for the model to label (`StatementsSampled`), with the
+    stances it may answer."""
+
+    simulation_id: str
+    generation: int
+    cap: int
+    stances: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class UnlockInterviews:
     """The report is complete: open the simulation's agents to interviews."""
 
@@ -58,7 +69,7 @@ class Stop:
 
 
 
-Effect = Emit | GatherContext | CallLLM | RunTool | UnlockInterviews | Stop
+Effect = Emit | GatherContext | SampleStatements | CallLLM | RunTool | UnlockInterviews | Stop
 
 
 def lane(effect: Effect) -> int:

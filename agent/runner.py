@@ -32,12 +32,14 @@ from simreportd.events.models import (
     ReportFailed,
     ReportRules,
     SectionCompleted,
+    StatementsSampled,
     ToolFailed,
     ToolObserved,
 )
 from simreportd.events.streams import report_stream
 
 from .providers import LLMProvider
+from .stance_labels import BATCH
 from .state import ReportState
 from .tools import SimulationTools
 
@@ -169,6 +171,10 @@ class ReportRunner:
         if isinstance(effect, effects.GatherContext):
             context = await self.tools.context(effect.simulation_id, effect.generation)
             return [ContextGathered(report_id=s.report_id, context=context)]
+        if isinstance(effect, effects.SampleStatements):
+            chosen, total = await self.tools.sample(effect.simulation_id, effect.generation, effect.cap)
+            return [StatementsSampled(report_id=s.report_id, statements=chosen, stances=list(effect.stances),
+                                      total=total, batch_size=BATCH)]
         if isinstance(effect, effects.CallLLM):
             return [await self._call_llm(s, effect)]
         if isinstance(effect, effects.RunTool):
@@ -202,7 +208,8 @@ class ReportRunner:
         assert s.request is not None
         started = time.perf_counter()
         try:
-            result = await self.tools.run(call.tool, call.arguments, s.request.simulation_id, s.request.generation)
+            result = await self.tools.run(call.tool, call.arguments, s.request.simulation_id, s.request.generation,
+                                          labels=s.labels)
         except ToolError as exc:
             return [ToolFailed(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
                                tool=call.tool, error=str(exc))]
@@ -268,4 +275,4 @@ def settings_for(agent: Any, llm: Any, tools: tuple[str, ...], parallel_sections
         temperature=llm.temperature,
         max_tokens=llm.max_tokens, context_tokens=llm.context_tokens, tools=tools, parallel_sections=parallel_sections,
         mode="react" if offline and agent.mode == "auto" else agent.mode, drafts=agent.drafts,
-        response_format=agent.response_format)
+        response_format=agent.response_format, stance_labels=agent.stance_labels)

@@ -36,6 +36,8 @@ from simreportd.events.models import (
     ResponseRejected,
     SectionCompleted,
     SectionStarted,
+    StancesLabelled,
+    StatementsSampled,
     ThoughtRecorded,
     ToolCalled,
     ToolFailed,
@@ -140,6 +142,8 @@ class ReportState:
     chars_per_token: float = budget.DEFAULT_CHARS_PER_TOKEN
     prompt_cap: int | None = None  # lowered when the server refused a request as too long
     mode_chosen: WritingModeChosen | None = None  # `[agent] mode = "auto"`: the probe's verdict
+    sampled: StatementsSampled | None = None  # `[agent] stance_labels`: the statements the model labels
+    labelled: dict[int, StancesLabelled] = field(default_factory=dict)  # by batch
 
     @property
     def mode(self) -> str:
@@ -147,6 +151,11 @@ class ReportState:
         if self.rules.mode != "auto":
             return self.rules.mode
         return self.mode_chosen.mode if self.mode_chosen is not None else "react"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The stances the model labelled statements with, by citation id (none without `[agent] stance_labels`)."""
+        return {ref: stance for batch in sorted(self.labelled) for ref, stance in self.labelled[batch].labels.items()}
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -333,6 +342,15 @@ class ReportState:
         self.lane(0).unread = None
         self.mode_chosen = e
 
+    def _on_StatementsSampled(self, e: StatementsSampled) -> None:
+        self.sampled = e
+
+    def _on_StancesLabelled(self, e: StancesLabelled) -> None:
+        """A batch is done, answered or given up: its call, if still awaited, is abandoned."""
+        self.labelled[e.batch] = e
+        c = self.lane(0)
+        c.unread, c.awaiting, c.last_failure, c.failures = None, None, None, 0
+
     def _on_SectionCompleted(self, e: SectionCompleted) -> None:
         self.completed[e.section_index] = e
         self.conversations.pop(e.section_index, None)
@@ -419,4 +437,6 @@ HANDLERS: dict[type[DomainEvent], Callable[[ReportState, Any], None]] = {
     WriterChanged: ReportState._on_WriterChanged,
     DraftWritten: ReportState._on_DraftWritten,
     WritingModeChosen: ReportState._on_WritingModeChosen,
+    StatementsSampled: ReportState._on_StatementsSampled,
+    StancesLabelled: ReportState._on_StancesLabelled,
 }

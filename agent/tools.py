@@ -7,13 +7,14 @@ bytes on every machine: replay depends on it.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import logging
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,13 +22,16 @@ import anyio
 
 from simreportd.analysis import Reader, Wordings
 from simreportd.errors import ToolError
+from simreportd.events.models import SampledStatement
 from simreportd.projections import simulation_queries
 from simreportd.projections.chart import activity_rows, per_round_rows, turning_points
 from simreportd.projections.sqlite import in_thread, reading
+from simreportd.projections.tallies import argument_key
 
 from .calculate import calculate
 from .camps import camps_from_sayings
 from .coalitions import coalitions_of
+from .stance_labels import MAX_TEXT, sample
 from .toolspec import REPORT_TOOLS
 
 log = logging.getLogger("simreportd.tools")
@@ -58,12 +62,18 @@ class SimulationTools:
                  limiter: anyio.CapacityLimiter | None = None, reader: Reader | None = None) -> None:
         self.views_path, self.interviews, self.limiter = views_path, interviews, limiter
         self.reader = reader or Reader(None)
-        self._camps: dict[tuple[str, int, int], tuple[dict[str, Any], Wordings]] = {}  # per run and last statement
+        self._camps: dict[tuple[str, int, int, str], tuple[dict[str, Any], Wordings]] = {}  # per run, last
+        # statement and labels
         self._camps_lock = threading.Lock()  # tools of several reports run in worker threads at once
-        self._finding: dict[tuple[str, int, int], threading.Lock] = {}  # camps being found, one thread each
+        self._finding: dict[tuple[str, int, int, str], threading.Lock] = {}  # camps being found, one thread each
+        # The labels of the report a tool call runs for: a tool's arguments are the model's, so they travel
+        # beside them, per worker thread (calls of several reports run at once)
+        self._asking = threading.local()
 
-    async def run(self, name: str, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
-        """Run tool `name` and return its result as JSON text."""
+    async def run(self, name: str, arguments: dict[str, Any], simulation_id: str, generation: int,
+                  labels: Mapping[str, str] | None = None) -> str:
+        """Run tool `name` and return its result as JSON text; `labels` are the stances a model gave
+        statements, by citation id (docs/architecture.md#stances-labelled-by-the-model)."""
         if name not in REPORT_TOOLS:
             raise ToolError(f"unknown tool {name!r}")
         if name == "interview_agents":
@@ -71,8 +81,20 @@ class SimulationTools:
         if name == "calculate":  # pure: no database
             return _dumps(calculate(arguments.get("expression")))
         method = getattr(self, name)
-        return await in_thread(self._call, method, arguments, (simulation_id, generation),
-                                              limiter=self.limiter)
+        return await in_thread(self._call, method, arguments, (simulation_id, generation), dict(labels or {}),
+                               limiter=self.limiter)
+
+    async def sample(self, simulation_id: str, generation: int, cap: int) -> tuple[list[SampledStatement], int]:
+        """Up to `cap` of the run's statements for the model to label, every agent and round covered first
+        (`stance_labels.sample`), and how many statements the run holds."""
+        return await in_thread(self._sample, (simulation_id, generation), cap, limiter=self.limiter)
+
+    def _sample(self, key: tuple[str, int], cap: int) -> tuple[list[SampledStatement], int]:
+        with reading(self.views_path) as conn:
+            places = simulation_queries.statement_places(conn, key)
+            posts = simulation_queries.posts_by_refs(conn, key, sample(places, cap))
+        return [SampledStatement(ref=p["ref"], agent_id=p["agent"]["id"], round=p["round"],
+                                 text=(p["content"] or "")[:MAX_TEXT]) for p in posts], len(places)
 
     async def _interview(self, arguments: dict[str, Any], simulation_id: str, generation: int) -> str:
         topic = arguments.get("interview_topic")
@@ -98,8 +120,12 @@ class SimulationTools:
         return await in_thread(self._call_raw, self.gather_context, {}, (simulation_id, generation),
                                               limiter=self.limiter)
 
-    def _call(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> str:
-        return bounded_json(self._call_raw(method, arguments, key), MAX_RESULT)
+    def _call(self, method: Any, arguments: dict[str, Any], key: tuple[str, int], labels: dict[str, str]) -> str:
+        self._asking.labels = labels  # read by _analysed below this call, in this worker thread only
+        try:
+            return bounded_json(self._call_raw(method, arguments, key), MAX_RESULT)
+        finally:
+            self._asking.labels = {}
 
     def _call_raw(self, method: Any, arguments: dict[str, Any], key: tuple[str, int]) -> Any:
         known, ignored = _split_args(method, arguments)
@@ -144,7 +170,8 @@ class SimulationTools:
         dearest part of an analytics call (a row per agent and wording, and their vectors), so kept until
         the run has a new statement, and found by one thread while the others asking for the same wait for
         its answer; each section of a report asks."""
-        cached = (*key, simulation_queries.last_statement(conn, key))
+        labels: dict[str, str] = getattr(self._asking, "labels", {})
+        cached = (*key, simulation_queries.last_statement(conn, key), _digest(labels))
         with self._camps_lock:
             found = self._camps.get(cached)
             finding = self._finding.setdefault(cached, threading.Lock())
@@ -154,7 +181,8 @@ class SimulationTools:
             with self._camps_lock:
                 found = self._camps.get(cached)
             if found is None:
-                found = self._camps_found(simulation_queries.sayings(conn, key))
+                setup, sayings = simulation_queries.setup(conn, key), simulation_queries.sayings(conn, key)
+                found = self._camps_found(sayings, labelled_by_wording(conn, key, labels), setup[0] if setup else "")
                 with self._camps_lock:
                     while len(self._camps) >= CAMPS_CACHED:
                         self._camps.pop(next(iter(self._camps)))
@@ -162,9 +190,10 @@ class SimulationTools:
                     self._finding.pop(cached, None)
         return found
 
-    def _camps_found(self, sayings: list[tuple[Any, ...]]) -> tuple[dict[str, Any], Wordings]:
-        wordings = self.reader.wordings(sayings)
-        camps = camps_from_sayings(sayings, meaning=wordings.meaning)
+    def _camps_found(self, sayings: list[tuple[Any, ...]], labels: dict[tuple[int, str], str],
+                     requirement: str) -> tuple[dict[str, Any], Wordings]:
+        wordings = self.reader.wordings(sayings, requirement)
+        camps = camps_from_sayings(sayings, meaning=wordings.meaning, labels=labels, off_topic=wordings.off_topic)
         camps["grouped_by"] = {"meaning": self._embedder_of(wordings), "wordings": wordings.total,
                                "compared": len(wordings.keys) if wordings.vectors is not None else 0,
                                **({"note": wordings.note} if wordings.note else {})}
@@ -287,6 +316,18 @@ class SimulationTools:
             "narrative_direction": config.get("narrative_direction", ""),
             "sample_posts": simulation_queries.most_engaged_posts(conn, key, 5),
         }
+
+
+def _digest(labels: dict[str, str]) -> str:
+    """A short name for a report's labels ('' for none): camps found with them are kept under it."""
+    return hashlib.sha256(_dumps(labels).encode()).hexdigest()[:16] if labels else ""
+
+
+def labelled_by_wording(conn: sqlite3.Connection, key: tuple[str, int],
+                        labels: dict[str, str]) -> dict[tuple[int, str], str]:
+    """The labels by (agent, wording), as the camps read statements (digits masked; the fold's argument key)."""
+    posts = simulation_queries.posts_by_refs(conn, key, sorted(labels)) if labels else []
+    return {(p["agent"]["id"], argument_key(p["content"] or "")): labels[p["ref"]] for p in posts}
 
 
 def sub_questions(query: str) -> list[str]:

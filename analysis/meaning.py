@@ -25,6 +25,9 @@ from .embedders import Vectors, normalised
 SAME_ARGUMENT = 0.08  # blended likeness at which two groups say the same thing (bench/analysis_quality.py)
 MEANING_SHARE = 0.35  # of the blend, the embeddings' part; the rest is the shared rare words'
 SAID_BY_MANY = 2  # a wording said this often is an argument already: two such never merge, others may join them
+OFF_TOPIC_SHARE = 0.15  # of a run's wordings, the furthest in meaning from its requirement may be off its topic
+HELD_BY = 0.7  # a group whose authors hold one stance this much is an argument, however far from the topic
+UNDECIDED = frozenset({"neutral", "observer"})  # MiroFish's stances that argue no side (docs/formats.md#simulation-config)
 CENTRE_FROM = 8  # statements a run needs before its mean is taken out (fewer: the mean is one of them)
 QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|^>.*$', re.M)
 DECORATION = re.compile(r"@\w+|#\w+|https?://\S+")
@@ -111,3 +114,22 @@ def _by_representative(alike: np.ndarray, label: np.ndarray, weights: np.ndarray
         best = max(range(len(members)), key=lambda i: (weights[members[i]], closeness[i], -members[i]))
         out[members] = members[best]
     return [int(v) for v in out]
+
+
+def off_topic(vectors: Vectors, about: Vectors, label: Sequence[int], stances: Sequence[Counter[str]]) -> list[int]:
+    """The wordings that take no side: among the OFF_TOPIC_SHARE of them furthest in meaning from `about` (the
+    run's requirement), those in a group (`label`, from `groups`) no stance holds HELD_BY of, nor the undecided
+    stances together, counting each wording's authors' stances (`stances`). A far group one camp holds is an
+    argument put in other terms; one the undecided hold is their news or questions, which the camps read."""
+    far = np.argsort(vectors @ about, kind="stable")[:int(len(vectors) * OFF_TOPIC_SHARE)]
+    votes: dict[int, Counter[str]] = {}
+    for i, g in enumerate(label):
+        votes.setdefault(g, Counter()).update(stances[i])
+    return sorted(int(i) for i in far if not _held(votes[label[i]]))
+
+
+def _held(votes: Counter[str]) -> bool:
+    """Whether one stance, or the undecided together, hold HELD_BY of a group's authors."""
+    total = sum(votes.values())
+    undecided = sum(n for stance, n in votes.items() if stance in UNDECIDED)
+    return bool(votes) and max(votes.most_common(1)[0][1], undecided) >= HELD_BY * total

@@ -12,6 +12,7 @@ import json
 import logging
 import sqlite3
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from simreportd.errors import EmbeddingsUnavailable
 from simreportd.projections import simulation_queries
 
 from .embedders import Embedder
-from .meaning import gist, groups
+from .meaning import gist, groups, off_topic
 from .vectors import VectorCache, embedder_named
 
 log = logging.getLogger("simreportd.analysis")
@@ -50,6 +51,7 @@ class Wordings:
     note: str = ""
     embedder: str = ""
     meaning: dict[str, str] = field(default_factory=dict)
+    off_topic: set[str] = field(default_factory=set)  # wordings that take no side (`meaning.off_topic`)
 
 
 class Reader:
@@ -60,8 +62,9 @@ class Reader:
         self._down_until = 0.0  # an embedder that failed a search is not asked again before then
         self.cache = cache if cache is not None else VectorCache(None, embedder) if embedder else None
 
-    def wordings(self, sayings: list[tuple[Any, ...]]) -> Wordings:
-        """The run's wordings (rows of `simulation_queries.sayings`), embedded and grouped by meaning."""
+    def wordings(self, sayings: list[tuple[Any, ...]], about: str = "") -> Wordings:
+        """The run's wordings (rows of `simulation_queries.sayings`), embedded and grouped by meaning, and
+        those off the topic of `about` (the run's requirement) found."""
         chosen = _chosen(sayings, self.max_texts)
         w = Wordings([k for k, _ in chosen], [t for _, (t, _, _) in chosen], [n for _, (_, n, _) in chosen],
                      [r for _, (_, _, r) in chosen], total=len({row[1] for row in sayings}))
@@ -77,9 +80,25 @@ class Reader:
         if len(w.keys) >= MIN_TEXTS:
             labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights)
             w.meaning = {key: w.keys[label] for key, label in zip(w.keys, labels) if w.keys[label] != key}
+            if about.strip():
+                w.off_topic = self._off_topic(w, labels, sayings, about)
         if w.total > len(w.keys):
             w.note = f"{len(w.keys)} of {w.total} distinct wordings were compared by meaning (the most said first)"
         return w
+
+    def _off_topic(self, w: Wordings, labels: list[int], sayings: list[tuple[Any, ...]], about: str) -> set[str]:
+        """The keys of the wordings that take no side (`meaning.off_topic`); none when `about` cannot be
+        embedded (the analysis then places every wording, as before it looked)."""
+        assert self.cache is not None
+        try:
+            asked = self.cache.vectors([about], query=True)[0]
+        except EmbeddingsUnavailable as exc:
+            log.warning("%s; every statement is read as taking a side", exc)
+            return set()
+        stances: dict[str, Counter[str]] = {}
+        for row in sayings:
+            stances.setdefault(row[1], Counter())[row[3]] += 1
+        return {w.keys[i] for i in off_topic(w.vectors, asked, labels, [stances.get(k, Counter()) for k in w.keys])}
 
     def search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
                kinds: tuple[str, ...] | None, wordings: Wordings | None) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,10 @@ from .embedders import BundledE5, Embedder, Vectors
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (embedder TEXT, digest TEXT, vector BLOB, PRIMARY KEY (embedder, digest))"
 BATCH = 32  # texts a call to the embedder takes
+MAX_VECTORS = 200_000  # vectors the cache keeps at most (`[embeddings] cache_max_vectors`): 1.5 KB each at 384
+KEPT_AFTER_PRUNING = 0.9  # of the limit, what a pruning leaves: room for a while, so it is one line now and then
+
+log = logging.getLogger("simreportd.analysis.vectors")
 
 
 def vectors_path_for(store_path: Path) -> Path:
@@ -34,8 +39,8 @@ def digest(text: str) -> str:
 class VectorCache:
     """Vectors of texts by one embedder, from the cache file, embedding (and keeping) the missing ones."""
 
-    def __init__(self, path: Path | None, embedder: Embedder) -> None:
-        self.path, self.embedder = path, embedder
+    def __init__(self, path: Path | None, embedder: Embedder, max_vectors: int = MAX_VECTORS) -> None:
+        self.path, self.embedder, self.max_vectors = path, embedder, max_vectors
 
     def vectors(self, texts: list[str], query: bool = False,
                 progress: Callable[[int], None] = lambda _: None) -> Vectors:
@@ -81,8 +86,21 @@ class VectorCache:
             with self._connect() as conn:
                 conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                  [(self.embedder.name, k, v.astype(np.float32).tobytes()) for k, v in zip(keys, made)])
+                self._prune(conn)
         except sqlite3.Error:  # a cache that cannot be written (disk full, read-only) only costs time later
             pass
+
+    def _prune(self, conn: sqlite3.Connection) -> None:
+        """Past `max_vectors`, drop the vectors cached first (the lowest row ids: a replaced row gets a new
+        one) down to 90% of the limit. What is dropped is embedded again when asked for; a replay that reads
+        only cached vectors then goes by keywords for those texts."""
+        held = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        if held <= self.max_vectors:
+            return
+        drop = held - int(self.max_vectors * KEPT_AFTER_PRUNING)
+        conn.execute("DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM vectors ORDER BY rowid LIMIT ?)", (drop,))
+        log.warning("vector cache %s held %d vectors, more than [embeddings] cache_max_vectors = %d: the %d "
+                    "oldest were dropped", self.path, held, self.max_vectors, drop)
 
 
 class CachedOnly:

@@ -1,29 +1,28 @@
-"""Every throughput figure of the pipeline, each beside the baseline measured in the same run, as one table.
+"""Every throughput figure of the pipeline, each beside the floor measured in the same run, as one table.
 
-Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny]` (default 100,000 actions, 3 repeats; `1000000`
-for the issue's scale). Prints one Markdown table, best and median of the repeats. Each repeat times a row
-and its baseline one after the other (interleaved, not all of one then all of the other), and the main rows
-are given in CPU time too (this process's and its ended children's, the daemons' fold children: `cpu_now`),
-which a shared machine's load does not inflate as it does wall time:
+Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny] [--daemon-only]` (default 100,000 actions, 3
+repeats; `1000000 --repeat 1 --daemon-only` for the issue's scale in minutes). Prints one Markdown table, best
+and median of the repeats. Every ratio is CPU time (getrusage for this process and its ended children, /proc for
+a process still running: a daemon and its fold child), against a floor timed in the same repeat, interleaved
+(each repeat times the floors and then each row), so a shared machine's load does not fall on one side only:
 
-- ingest: `simreportd`'s ingestor (read, check, build events, append) against a bare `json.loads` +
-  `executemany` of the same lines into a table with the events table's columns;
-- catch-up: the simulation model folding those events, against ingest (it must never be slower, or the
-  read models fall behind a big run) and against the eventsourcing package selecting and decoding events;
-  and the two together as the daemon runs them (`[service] fold`, child and inline): the most events the
-  read models were behind, and how long they took to catch up once ingest ended;
-- appends: batched, and 64 concurrent appenders, against the eventsourcing package's SQLite recorder at the
-  same `synchronous` (when `pip install -e ".[bench]"` installed it), and the same 64 tasks with no store:
-  what asyncio alone schedules here, the ceiling of that row;
-- end to end: a daemon started on the written folder to the report completed by the offline writer (ingest,
-  fold and report at once, as `simreportd run` does them), and a daemon following the simulator as it writes
-  (last line to report completed), against the bare parse + insert of the same lines;
-- `simreportd report --wait` run as a user runs it (its own process, a fresh store, the offline writer):
-  folder written -> report completed, wall and CPU (its fold child's included), against the same baseline;
-- the peak RSS of every process in each phase (bench/peaks.py): this one (the in-process daemon's rows
-  include the bench's own memory: its RSS as the phase started is the row under each), each fold child, the
-  CLI command and its fold child (the daemon in a process of its own); the largest of the repeats;
-- the report tools' p50/p95 on the run, and the store's size beside the raw `actions.jsonl`.
+- the minimal floor of ingest: orjson parses each raw line, which is stored as it came (a BLOB) beside its
+  action type, `executemany` in transactions of 1,000 rows, WAL, `synchronous=NORMAL`: the least any ingest
+  that parses and stores every line can spend;
+- the read floor: a plain `SELECT` of the store's own events in position order and `orjson.loads` of each
+  row's data: the least any fold can spend before it writes anything;
+- `simreportd run` as users run it: a daemon process (its fold child beside it) on a config.toml in its own
+  folder, a written simulation folder dropped (renamed) into its watched root; CPU of both processes from
+  /proc, the daemon's alone when the run's `SimulationCompleted` is stored (its ingest), both when the fold has
+  caught up; their peak RSS (VmHWM); the store and its WAL sampled on disk while the fold reads, and the store
+  once the daemon stopped;
+- `simreportd rebuild` on that store (its own process), against the read floor per event;
+- `simreportd report --wait` as a user runs it (its own process, a fresh store, the offline writer), against
+  the minimal floor;
+- the library path: `SimulationIngestor.check()` and the simulation model's catch-up in this process, and the
+  store's own `read_all` + `.data`;
+- without `--daemon-only`: the daemon following the simulator (last line -> report completed, wall), the
+  report tools' p50/p95, eventsourcing selecting and decoding the same events, and bench/store.py's appends.
 """
 
 from __future__ import annotations
@@ -33,8 +32,10 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import os
 import resource
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -43,31 +44,25 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import anyio
+import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from ingest import write_big_folder  # noqa: E402  (a sibling bench script)
-from peaks import Peaks  # noqa: E402
+from peaks import Peaks, children, cpu_seconds, high_water_mb, role  # noqa: E402
 from tools import measure, p95  # noqa: E402
 
-from simreportd.daemon.config import Config, LogConfig, StoreConfig  # noqa: E402
-from simreportd.daemon.fold_child import ChildSpec, FoldChild  # noqa: E402
+from simreportd.daemon.config import Config  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.interpreter import tune_gc  # noqa: E402
 from simreportd.daemon.service import Daemon  # noqa: E402
-from simreportd.events import (
-    CaughtUp,  # noqa: E402
-    SQLiteEventStore,  # noqa: E402
-)
+from simreportd.events import CaughtUp, SQLiteEventStore  # noqa: E402
 from simreportd.events.codec import decode  # noqa: E402
-from simreportd.events.ids import new_event_ids  # noqa: E402
-from simreportd.events.store import INSERT
-from simreportd.events.store import SCHEMA as events_schema  # noqa: E402
-from simreportd.projections.catalogue import projections  # noqa: E402
 from simreportd.projections.runner import PAGE, ProjectionRunner, views_path_for  # noqa: E402
 from simreportd.projections.simulation import SimulationModel  # noqa: E402
 
@@ -77,9 +72,22 @@ Row = tuple[str, list[float], list[float], str, str]  # measure, ours, baseline,
 class Spent(NamedTuple):
     wall: float
     cpu: float
-BARE_TABLE = ("CREATE TABLE events (position INTEGER PRIMARY KEY, event_id TEXT, stream TEXT, version INTEGER,"
-              " type TEXT, schema_version INTEGER, recorded_at TEXT, data TEXT, meta TEXT)")  # no constraint
+
+
+FLOOR_TABLE = "CREATE TABLE events (position INTEGER PRIMARY KEY, type TEXT NOT NULL, data BLOB NOT NULL)"
+FLOOR_ROWS = 1000  # lines a transaction
 FOLLOWED_RATE = 20_000  # lines/s the simulator writes while the daemon follows it: far above an LLM-driven run
+RUN_CONFIG = """[store]
+path = "state/events.sqlite3"
+[watch]
+roots = ["sims"]
+[reports]
+auto = false
+[server]
+port = 0
+"""
+SAMPLE_S = 0.1  # how often the running daemon's store, WAL and progress are looked at
+RUN_TIMEOUT_S = 3600.0
 
 
 def cpu_now() -> float:
@@ -88,44 +96,45 @@ def cpu_now() -> float:
     return sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 
-def bare_insert(folder: Path, db: Path, constrained: bool = False) -> float:
-    """Seconds to parse every action line and insert it into a table with the events table's columns.
-
-    `constrained`: into the events table itself, with its unique event ids and stream versions, and ids made
-    as the store makes them: the fastest an ingest could go that keeps the store's guarantees (idempotent,
-    ordered appends) and did no other work, no check of a line, no event built.
-    """
+def minimal_floor(folder: Path, db: Path) -> None:
+    """Parse every line with orjson and store it as it came beside its action type, 1,000 rows a transaction:
+    the least an ingest that parses and keeps every line can spend."""
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.executescript(events_schema if constrained else BARE_TABLE)
-    started, version = time.perf_counter(), 0
+    conn.execute(FLOOR_TABLE)
     for path in sorted(folder.glob("*/actions.jsonl")):
-        with path.open(encoding="utf-8") as lines:
-            while chunk := lines.readlines(1 << 20):
-                ids = new_event_ids(len(chunk)) if constrained else [str(version + n) for n in range(1, len(chunk) + 1)]
-                rows = []
-                for line, event_id in zip(chunk, ids, strict=True):
-                    version += 1
-                    rows.append((None, event_id, "simulation-bare", version, json.loads(line).get("action_type", "x"),
-                                 1, "", line, "{}"))
+        with path.open("rb") as lines:
+            while chunk := list(islice(lines, FLOOR_ROWS)):
                 conn.execute("BEGIN")
-                conn.executemany(INSERT, rows)
+                conn.executemany("INSERT INTO events (type, data) VALUES (?, ?)",
+                                 [(orjson.loads(line).get("action_type") or "", line) for line in chunk])
                 conn.execute("COMMIT")
     conn.close()
-    return time.perf_counter() - started
 
 
-async def reading_alone(store_path: Path) -> float:
-    """Events a second read from the log a page at a time and their data decoded, as the fold reads them
-    before it writes anything: the fastest a catch-up could go."""
+def read_floor(store_path: Path) -> int:
+    """Select the store's events in position order and decode each one's data with orjson: the least a fold
+    can spend before it writes anything. Returns the events read."""
+    with contextlib.closing(sqlite3.connect(store_path)) as conn:
+        rows, events = conn.execute("SELECT position, stream, type, data FROM events ORDER BY position"), 0
+        while page := rows.fetchmany(FLOOR_ROWS):
+            for row in page:
+                orjson.loads(row[3])
+            events += len(page)
+    return events
+
+
+async def reading_alone(store_path: Path) -> int:
+    """Read the log a page at a time through the store and decode each event's data, as the fold reads it
+    before it writes anything. Returns the events read."""
     async with SQLiteEventStore(store_path) as store:
-        started, position, events = time.perf_counter(), 0, 0
+        position, events = 0, 0
         while batch := await store.read_all(position, PAGE):
             for recorded in batch:
                 recorded.data  # noqa: B018 (decoded as the fold decodes it)
             position, events = batch[-1].position, events + len(batch)
-        return events / (time.perf_counter() - started)
+        return events
 
 
 async def ingest_and_fold(folder: Path, store_path: Path) -> tuple[Spent, Spent, int]:
@@ -150,56 +159,112 @@ def spent_on(work: Callable[[], object]) -> Spent:
 
 
 async def spent_awaiting(work: Awaitable[object]) -> Spent:
-    """Wall and CPU seconds (the daemon's fold child included: it has ended by then) `work` takes."""
+    """Wall and CPU seconds `work` takes."""
     started, cpu = time.perf_counter(), cpu_now()
     await work
     return Spent(time.perf_counter() - started, cpu_now() - cpu)
 
 
-async def folding_while_ingesting(folder: Path, store_path: Path, fold: str) -> tuple[int, float]:
-    """The read models following an ingest as the daemon runs them (`[service] fold`: in a child process,
-    or inline in the ingesting one): the most events they were behind, and the seconds they took to catch up
-    once ingest ended."""
-    lag = 0
-    async with SQLiteEventStore(store_path) as store, \
-            ProjectionRunner(store, views_path_for(store_path), projections()) as views:
-        async with anyio.create_task_group() as tasks:
-            spec = ChildSpec(store=StoreConfig(path=store_path), views=views.path, log=LogConfig())
-            tasks.start_soon(views.run if fold == "inline" else FoldChild(views, spec, 10).run)
-            done = anyio.Event()
+class DaemonRun(NamedTuple):
+    """What `simreportd run` spent on one folder dropped into its watched root."""
 
-            async def ingest_then_signal() -> None:
-                await SimulationIngestor(store, folder).check()
-                done.set()
-
-            tasks.start_soon(ingest_then_signal)
-            while not done.is_set():
-                lag = max(lag, await store.last_position() - views.position)
-                await anyio.sleep(0.05)
-            ended = time.perf_counter()
-            await views.wait_for(await store.last_position(), timeout=3600)
-            tasks.cancel_scope.cancel()
-    return lag, time.perf_counter() - ended
+    ingest_cpu: float  # the daemon process, drop -> SimulationCompleted stored
+    daemon_cpu: float  # the daemon process, drop -> the fold caught up
+    child_cpu: float  # the fold child, the same
+    wall: float  # drop -> the fold caught up
+    daemon_mb: float
+    child_mb: float
+    live_bytes: int  # the most the store and its WAL held on disk while the fold read
+    store_bytes: int  # the store once the daemon stopped (its WAL checkpointed)
 
 
-async def end_to_end(root: Path, folder: Path, fold: str) -> float:
-    """Seconds from a fresh daemon seeing the written folder to its report completed (offline writer), the
-    daemon running as `simreportd run` does: ingesting, folding (`[service] fold`) and reporting at once."""
-    config = Config().with_paths(root / f"e2e-{fold}" / "events.sqlite3", [folder.parent],
-                                 root / f"e2e-{fold}" / "reports")
-    config = config.model_copy(update={"reports": config.reports.model_copy(update={"auto": False}),
-                                       "service": config.service.model_copy(update={"fold": fold})})
-    started = time.perf_counter()
-    async with Daemon(config, folders=[folder]) as daemon, anyio.create_task_group() as tasks:
-        tasks.start_soon(daemon.run)
-        async for recorded in daemon.store.subscribe(types=["SimulationCompleted"]):
-            if not isinstance(recorded, CaughtUp):
+class RunningDaemon:
+    """`simreportd run` in `root` (its own process group), with its fold child found in /proc."""
+
+    def __init__(self, root: Path, python: str) -> None:
+        (root / "sims").mkdir(parents=True)
+        (root / "config.toml").write_text(RUN_CONFIG)
+        self.store, self.log = root / "state" / "events.sqlite3", (root / "daemon.log").open("w")
+        self.process = subprocess.Popen([python, "-m", "simreportd.entry", "-c", "config.toml", "run"],
+                                        cwd=root, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.child = self._fold_child()
+
+    def _fold_child(self) -> int:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = [pid for pid in children(self.process.pid) if role(pid) == "fold child"]
+            if found and views_path_for(self.store).exists():
+                return found[0]
+            if self.process.poll() is not None:
                 break
-        report_id = await daemon.reports.request(folder.name)
-        state = await daemon.reports.wait(report_id)
-        tasks.cancel_scope.cancel()
-    assert state.verdict is not None, "the report did not complete"
-    return time.perf_counter() - started
+            time.sleep(SAMPLE_S)
+        raise RuntimeError(f"the daemon started no fold child: {self.process.args} (see {self.log.name})")
+
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds so far of the daemon process and of its fold child."""
+        return cpu_seconds(self.process.pid) or 0.0, cpu_seconds(self.child) or 0.0
+
+    def on_disk(self) -> int:
+        """Bytes of the store and its WAL now."""
+        return sum(p.stat().st_size for p in self.store.parent.glob(self.store.name + "*") if p.exists())
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self.log.close()
+
+
+def head_and_folded(store: Path) -> tuple[int, int, bool]:
+    """The store's head, the read models' checkpoint, and whether the run's SimulationCompleted is stored."""
+    with contextlib.closing(sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True)) as log, \
+            contextlib.closing(sqlite3.connect(f"{views_path_for(store).as_uri()}?mode=ro", uri=True)) as views:
+        head = log.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+        # the newest rows only: a scan of the whole type column every sample would cost the machine
+        done = log.execute("SELECT count(*) FROM events WHERE position > ?1 - 64 AND type = 'SimulationCompleted'",
+                           (head,)).fetchone()[0] > 0
+        folded = views.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
+    return head, folded, done
+
+
+def run_as_users_run_it(root: Path, folder: Path, python: str) -> DaemonRun:
+    """`simreportd run` (of the simreportd `python` has installed) on its own config.toml; `folder` (copied first)
+    renamed into its watched root; its CPU and memory until the fold caught up, the store and WAL on disk sampled
+    meanwhile."""
+    staged = root / "staged" / folder.name
+    shutil.copytree(folder, staged)
+    daemon = RunningDaemon(root / "daemon", python)
+    try:
+        time.sleep(1.0)  # the daemon's start-up settles: its CPU then is not the folder's
+        before, started, live = daemon.cpu(), time.perf_counter(), 0
+        staged.rename(root / "daemon" / "sims" / folder.name)
+        ingested: float | None = None
+        while time.perf_counter() - started < RUN_TIMEOUT_S:
+            time.sleep(SAMPLE_S)
+            live = max(live, daemon.on_disk())
+            head, folded, done = head_and_folded(daemon.store)
+            if done and ingested is None:
+                ingested = daemon.cpu()[0]
+            if done and folded >= head:
+                break
+        else:
+            raise RuntimeError("the daemon did not ingest and fold the folder in time")
+        wall, (own, child) = time.perf_counter() - started, daemon.cpu()
+        mb = (high_water_mb(daemon.process.pid) or 0.0, high_water_mb(daemon.child) or 0.0)
+    finally:
+        daemon.stop()
+    assert ingested is not None
+    return DaemonRun(ingested - before[0], own - before[0], child - before[1], wall, *mb, live,
+                     daemon.store.stat().st_size)
+
+
+def rebuild_by_cli(root: Path, python: str) -> None:
+    """`simreportd rebuild` on the stopped daemon's store, as a user runs it; it must find every digest the same."""
+    subprocess.run([python, "-m", "simreportd.entry", "-c", "config.toml", "rebuild"], cwd=root / "daemon",
+                   stdout=subprocess.DEVNULL, check=True)
 
 
 def report_by_cli(root: Path, folder: Path) -> None:
@@ -207,8 +272,9 @@ def report_by_cli(root: Path, folder: Path) -> None:
     folder: no config.toml, the defaults): the command a user runs, in its own process, which ingests, folds in
     its child and reports."""
     root.mkdir(parents=True)
-    subprocess.run([sys.executable, "-m", "simreportd.entry", "report", str(folder), "--wait", "--provider", "offline"],
-                   cwd=root, stdout=subprocess.DEVNULL, check=True)
+    with (root / "report.log").open("w") as progress:
+        subprocess.run([sys.executable, "-m", "simreportd.entry", "report", str(folder), "--wait", "--provider",
+                        "offline"], cwd=root, stdout=subprocess.DEVNULL, stderr=progress, check=True)
 
 
 async def following_the_simulator(root: Path, folder: Path, rate: int) -> float:
@@ -247,25 +313,19 @@ def write_paced(source: Path, target: Path, rate: int) -> float:
 
 
 def appends() -> list[Row]:
-    """Our store against eventsourcing's recorder, both at NORMAL, both encoding inside the timer."""
+    """Our store against eventsourcing's recorder (bench/store.py: the same encoder, the same synchronous, CPU per
+    event, interleaved)."""
     if importlib.util.find_spec("eventsourcing") is None:
         return []
-    import store
-    from store import es_batched, es_single, harness_alone, ours_batched, ours_concurrent
+    from store import compared
 
     with tempfile.TemporaryDirectory() as tmp:
-        runs = iter(range(100))
-        fresh: Callable[[str], Path] = lambda name: Path(tmp) / f"{name}-{next(runs)}.sqlite3"  # noqa: E731
-        repeats = range(store.REPEAT)
-        ours_b = [asyncio.run(ours_batched(fresh("o"), "NORMAL")) for _ in repeats]
-        es_b = [es_batched(fresh("e"), "NORMAL") for _ in repeats]
-        ours_c = [asyncio.run(ours_concurrent(fresh("oc"), "NORMAL"))[0] for _ in repeats]
-        es_c = [es_single(fresh("ec"), "NORMAL") for _ in repeats]
-        alone = [asyncio.run(harness_alone()) for _ in repeats]
-    return [("batched append, 1000 events a call (NORMAL)", ours_b, es_b, "events/s", ">= 1.2x eventsourcing"),
-            ("64 concurrent appenders (NORMAL)", ours_c, es_c, "events/s", ">= 10x eventsourcing, one a txn"),
-            ("64 concurrent tasks, no store (the harness alone)", alone, es_c, "events/s",
-             "the ceiling of the row above")]
+        runs = iter(range(1000))
+        rows = compared(lambda name: Path(tmp) / f"{name}-{next(runs)}.sqlite3")
+    goals = {"batched": ">= 1.2x less CPU than eventsourcing", "concurrent": "one transaction an event theirs"}
+    return [(f"{name}: CPU per event (baseline: eventsourcing's)", [m.cpu_us() for m in ours],
+             [m.cpu_us() for m in theirs], "µs", next((g for k, g in goals.items() if k in name), ""))
+            for name, (ours, theirs) in rows.items() if "NORMAL" in name or "read" in name]
 
 
 def eventsourcing_reads(store_path: Path, repeat: int) -> list[float]:
@@ -298,7 +358,7 @@ def es_read_models(recorder: Any) -> float:
 
 def best_of(values: list[float], unit: str) -> float:
     """The best of the repeats; for memory (MB), the worst: a peak is a ceiling to stay under."""
-    return (min if unit in ("s", "ms", "B") else max)(values)
+    return (min if unit in ("s", "ms", "µs", "B") else max)(values)
 
 
 def number(value: float) -> str:
@@ -333,10 +393,10 @@ class PeakRows:
         """Note the peaks of the processes `names` maps (a `Peaks` role to a row's name) while the block runs."""
         with Peaks() as peaks:
             yield
-        for role, name in names.items():
-            if role in peaks.mb:
-                self.note(f"{phase}: {name}", peaks.mb[role])
-            if role == "this process":
+        for kind, name in names.items():
+            if kind in peaks.mb:
+                self.note(f"{phase}: {name}", peaks.mb[kind])
+            if kind == "this process":
                 self.note(f"{phase}: {STARTED}", peaks.started_mb)
 
     def note(self, name: str, mb: float) -> None:
@@ -350,93 +410,143 @@ class PeakRows:
 DAEMON_HERE = {"this process": "the daemon (this process, the bench's own memory included)", "fold child": "fold child"}
 
 
-async def run(actions: int, repeat: int, tool_calls: int) -> list[Row]:
-    rows: list[Row] = []
-    peaks = PeakRows()
+class Repeats:
+    """Each repeat's figures, floors and rows side by side (a list each, one value a repeat)."""
+
+    def __init__(self) -> None:
+        self.floor: list[Spent] = []
+        self.floor_bytes: list[int] = []
+        self.read_floor: list[Spent] = []
+        self.ingests: list[Spent] = []
+        self.folds: list[Spent] = []
+        self.reads: list[Spent] = []
+        self.runs: list[DaemonRun] = []
+        self.rebuilds: list[Spent] = []
+        self.against_runs: list[DaemonRun] = []  # `--against`: the same two of another simreportd
+        self.against_rebuilds: list[Spent] = []
+        self.by_cli: list[Spent] = []
+
+
+async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks: PeakRows, daemon_only: bool,
+                      against: str | None) -> int:
+    """One repeat: the floors, then each row, one after the other. Returns the events of the run's store."""
+    floor_db = root / f"floor{i}.sqlite3"
+    figures.floor.append(spent_on(lambda: minimal_floor(folder, floor_db)))
+    figures.floor_bytes.append(floor_db.stat().st_size)
+    store_path = root / f"store{i}" / "events.sqlite3"
+    with peaks.watch("library ingest, then the simulation model folded", {"this process": "this process"}):
+        ingest, folded, events = await ingest_and_fold(folder, store_path)
+    figures.ingests.append(ingest)
+    figures.folds.append(folded)
+    figures.read_floor.append(spent_on(lambda: read_floor(store_path)))
+    figures.reads.append(await spent_awaiting(reading_alone(store_path)))
+    figures.runs.append(run_as_users_run_it(root / f"run{i}", folder, sys.executable))
+    with peaks.watch("`simreportd rebuild`", {"command": "the command", "fold child": "its fold child"}):
+        figures.rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"run{i}", sys.executable)))
+    if against:
+        figures.against_runs.append(run_as_users_run_it(root / f"against{i}", folder, against))
+        figures.against_rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"against{i}", against)))
+    if not daemon_only:
+        with peaks.watch("`simreportd report --wait`", {"command": "the command", "fold child": "its fold child"}):
+            figures.by_cli.append(spent_on(lambda: report_by_cli(root / f"cli{i}", folder)))
+    return events
+
+
+def floor_rows(f: Repeats, lines: int, events: int, raw: int) -> list[Row]:
+    """The rows of the daemon as users run it, the library path and the store, against the floors."""
+    floor = [t.cpu / lines * 1e6 for t in f.floor]
+    reads = [t.cpu / events * 1e6 for t in f.read_floor]
+    runs = f.runs
+    rows: list[Row] = [
+        ("minimal floor: orjson, the raw line stored, executemany 1,000 a transaction, WAL, NORMAL; CPU per action",
+         floor, [], "µs", "the baseline of each ingest row below"),
+        ("`simreportd run`: daemon process + fold child, CPU per action", [(r.daemon_cpu + r.child_cpu) / lines * 1e6
+                                                                           for r in runs], floor, "µs", "<= 4x the floor"),
+        ("`simreportd run`: the daemon process until SimulationCompleted is stored (its ingest), CPU per action",
+         [r.ingest_cpu / lines * 1e6 for r in runs], floor, "µs", "<= 2x the floor"),
+        ("`simreportd run`: the daemon process until the fold caught up, CPU per action",
+         [r.daemon_cpu / lines * 1e6 for r in runs], floor, "µs", "part of the first row"),
+        ("`simreportd run`: folder dropped -> read models caught up, wall", [r.wall for r in runs],
+         [t.wall for t in f.floor], "s", "(wall: the machine's load falls on it)"),
+        ("library ingest (`SimulationIngestor.check`, no daemon around it), CPU per action",
+         [t.cpu / lines * 1e6 for t in f.ingests], floor, "µs", ""),
+        ("read floor: SELECT in position order + orjson.loads of the data; CPU per event", reads, [], "µs",
+         "the baseline of each read row below"),
+        ("`simreportd run`: the fold child, CPU per event", [r.child_cpu / events * 1e6 for r in runs], reads, "µs",
+         "<= 4x the read floor"),
+        ("`simreportd rebuild`, CPU (its own process) per event", [t.cpu / events * 1e6 for t in f.rebuilds], reads,
+         "µs", "<= 5x the read floor"),
+        ("library catch-up of the simulation model alone, CPU per event", [t.cpu / events * 1e6 for t in f.folds],
+         reads, "µs", ""),
+        ("the store's `read_all` + `.data`, CPU per event", [t.cpu / events * 1e6 for t in f.reads], reads, "µs", ""),
+    ]
+    if f.against_runs:
+        rows += against_rows(f, lines, events)
+    if f.by_cli:
+        rows.append(("`simreportd report --wait`: folder -> report completed, CPU (its fold child's included) per "
+                     "action", [t.cpu / lines * 1e6 for t in f.by_cli], floor, "µs", "<= 4x the floor"))
+    return rows + [
+        ("peak RSS, `simreportd run`: the daemon", [r.daemon_mb for r in runs], [], "MB", "<= 150 MB"),
+        ("peak RSS, `simreportd run`: its fold child", [r.child_mb for r in runs], [], "MB", "flat from 100k to 1M"),
+        ("event store once the daemon stopped, bytes per action", [r.store_bytes / lines for r in runs],
+         [b / lines for b in f.floor_bytes], "B", f"<= 500 B at 1M (the raw line: {raw / lines:.0f} B)"),
+        ("event store + its WAL while the fold reads, the most, bytes per action", [r.live_bytes / lines for r in runs],
+         [r.store_bytes / lines for r in runs], "B", "<= 1.2x the store once stopped"),
+    ]
+
+
+def against_rows(f: Repeats, lines: int, events: int) -> list[Row]:
+    """`--against`: this simreportd's daemon, fold child and rebuild beside the other's, timed in turn."""
+    ours, theirs = f.runs, f.against_runs
+    return [
+        ("`simreportd run`, daemon process + fold child: this code against `--against`'s, CPU per action",
+         [(r.daemon_cpu + r.child_cpu) / lines * 1e6 for r in ours],
+         [(r.daemon_cpu + r.child_cpu) / lines * 1e6 for r in theirs], "µs", "before and after"),
+        ("`simreportd run`, the daemon's ingest: this code against `--against`'s, CPU per action",
+         [r.ingest_cpu / lines * 1e6 for r in ours], [r.ingest_cpu / lines * 1e6 for r in theirs], "µs", ""),
+        ("`simreportd run`, the fold child: this code against `--against`'s, CPU per event",
+         [r.child_cpu / events * 1e6 for r in ours], [r.child_cpu / events * 1e6 for r in theirs], "µs", ""),
+        ("`simreportd run`, the fold child's peak RSS: this code against `--against`'s",
+         [r.child_mb for r in ours], [r.child_mb for r in theirs], "MB", ""),
+        ("`simreportd run`, the store + WAL while the fold reads: this code against `--against`'s, B per action",
+         [r.live_bytes / lines for r in ours], [r.live_bytes / lines for r in theirs], "B", ""),
+        ("`simreportd rebuild`: this code against `--against`'s, CPU per event",
+         [t.cpu / events * 1e6 for t in f.rebuilds], [t.cpu / events * 1e6 for t in f.against_rebuilds], "µs", ""),
+    ]
+
+
+async def the_rest(root: Path, folder: Path, store_path: Path, repeat: int, tool_calls: int,
+                   peaks: PeakRows) -> list[Row]:
+    """What `--daemon-only` leaves out: the daemon following the simulator, the tools, eventsourcing's reads."""
+    with peaks.watch("the daemon following the simulator", DAEMON_HERE):
+        after = await following_the_simulator(root / "following", folder, FOLLOWED_RATE)
+    with peaks.watch("the report tools", {"this process": "this process"}):
+        tools = await measure(folder, store_path, tool_calls, [])  # as bench/tools.py: the p95 of 20 calls
+    es_reads = eventsourcing_reads(store_path, repeat)
+    rows: list[Row] = [(f"end to end, the daemon following the simulator ({FOLLOWED_RATE:,} lines/s): last line "
+                        "-> report completed, wall", [after], [], "s", "bounded")]
+    if es_reads:
+        events = read_floor(store_path)
+        rows.append(("eventsourcing's recorder selecting + decoding into our models, events/s", es_reads, [],
+                     "events/s", f"beside: {events:,} events"))
+    rows += [(f"tool {name} p95", [p95(sorted(times))], [], "ms", "< 200 ms") for name, (times, _, _) in tools.items()]
+    first = tools["simulation_analytics"][0][0]  # it finds the run's camps, kept for the others
+    return rows + [("tool simulation_analytics, first call", [first], [], "ms", "< 500 ms at 1M actions")]
+
+
+async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, against: str | None) -> list[Row]:
+    peaks, figures = PeakRows(), Repeats()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         folder = root / "sims" / "sim_all"
         lines = write_big_folder(folder, actions)
         raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
-        bare: list[Spent] = []
-        constrained: list[Spent] = []
-        ingests: list[Spent] = []
-        folds: list[Spent] = []
-        for i in range(repeat):  # interleaved: each row's baseline timed beside it, not minutes before
-            bare.append(spent_on(lambda: bare_insert(folder, root / f"bare{i}.sqlite3")))  # noqa: B023 (called at once)
-            constrained.append(spent_on(lambda: bare_insert(folder, root / f"constrained{i}.sqlite3",  # noqa: B023
-                                                            constrained=True)))
-            with peaks.watch("ingest, then the simulation model folded", {"this process": "this process"}):
-                ingest, folded, events = await ingest_and_fold(folder, root / f"store{i}" / "events.sqlite3")
-            ingests.append(ingest)
-            folds.append(folded)
-        reads = [await reading_alone(root / "store0" / "events.sqlite3") for _ in range(repeat)]
-        store_path = root / "store0" / "events.sqlite3"
-        log_bytes = sum(p.stat().st_size for p in store_path.parent.glob(store_path.name + "*"))  # with its WAL
-        size = (store_path.stat().st_size + views_path_for(store_path).stat().st_size) / 1e6
-        following: dict[str, tuple[int, float]] = {}
-        for fold in ("child", "inline"):
-            with peaks.watch(f"folding ({fold}) while ingesting", DAEMON_HERE):
-                following[fold] = await folding_while_ingesting(folder, root / f"live-{fold}" / "events.sqlite3", fold)
-        e2e: dict[str, list[tuple[Spent, Spent]]] = {"child": [], "inline": []}  # (ours, bare beside it)
-        followed: list[tuple[Spent, Spent]] = []
-        by_cli: list[tuple[Spent, Spent]] = []
-        for i in range(repeat):
-            for fold in e2e:
-                beside = root / f"e2e-bare{i}{fold}.sqlite3"
-                with peaks.watch(f"end to end ({fold} fold)", DAEMON_HERE):
-                    ours = await spent_awaiting(end_to_end(root / f"e2e{i}", folder, fold))
-                e2e[fold].append((ours, spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023 (called at once)
-            beside = root / f"following-bare{i}.sqlite3"
-            with peaks.watch("the daemon following the simulator", DAEMON_HERE):
-                after = await following_the_simulator(root / f"following{i}", folder, FOLLOWED_RATE)
-            followed.append((Spent(after, 0.0), spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023
-            beside = root / f"cli-bare{i}.sqlite3"
-            with peaks.watch("`simreportd report --wait`", {"command": "the command", "fold child": "its fold child"}):
-                ours = spent_on(lambda: report_by_cli(root / f"cli{i}", folder))  # noqa: B023 (called at once)
-            by_cli.append((ours, spent_on(lambda: bare_insert(folder, beside))))  # noqa: B023 (called at once)
-        with peaks.watch("the report tools", {"this process": "this process"}):
-            tools = await measure(folder, store_path, tool_calls, [])  # as bench/tools.py: the p95 of 20 calls
-        es_reads = eventsourcing_reads(store_path, repeat)
-    rows += [
-        ("ingest", [lines / t.wall for t in ingests], [lines / t.wall for t in bare], "lines/s",
-         ">= 1.0x bare parse + insert"),
-        ("ingest, CPU per line", [t.cpu / lines * 1e6 for t in ingests], [t.cpu / lines * 1e6 for t in bare], "µs",
-         "<= 1.0x bare parse + insert"),
-        ("bare parse + insert into the events table itself (unique ids and versions)",
-         [lines / t.wall for t in constrained], [lines / t.wall for t in bare], "lines/s", "the most ingest could reach"),
-        ("bare parse + insert into the events table itself, CPU per line", [t.cpu / lines * 1e6 for t in constrained],
-         [t.cpu / lines * 1e6 for t in bare], "µs", "the least ingest could spend"),
-        ("simulation-model catch-up", [events / t.wall for t in folds], [lines / t.wall for t in ingests], "events/s",
-         ">= 1.0x ingest (lag stays bounded)"),
-        ("simulation-model catch-up, CPU per event", [t.cpu / events * 1e6 for t in folds],
-         [t.cpu / lines * 1e6 for t in ingests], "µs", "<= 1.0x ingest's per line"),
-        ("simulation-model catch-up", [events / t.wall for t in folds], es_reads, "events/s",
-         ">= 1.5x eventsourcing select + decode"),
-        ("reading and decoding the log alone, no write", reads, es_reads, "events/s", "the most catch-up could reach"),
-    ]
-    for fold, (lag, behind) in following.items():
-        rows += [(f"folding ({fold}) while ingesting: most events behind", [lag], [], "events", "bounded"),
-                 (f"folding ({fold}) while ingesting: caught up after ingest ended", [behind], [], "s", "bounded")]
-    for fold, runs in e2e.items():
-        rows += [(f"end to end ({fold} fold): folder written -> report completed", [o.wall for o, _ in runs],
-                  [b.wall for _, b in runs], "s", "<= 2.5x bare parse + insert"),
-                 (f"end to end ({fold} fold), CPU (the fold child's included)", [o.cpu for o, _ in runs],
-                  [b.cpu for _, b in runs], "s", "<= 2.5x bare parse + insert")]
-    rows += [("`simreportd report --wait`: folder written -> report completed", [o.wall for o, _ in by_cli],
-              [b.wall for _, b in by_cli], "s", "<= 2.5x bare parse + insert"),
-             ("`simreportd report --wait`, CPU (its fold child's included)", [o.cpu for o, _ in by_cli],
-              [b.cpu for _, b in by_cli], "s", "<= 2.5x bare parse + insert")]
-    rows += [(f"end to end, the daemon following the simulator ({FOLLOWED_RATE:,} lines/s): last line -> report "
-              "completed", [o.wall for o, _ in followed], [b.wall for _, b in followed], "s", "<= 2x bare parse + insert")]
-    rows += peaks.rows() + [
-        ("event store on disk (with its WAL), bytes per action", [log_bytes / lines], [raw / lines], "B",
-         "<= 600 B (the baseline: the raw line)"),
-        ("store + read models on disk", [size], [raw / 1e6], "MB", "beside the raw actions.jsonl"),
-    ]
-    rows += [(f"tool {name} p95", [p95(sorted(times))], [], "ms", "< 200 ms") for name, (times, _, _) in tools.items()]
-    first = tools["simulation_analytics"][0][0]  # it finds the run's camps, kept for the others
-    return rows + [("tool simulation_analytics, first call", [first], [], "ms", "< 500 ms at 1M actions")]
+        for i in range(repeat):  # interleaved: each row's floor timed beside it, not minutes before
+            events = await repeat_once(root, folder, i, figures, peaks, daemon_only, against)
+        rows = floor_rows(figures, lines, events, raw)
+        if not daemon_only:
+            rows += await the_rest(root, folder, root / "store0" / "events.sqlite3", repeat, tool_calls, peaks)
+    return rows + peaks.rows()
 
 
 def main() -> None:
@@ -445,15 +555,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tiny", action="store_true", help="one pass of everything, tool calls and appends few: "
                         "to check the script runs (tests/test_bench_scripts.py), not to measure")
+    parser.add_argument("--daemon-only", action="store_true", help="the floors, `simreportd run`, `rebuild` and the "
+                        "library path only: the issue's 1M actions in minutes")
+    parser.add_argument("--against", metavar="PYTHON", help="an interpreter with another simreportd installed (say "
+                        "main's, `pip install` of a `git archive`): its `run` and `rebuild` timed in turn with this one's")
     args = parser.parse_args()
     tune_gc()  # as the daemon does
     if args.tiny:
         import store
         vars(store).update(store.TINY)
         args.repeat = 1
-    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20)) + appends()
+    load = os.getloadavg()
+    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20, args.daemon_only, args.against))
+    rows += [] if args.daemon_only else appends()
     print(f"{args.actions:,} actions, best of {args.repeat} (median beside it; peak RSS: the largest),"
-          f" {time.strftime('%Y-%m-%d %H:%M')}\n")
+          f" {time.strftime('%Y-%m-%d %H:%M')}, load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after\n")
     print(table(rows))
 
 

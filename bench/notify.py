@@ -1,4 +1,4 @@
-"""Websocket fan-out: 100 clients subscribed while events are appended at 1,000 per second.
+"""Websocket fan-out: 100 clients subscribed while events are appended at 200 per second.
 
 Run by hand: `python bench/notify.py [CLIENTS] [RATE] [SECONDS] [PROCESSES]`. Two servers,
 one after the other, for the same clients in the same run:
@@ -12,7 +12,11 @@ one after the other, for the same clients in the same run:
   it (no compression, no store): the least work a fan-out can do with this library.
 
 The clients run in PROCESSES processes, so the server is what is measured. For every
-delivered frame the time from its commit (`recorded_at`) to its receipt is recorded.
+delivered frame the time from its commit (`recorded_at`) to its receipt is recorded; p50 and
+p99 are over every frame sent, a frame never delivered counting as infinitely late, so a
+server that drops frames cannot show a good p99. The default rate, 200 events a second, is
+one the bare sender delivers in full on a 2-core machine shared with other work (at 1,000 it
+delivered under half of its frames, and its percentiles then said nothing).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import resource
 import statistics
 import subprocess
@@ -32,7 +37,7 @@ from pathlib import Path
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
-GOALS = "goals: 100% delivered, p50 < 50 ms, p99 <= 2x bare's"
+GOALS = "goals: 100% delivered, p50 and p99 <= 2x bare's, over every frame sent"
 
 
 async def send_at_rate(rate: int, seconds: float, send) -> None:  # noqa: ANN001
@@ -166,8 +171,9 @@ def run(server_args: list[str], count: int, rate: int, seconds: float, processes
     elapsed = time.perf_counter() - started
     cpu = json.loads(server.stdout.readline())
     server.wait(timeout=60)
-    latencies = sorted(x for r in results for x in r["latencies"])
     delivered = sum(r["delivered"] for r in results)
+    never = [math.inf] * (expected * count - delivered)  # every frame sent counts: a lost one as never arriving
+    latencies = sorted([x for r in results for x in r["latencies"]] + never)
     return {"delivered": delivered, "expected": expected * count, "p50": statistics.median(latencies),
             "p99": latencies[int(len(latencies) * 0.99)], "per_second": delivered / min(elapsed, seconds + 10),
             "cpu_s": cpu["cpu_s"] + cpu["children_cpu_s"]}
@@ -183,7 +189,8 @@ def main(count: int, rate: int, seconds: float, processes: int) -> None:
         print(f"{name:<12}{r['delivered']:>10,} of {r['expected']:>7,} ({r['delivered'] / r['expected']:>4.0%})"
               f"{r['p50']:>9.1f}{r['p99']:>9.1f}{r['per_second']:>14,.0f}{r['cpu_s']:>14.1f}")
     print(f"simreportd / bare: deliveries per second {ours['per_second'] / bare['per_second']:.2f}x, "
-          f"p99 {ours['p99'] / bare['p99']:.2f}x, server CPU {ours['cpu_s'] / bare['cpu_s']:.2f}x")
+          f"p50 {ours['p50'] / bare['p50']:.2f}x, p99 {ours['p99'] / bare['p99']:.2f}x, "
+          f"server CPU {ours['cpu_s'] / bare['cpu_s']:.2f}x")
 
 
 if __name__ == "__main__":
@@ -196,4 +203,4 @@ if __name__ == "__main__":
         asyncio.run(clients(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])))
     else:
         args = [int(a) for a in sys.argv[1:3]] + [float(a) for a in sys.argv[3:4]] + [int(a) for a in sys.argv[4:5]]
-        main(*(args + [100, 1000, 10.0, 4][len(args):]))  # type: ignore[arg-type]
+        main(*(args + [100, 200, 10.0, 4][len(args):]))  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ EVERY_S = 0.05
 FOLD_CHILD = "simreportd.daemon.fold_child"
 HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
 RSS = re.compile(r"^VmRSS:\s+(\d+) kB", re.MULTILINE)
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def high_water_mb(pid: int) -> float | None:
@@ -43,6 +44,16 @@ def status_mb(pid: int, field: re.Pattern[str]) -> float | None:
     except OSError:
         return None
     return int(found.group(1)) / 1024 if found else None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The process's CPU time so far (user and system, every thread) in seconds, or None once it has gone: what
+    getrusage cannot say of a child still running (a daemon's fold child, a daemon the bench started)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime and stime, fields 14 and 15 of proc(5)
 
 
 def children(pid: int) -> list[int]:

@@ -1,25 +1,28 @@
-"""Event store throughput and latency, side by side with the eventsourcing package's SQLite recorder.
+"""Event store CPU per event, side by side with the eventsourcing package's SQLite recorder.
 
-Run by hand: `pip install -e ".[bench]" && python bench/store.py`. Same event shape (an
-AgentActed of about 330 bytes of JSON) for both; each figure is the best of three runs.
-Fair by construction, and each row says so:
-- durability: every write row runs at `synchronous=NORMAL` and again at `FULL`, both sides
-  the same (eventsourcing's connections get the same PRAGMA as ours);
-- work inside the timer: both sides start from the same pydantic models and encode them
-  to JSON inside the timed loop (ours in `append`, eventsourcing's as it builds its
-  StoredEvents), then insert and commit.
+Run by hand: `pip install -e ".[bench]" && python bench/store.py`. Same event shape (an AgentActed of about 330
+bytes of JSON) for both, and fair by construction:
+- the same encoder: both sides start from the same pydantic models and serialise them inside the timed loop with
+  the same pydantic-core serializer (`simreportd.events.codec.encode`: ours in `append`, eventsourcing's as it
+  builds its StoredEvents), then insert and commit;
+- the same durability: every write row runs at `synchronous=NORMAL` and again at `FULL`, both sides alike
+  (eventsourcing's connections get the same PRAGMA as ours);
+- CPU time of the whole process (every thread: aiosqlite's too), not wall time, which a shared machine's load
+  inflates; and interleaved: each repeat times one side then the other, so load falls on both alike.
+Each figure is the best of REPEAT runs (the median beside it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import (
@@ -27,8 +30,10 @@ from eventsourcing.sqlite import (
     SQLiteConnectionPool,
     SQLiteDatastore,
 )
+from pydantic_core import from_json
 
 from simreportd.events import SQLiteEventStore
+from simreportd.events.codec import encode
 from simreportd.events.models import AgentActed, Source
 
 BATCH, BATCHES, CONCURRENT, ROUNDS, SINGLES, REPEAT = 1000, 20, 64, 40, 2000, 3
@@ -44,20 +49,41 @@ def event(i: int) -> AgentActed:
                                                                 offset=i * 300, end=i * 300 + 300))
 
 
-def best(fn) -> float:  # noqa: ANN001
-    return max(fn() for _ in range(REPEAT))
+class Measured(NamedTuple):
+    """Events handled in a timed loop, its CPU seconds (every thread of the process) and its wall seconds."""
+
+    events: int
+    cpu: float
+    wall: float
+
+    def cpu_us(self) -> float:
+        return self.cpu / self.events * 1e6
 
 
-async def ours_batched(path: Path, synchronous: str) -> float:
+class Timer:
+    """CPU and wall time of a `with` block."""
+
+    def __enter__(self) -> Timer:
+        self.cpu, self.wall = time.process_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cpu, self.wall = time.process_time() - self.cpu, time.perf_counter() - self.wall
+
+    def of(self, events: int) -> Measured:
+        return Measured(events, self.cpu, self.wall)
+
+
+async def ours_batched(path: Path, synchronous: str) -> Measured:
     batches = [[event(b * BATCH + i) for i in range(BATCH)] for b in range(BATCHES)]
     async with SQLiteEventStore(path, synchronous) as store:  # type: ignore[arg-type]
-        started = time.perf_counter()
-        for batch in batches:
-            await store.append("simulation-bench", batch)
-        return BATCH * BATCHES / (time.perf_counter() - started)
+        with Timer() as timer:
+            for batch in batches:
+                await store.append("simulation-bench", batch)
+        return timer.of(BATCH * BATCHES)
 
 
-async def ours_concurrent(path: Path, synchronous: str) -> tuple[float, list[float]]:
+async def ours_concurrent(path: Path, synchronous: str) -> tuple[Measured, list[float]]:
     latencies: list[float] = []
     events = [event(i) for i in range(CONCURRENT * ROUNDS)]
     async with SQLiteEventStore(path, synchronous) as store:  # type: ignore[arg-type]
@@ -66,36 +92,21 @@ async def ours_concurrent(path: Path, synchronous: str) -> tuple[float, list[flo
             await store.append(f"report-{i % CONCURRENT}", [events[i]])
             latencies.append(time.perf_counter() - t)
 
-        started = time.perf_counter()
-        for r in range(ROUNDS):
-            await asyncio.gather(*(one(r * CONCURRENT + i) for i in range(CONCURRENT)))
-        return CONCURRENT * ROUNDS / (time.perf_counter() - started), latencies
+        with Timer() as timer:
+            for r in range(ROUNDS):
+                await asyncio.gather(*(one(r * CONCURRENT + i) for i in range(CONCURRENT)))
+        return timer.of(CONCURRENT * ROUNDS), latencies
 
 
-async def harness_alone() -> float:
-    """`ours_concurrent` with no store: each of the 64 tasks a round yields once where it would append. What
-    asyncio alone schedules on this machine, the ceiling of any store's figure in that row."""
-    latencies: list[float] = []
-
-    async def one() -> None:
-        t = time.perf_counter()
-        await asyncio.sleep(0)
-        latencies.append(time.perf_counter() - t)  # as the real row records each append's
-
-    started, rounds = time.perf_counter(), 10 * ROUNDS  # 2,560 tasks are over too soon to time well
-    for _ in range(rounds):
-        await asyncio.gather(*(one() for _ in range(CONCURRENT)))
-    return CONCURRENT * rounds / (time.perf_counter() - started)
-
-
-async def ours_read(path: Path) -> float:
+async def ours_read(path: Path) -> Measured:
     async with SQLiteEventStore(path) as store:
-        started, position, n = time.perf_counter(), 0, 0
-        while batch := await store.read_all(position, 1000):
-            for recorded in batch:
-                recorded.event  # noqa: B018 (decode into the model)
-            position, n = batch[-1].position, n + len(batch)
-        return n / (time.perf_counter() - started)
+        position, n = 0, 0
+        with Timer() as timer:
+            while batch := await store.read_all(position, 1000):
+                for recorded in batch:
+                    recorded.event  # noqa: B018 (decode into the model)
+                position, n = batch[-1].position, n + len(batch)
+        return timer.of(n)
 
 
 class SynchronousPool(SQLiteConnectionPool):
@@ -120,67 +131,87 @@ def es_recorder(path: Path, synchronous: str = "FULL") -> SQLiteApplicationRecor
 
 
 def es_stored(model: AgentActed, originator: uuid.UUID, version: int) -> StoredEvent:
-    data = model.model_dump(mode="json", exclude={"type"})
-    return StoredEvent(originator, version, "simreportd.events.models:AgentActed",
-                       json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
+    """The model as eventsourcing stores it, serialised by our own encoder: the same work as our `append`'s."""
+    return StoredEvent(originator, version, "simreportd.events.models:AgentActed", encode(model).encode())
 
 
-def es_batched(path: Path, synchronous: str) -> float:
+def es_batched(path: Path, synchronous: str) -> Measured:
     recorder, originator = es_recorder(path, synchronous), uuid.uuid4()
     batches = [[event(b * BATCH + i) for i in range(BATCH)] for b in range(BATCHES)]
-    started = time.perf_counter()
-    for b, batch in enumerate(batches):
-        recorder.insert_events([es_stored(m, originator, b * BATCH + i + 1) for i, m in enumerate(batch)])
-    return BATCH * BATCHES / (time.perf_counter() - started)
+    with Timer() as timer:
+        for b, batch in enumerate(batches):
+            recorder.insert_events([es_stored(m, originator, b * BATCH + i + 1) for i, m in enumerate(batch)])
+    return timer.of(BATCH * BATCHES)
 
 
-def es_single(path: Path, synchronous: str) -> float:
+def es_single(path: Path, synchronous: str) -> Measured:
     recorder = es_recorder(path, synchronous)
     events = [event(i) for i in range(SINGLES)]
-    started = time.perf_counter()
-    for model in events:
-        recorder.insert_events([es_stored(model, uuid.uuid4(), 1)])
-    return SINGLES / (time.perf_counter() - started)
+    with Timer() as timer:
+        for model in events:
+            recorder.insert_events([es_stored(model, uuid.uuid4(), 1)])
+    return timer.of(SINGLES)
 
 
-def es_read(path: Path) -> float:
+def es_read(path: Path) -> Measured:
     recorder = es_recorder(path)
-    started, start, n = time.perf_counter(), 1, 0
-    while batch := recorder.select_notifications(start, 1000):
-        for notification in batch:
-            AgentActed.model_validate({**json.loads(notification.state), "type": "AgentActed"})
-        start, n = batch[-1].id + 1, n + len(batch)
-    return n / (time.perf_counter() - started)
+    start, n = 1, 0
+    with Timer() as timer:
+        while batch := recorder.select_notifications(start, 1000):
+            for notification in batch:
+                AgentActed.model_validate({**from_json(notification.state), "type": "AgentActed"})
+            start, n = batch[-1].id + 1, n + len(batch)
+    return timer.of(n)
+
+
+Pair = tuple[list[Measured], list[Measured]]  # ours, eventsourcing's: a value a repeat
+
+
+def compared(fresh: Callable[[str], Path]) -> dict[str, Pair]:
+    """Every row, each repeat timing our side then theirs (interleaved); the single latencies under load too."""
+    rows: dict[str, Pair] = {}
+    latencies: dict[str, list[float]] = {}
+    read_path, es_read_path = fresh("read"), fresh("esread")
+    asyncio.run(ours_batched(read_path, "NORMAL"))
+    es_batched(es_read_path, "NORMAL")
+    for _ in range(REPEAT):
+        for sync in ("NORMAL", "FULL"):
+            pair = rows.setdefault(f"batched append, {BATCH} events a call, {sync}", ([], []))
+            pair[0].append(asyncio.run(ours_batched(fresh("ours"), sync)))
+            pair[1].append(es_batched(fresh("es"), sync))
+            pair = rows.setdefault(f"{CONCURRENT} concurrent appenders, 1 event each, {sync}", ([], []))
+            measured, waits = asyncio.run(ours_concurrent(fresh("oursc"), sync))
+            pair[0].append(measured)
+            latencies.setdefault(sync, []).extend(waits)
+            pair[1].append(es_single(fresh("ess"), sync))
+        pair = rows.setdefault("read_all + decode into models", ([], []))
+        pair[0].append(asyncio.run(ours_read(read_path)))
+        pair[1].append(es_read(es_read_path))
+    for sync, values in latencies.items():
+        values.sort()
+        print(f"single append latency under the {CONCURRENT}-appender load, {sync}: p50 "
+              f"{statistics.median(values) * 1000:.2f} ms, p99 {values[int(len(values) * 0.99)] * 1000:.2f} ms (wall)")
+    return rows
+
+
+def cpu_cell(values: list[Measured]) -> str:
+    return f"{min(m.cpu_us() for m in values):.1f} ({statistics.median(m.cpu_us() for m in values):.1f})"
 
 
 def main() -> None:
-    rows: list[tuple[str, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
         runs = iter(range(1000))
-        fresh = lambda name: d / f"{name}-{next(runs)}.sqlite3"  # noqa: E731
-        latencies: dict[str, list[float]] = {}
-        for sync in ("NORMAL", "FULL"):
-            ours_b = best(lambda: asyncio.run(ours_batched(fresh("ours"), sync)))
-            rows.append((f"batched append, 1000 events/call, {sync}", ours_b, best(lambda: es_batched(fresh("es"), sync))))
-            conc = [asyncio.run(ours_concurrent(fresh("oursc"), sync)) for _ in range(REPEAT)]
-            latencies[sync] = sorted(l for c in conc for l in c[1])
-            rows.append((f"64 concurrent appenders, 1 event each, {sync}", max(c[0] for c in conc),
-                         best(lambda: es_single(fresh("ess"), sync))))
-        read_path, es_read_path = fresh("read"), fresh("esread")
-        asyncio.run(ours_batched(read_path, "NORMAL"))
-        es_batched(es_read_path, "NORMAL")
-        rows.append(("read_all + decode into models", best(lambda: asyncio.run(ours_read(read_path))),
-                     best(lambda: es_read(es_read_path))))
-    print(f"{'measure (events/s; both sides at the same synchronous)':<56}{'simreportd':>12}{'eventsourcing':>15}"
-          f"{'ratio':>7}")
-    for name, ours, theirs in rows:
-        print(f"{name:<56}{ours:>12,.0f}{theirs:>15,.0f}{ours / theirs:>7.2f}")
-    for sync, values in latencies.items():
-        print(f"single append latency under the 64-appender load, {sync}: p50 {statistics.median(values) * 1000:.2f} ms,"
-              f" p99 {values[int(len(values) * 0.99)] * 1000:.2f} ms")
-    print("Both sides encode the same models to JSON inside the timer. eventsourcing has no group commit: its\n"
-          "concurrent row is one transaction per event, one writer at a time, as that recorder does it.")
+        rows = compared(lambda name: Path(tmp) / f"{name}-{next(runs)}.sqlite3")
+    print(f"\nCPU µs per event, best of {REPEAT} (median), interleaved; both sides encode with the same serializer,"
+          " at the same synchronous\n")
+    print("| measure | simreportd | eventsourcing | eventsourcing / simreportd (CPU) | wall events/s, ours / theirs |")
+    print("|---|---|---|---|---|")
+    for name, (ours, theirs) in rows.items():
+        ratio = min(m.cpu_us() for m in theirs) / min(m.cpu_us() for m in ours)
+        wall = max(m.events / m.wall for m in ours) / max(m.events / m.wall for m in theirs)
+        print(f"| {name} | {cpu_cell(ours)} | {cpu_cell(theirs)} | {ratio:.2f}x | {wall:.2f}x |")
+    print("\neventsourcing has no group commit: its concurrent row is one transaction per event, one writer at a\n"
+          "time, as that recorder does it. A ratio above 1 is ours spending less CPU an event.")
 
 
 if __name__ == "__main__":

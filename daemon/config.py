@@ -117,6 +117,7 @@ class AgentConfig(Section):
     mode: Literal["react", "guided", "auto"] = "auto"
     drafts: int = Field(default=1, ge=1, le=5)
     response_format: Literal["off", "json_object", "json_schema"] = "off"
+    stance_labels: int = Field(default=0, ge=0, le=5000)  # one StatementsSampled holds them: about 2 MB at most
 
 
 class ReportsConfig(Section):
@@ -139,13 +140,14 @@ class EmbeddingsConfig(Section):
     api_key_env: str = ""
     timeout_s: float = Field(default=10.0, gt=0)
     max_texts: int = Field(default=1500, ge=1)
+    cache_max_vectors: int = Field(default=200_000, ge=100)
 
     def reader(self, store_path: Path) -> Reader:
         """The analysis for a store: this embedder, its vectors cached beside the store."""
         from simreportd.analysis import Reader, VectorCache, embedder_from, vectors_path_for  # numpy: when used
 
         embedder = embedder_from(self.provider, self.base_url, self.model, self.timeout_s, self.api_key_env)
-        cache = VectorCache(vectors_path_for(store_path), embedder) if embedder is not None else None
+        cache = VectorCache(vectors_path_for(store_path), embedder, self.cache_max_vectors) if embedder else None
         return Reader(embedder, cache, self.max_texts)
 
     @model_validator(mode="after")

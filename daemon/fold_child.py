@@ -124,10 +124,9 @@ async def _tell_commits(store: EventStore, stdin: ByteSendStream) -> None:
     position = await store.last_position()
     while True:
         try:
-            await store.wait_for(Position(position + 1), timeout=3600)
+            position = await store.wait_for(Position(position + 1), timeout=3600)  # the head in hand: no read
         except WaitTimeout:
             continue
-        position = await store.last_position()
         try:
             await stdin.send(f"{position}\n".encode())
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):

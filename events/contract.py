@@ -116,6 +116,7 @@ class EventStore(Protocol):
         """`subscribe`, a read at a time."""
         ...
 
-    async def wait_for(self, position: Position, timeout: float = 30.0) -> None:
-        """Return once `position` is committed; raise WaitTimeout after `timeout` seconds."""
+    async def wait_for(self, position: Position, timeout: float = 30.0) -> Position:
+        """Return the highest position known committed once `position` is; raise WaitTimeout after `timeout`
+        seconds."""
         ...

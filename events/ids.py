@@ -6,19 +6,20 @@ makes batched appends about twice as fast as random UUID4s would.
 
 from __future__ import annotations
 
-import random
+import os
 import threading
 import time
 
 _lock = threading.Lock()
 _last_ms, _sequence = 0, 0
-_random = random.Random()  # seeded from os.urandom; uniqueness comes from time and sequence
-_LOW_48 = (1 << 48) - 1
+_SEQUENCE = [f"{s:03x}-" for s in range(1 << 12)]  # 12 bits of sequence, as text, made once
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}  # a random digit as 0b10xx
 
 
 def new_event_ids(count: int) -> list[str]:
-    """`count` UUIDv7 strings, strictly increasing within this process, made under one lock (half the
-    time of one `new_event_id` each: an ingest batch needs thousands)."""
+    """`count` UUIDv7 strings, strictly increasing within this process, made under one lock (an ingest batch
+    needs thousands). Their random bits are sliced from one `os.urandom` of the whole batch, in hex: half the
+    CPU of formatting each id's from integers, on every ingested line."""
     global _last_ms, _sequence
     ids: list[str] = []
     with _lock:
@@ -30,15 +31,12 @@ def new_event_ids(count: int) -> list[str]:
             take = min(count - len(ids), (1 << 12) - sequence)
             stamp = f"{ms:012x}"
             head = f"{stamp[:8]}-{stamp[8:]}-7"  # 48 bits of milliseconds, then the version
-            ids += [_uuid(head, s, (0b10 << 62) | _random.getrandbits(62)) for s in range(sequence, sequence + take)]
+            noise = os.urandom(8 * take).hex()  # 16 hex digits an id: the variant's digit, then 15 random
+            ids += [f"{head}{_SEQUENCE[s]}{_VARIANT[noise[i]]}{noise[i + 1:i + 4]}-{noise[i + 4:i + 16]}"
+                    for s, i in zip(range(sequence, sequence + take), range(0, 16 * take, 16), strict=True)]
             sequence += take
         _last_ms, _sequence = ms, sequence - 1
     return ids
-
-
-def _uuid(head: str, sequence: int, low: int) -> str:
-    """The id after `head`: 12 bits of sequence, then the variant and 62 random bits."""
-    return f"{head}{sequence:03x}-{low >> 48:04x}-{low & _LOW_48:012x}"
 
 
 def new_event_id() -> str:

@@ -82,6 +82,7 @@ class ReportRules(BaseModel):
     mode: Literal["react", "guided", "auto"] = "react"  # `[agent] mode`: how sections are written
     drafts: int = 1  # `[agent] drafts`: guided drafts per section, the best supported kept
     response_format: Literal["off", "json_object", "json_schema"] = "off"  # guided drafts' structured output
+    stance_labels: int = 0  # `[agent] stance_labels`: statements the model may label before the sections
 
 
 class ReportRequested(ReportEvent):
@@ -126,7 +127,7 @@ class SectionStarted(ReportEvent):
 class LLMRequested(ReportEvent):
     type: Literal["LLMRequested"] = "LLMRequested"
     call_id: str
-    purpose: Literal["outline", "section", "interview", "chat", "probe"]
+    purpose: Literal["outline", "section", "interview", "chat", "probe", "stance_labels"]
     section_index: int = 0
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -340,6 +341,39 @@ class DraftWritten(ReportEvent):
     content: str  # the draft as kept by the claim check
     cited: list[int] = Field(default_factory=list)  # fact numbers of the sheet it cites
     claims: ClaimVerdict
+
+
+class SampledStatement(BaseModel):
+    """One statement a report asks the model to label: its citation id, author, round and text."""
+
+    model_config = ConfigDict(frozen=True)
+    ref: str
+    agent_id: int
+    round: int
+    text: str  # cut to what a label needs (agent/stance_labels.py, MAX_TEXT)
+
+
+class StatementsSampled(ReportEvent):
+    """`[agent] stance_labels`: the statements the model is asked to label (every agent and round covered first)
+    and the only answers it may give: the run's declared stances, checked to be plain words, and `none`."""
+
+    type: Literal["StatementsSampled"] = "StatementsSampled"
+    statements: list[SampledStatement]
+    stances: list[str]
+    total: int  # statements in the run, sampled or not
+    batch_size: int
+
+
+class StancesLabelled(ReportEvent):
+    """One batch of sampled statements as the model labelled them, read strictly: `labels` by citation id (a
+    stance of the run or `none`); `rejected` answers not taken, and `note` why, when a reply was unreadable."""
+
+    type: Literal["StancesLabelled"] = "StancesLabelled"
+    batch: int  # 0-based, in the order of StatementsSampled
+    call_id: str | None = None  # the LLM call answered; None when the call failed for good
+    labels: dict[str, str] = Field(default_factory=dict)
+    rejected: int = 0
+    note: str = ""
 
 
 class ReportDeleted(ReportEvent):

@@ -74,12 +74,18 @@ READ_ALL = (
 # 1M actions ingested in 20 s instead of 23 (bench/ingest.py).
 CACHE_KIB = 8192
 WAL_CHECKPOINT_PAGES = 10_000
+# Those checkpoints are passive: a fold reading beside a big ingest keeps them from ever emptying the WAL, which
+# grew to 229 MB at 1M actions. Past twice their size (`SQLiteEventStore.WAL_TRUNCATE_BYTES`), the writer truncates
+# it, waiting a little for the readers' short reads to end (docs/architecture.md#the-wal-while-the-fold-reads).
+WAL_TRUNCATE_WAIT_MS = 250  # not BUSY_TIMEOUT_MS: a reader that holds on must not stall the writer for long
+BUSY_TIMEOUT_MS = 10_000
 
 
 class SQLiteEventStore(EventLog):
     """Append-only event log in one SQLite file; use as an async context manager."""
 
     IDENTITY_EVERY_S = 0.0  # a stat: cheap enough for every group commit
+    WAL_TRUNCATE_BYTES = 2 * WAL_CHECKPOINT_PAGES * 4096
 
     def __init__(self, path: str | Path, synchronous: Literal["NORMAL", "FULL"] = "NORMAL", create: bool = True) -> None:
         super().__init__()
@@ -88,6 +94,8 @@ class SQLiteEventStore(EventLog):
         self.synchronous = synchronous
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._wal = self.path.with_name(self.path.name + "-wal")
+        self._wal_limit = self.WAL_TRUNCATE_BYTES
 
     async def _open_connections(self) -> None:
         """Create the file and schema if needed; sqlite3 errors become ours at this boundary."""
@@ -119,7 +127,7 @@ class SQLiteEventStore(EventLog):
         try:
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'FULL' else 'NORMAL'}")
-            await conn.execute("PRAGMA busy_timeout=10000")
+            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             await conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             await conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
         except BaseException:
@@ -184,6 +192,31 @@ class SQLiteEventStore(EventLog):
         self._versions = versions
         self._committed_rows(rows)
         settle(group, outcomes)
+        await self._bound_wal(conn)
+
+    async def _bound_wal(self, conn: aiosqlite.Connection) -> None:
+        """Truncate the WAL once it passes `_wal_limit` (the group is settled: a failure here is no caller's)."""
+        try:
+            size = os.stat(self._wal).st_size
+        except OSError:  # no WAL yet
+            return
+        if size <= self._wal_limit:
+            return
+        try:
+            await conn.execute(f"PRAGMA busy_timeout={WAL_TRUNCATE_WAIT_MS}")
+            try:
+                busy = int(list(await conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)"))[0][0])
+            finally:
+                await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            why = "a reader held on" if busy else None
+        except (OSError, sqlite3.Error) as exc:
+            why = f"it failed: {exc}"
+        if why is None:
+            self._wal_limit = self.WAL_TRUNCATE_BYTES
+            return
+        self._wal_limit = size + self.WAL_TRUNCATE_BYTES // 4  # tried again once it has grown this much more
+        log.warning("the WAL of %s holds %d MB and could not be truncated (%s); trying again past %d MB", self.path,
+                    size >> 20, why, self._wal_limit >> 20)
 
     async def _replan(self, conn: aiosqlite.Connection, group: list[Pending]) -> tuple[
             dict[str, int], list[Row], list[Outcome]]:

@@ -324,6 +324,13 @@ def last_statement(conn: sqlite3.Connection, key: Key) -> int:
     return int(row[0]) if row else 0
 
 
+def statement_places(conn: sqlite3.Connection, key: Key) -> list[tuple[str, int, int]]:
+    """(ref, agent, round) of every post, quote and comment of the run, in the order of the log: what a sample
+    of statements to label is chosen from."""
+    return conn.execute(f"SELECT ref, agent_id, round FROM sim_posts WHERE {KEY} AND kind IN ('post', 'quote',"
+                        " 'comment') ORDER BY id", key).fetchall()
+
+
 def sayings(conn: sqlite3.Connection, key: tuple[str, int]) -> list[tuple[Any, ...]]:
     """What the fold kept per agent and argument for the camps (`simulation.Sayings`), with the agent's name
     and stated stance: (agent, argument, name, stance, statements, first round, ref, position, text, last

@@ -37,8 +37,9 @@ class LlmVoice:
             self.pending.setdefault(detail.argument, []).append(i)
         self.planted: dict[int, int] = {}
         self.tics = {a.agent_id: (self._tics(), self._tics()) for a in story.agents}  # before, after a drift
+        # stances in order, not as a set: a set of strings iterates by the process's hash seed, and each draws
         self.favourites = {(a.agent_id, s): self._two_favourites(s) for a in story.agents for s in
-                           {a.stance, story.shifts.get(a.agent_id, a.stance)}}
+                           dict.fromkeys((a.stance, story.shifts.get(a.agent_id, a.stance)))}
         self.drift_rounds = self._drifters()
 
     # -- the writer's requests ---------------------------------------------------------------------

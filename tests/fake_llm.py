@@ -21,7 +21,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from simreportd.agent import prompts
+from simreportd.agent import prompts, stance_labels
 from simreportd.agent.offline import OfflineProvider
 from simreportd.events.models import LLMRequested
 
@@ -217,6 +217,8 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
         posts = json.loads(block.group(1)) if block else []
         return {"content": f'I stand by what I wrote: "{posts[0]["content"][:60]}" ({posts[0]["ref"]}).' if posts
                 else "I did not post."}
+    if system == stance_labels.SYSTEM:  # a model that sees no side in any statement; tests script others
+        return {"content": json.dumps({"labels": []})}
     purpose = "outline" if "Plan the report" in system else "chat" if "follow-up questions" in system else "section"
     protocol = "text" if "<tool_call>" in system else "native"
     forced = prompts.FORCED_FINAL in str(messages[-1].get("content"))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import anyio
 import pytest
 
-from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
-from simreportd.events import CaughtUp, EventStore, NewEvent
+from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch, StoreClosed
+from simreportd.events import CaughtUp, EventStore, NewEvent, Position
 from simreportd.events.models import PlanningStarted, ReportResumed
 
 from .conftest import TIMEOUT
@@ -19,6 +20,16 @@ def planning(report_id: str) -> PlanningStarted:
 
 class EventStoreContract:
     """Subclasses provide a `store` fixture yielding an open store of their backend, and `execute_directly`."""
+
+    @pytest.mark.anyio
+    async def test_a_wait_for_a_position_not_committed_ends_with_store_closed_when_the_store_closes(
+            self, store: EventStore) -> None:
+        await store.append("report-a", [planning("a")])
+        waiting = asyncio.create_task(store.wait_for(Position(5), timeout=TIMEOUT))
+        await anyio.wait_all_tasks_blocked()  # it waits for a commit
+        await store.close()
+        with pytest.raises(StoreClosed):
+            await waiting
 
     @pytest.mark.anyio
     async def test_append_returns_gapless_positions_and_versions(self, store: EventStore) -> None:

@@ -7,15 +7,17 @@ import json
 import socket
 import subprocess
 import threading
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from simreportd.agent.camps import camps_from_sayings, statement_stances
 from simreportd.analysis import Reader, VectorCache, embedder_from
 from simreportd.analysis.embedders import BundledE5
-from simreportd.analysis.meaning import gist, groups
+from simreportd.analysis.meaning import gist, groups, off_topic
 from simreportd.analysis.vectors import CachedOnly
 from simreportd.errors import EmbeddingsUnavailable
 from simreportd.simulator.simulate import simulate
@@ -135,3 +137,46 @@ def test_a_report_whose_embedder_is_down_completes_by_wording_and_says_why(tmp_p
     report = next((tmp_path / "reports").glob("*/full_report.md")).read_text(encoding="utf-8")
     assert url in report and "e5-small" in report  # the report says why it read by wording, naming the server
     assert json.loads(next((tmp_path / "reports").glob("*/meta.json")).read_text())["status"] == "completed"
+
+
+class Counting:
+    """A real embedder's shape at no cost: a unit vector per text, from its length."""
+
+    name = "counting"
+
+    def embed(self, texts: list[str], query: bool = False) -> np.ndarray:
+        return np.asarray([[1.0, float(len(t))] / np.hypot(1.0, len(t)) for t in texts], dtype=np.float32)
+
+
+def test_the_vector_cache_drops_its_oldest_past_its_limit_in_one_line(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    cache = VectorCache(tmp_path / "v.sqlite3", Counting(), max_vectors=100)
+    cache.vectors([f"text {'x' * n}" for n in range(100)])
+    assert not caplog.records
+    cache.vectors([f"new {'x' * n}" for n in range(20)])  # 120 held: down to 90
+    [line] = [r for r in caplog.records if "cache_max_vectors" in r.getMessage()]
+    assert "120 vectors" in line.getMessage() and "30 oldest" in line.getMessage()
+    again = VectorCache(tmp_path / "v.sqlite3", CachedOnly("counting"))
+    assert len(again.vectors([f"new {'x' * n}" for n in range(20)])) == 20  # the newest are kept
+    with pytest.raises(EmbeddingsUnavailable):
+        again.vectors(["text "])  # the first cached is gone
+
+
+def test_far_talk_no_camp_holds_takes_no_side_and_a_far_argument_one_camp_holds_keeps_it() -> None:
+    about = np.asarray([1.0, 0.0], dtype=np.float32)
+    near, far = [0.9, 0.44], [0.1, 0.99]
+    vectors = np.asarray([near] * 16 + [far] * 4, dtype=np.float32)
+    label = [0] * 16 + [16, 16, 18, 18]  # two far groups: chatter, and an argument of the opposing camp
+    stances = [Counter({"supportive": 1})] * 16 + [Counter({"supportive": 1}), Counter({"opposing": 1}),
+                                                   Counter({"opposing": 1}), Counter({"opposing": 1})]
+    assert off_topic(vectors, about, label, stances) == [16, 17]  # 15% of 20: the three furthest looked at
+    news = stances[:16] + [Counter({"neutral": 1}), Counter({"observer": 1})] + stances[18:]
+    assert off_topic(vectors, about, label, news) == []  # what the undecided pass on is read by the camps
+    row = lambda agent, key, stance, rnd: (agent, key, f"A{agent}", stance, 1, rnd, f"post:twitter:{agent}{rnd}",  # noqa: E731
+                                           rnd, key, rnd, f"post:twitter:{agent}{rnd}", rnd, 1, rnd,
+                                           f"post:twitter:{agent}{rnd}", rnd, key)
+    rows = [row(1, "soup again", "opposing", 1), row(2, "soup again", "opposing", 2), row(3, "soup again", "opposing", 3),
+            row(1, "charge is fair", "supportive", 4)]
+    assert "opposing" in camps_from_sayings(rows)["arguments"]
+    camps = camps_from_sayings(rows, off_topic={"soup again"})
+    assert "opposing" not in camps["arguments"] and statement_stances(rows, off_topic={"soup again"})[(1, "soup again")] == ""

@@ -6,6 +6,7 @@ Pure file writing, no daemon: the simulator's own folders, read back as the read
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -54,6 +55,17 @@ def test_one_seed_writes_the_same_run_byte_for_byte(runs: dict, tmp_path: Path) 
     configs = [json.loads((f / "simulation_config.json").read_bytes()) for f in (tmp_path, folder)]
     assert [c.pop("simulation_id") for c in configs] == [tmp_path.name, folder.name]  # named as MiroFish names it
     assert configs[0] == configs[1]
+
+
+def test_one_seed_writes_the_same_run_whatever_the_processs_hash_seed(tmp_path: Path) -> None:
+    written = []
+    for hash_seed in ("17", "34"):  # two that order a pair of stances differently
+        folder = tmp_path / hash_seed
+        code = (f"from pathlib import Path; from simreportd.simulator.simulate import simulate; "
+                f"simulate(Path({str(folder)!r}), agents=40, rounds=16, seed=4, style='llm')")
+        subprocess.run([PYTHON, "-c", code], check=True, timeout=TIMEOUT, env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        written.append([(folder / name).read_bytes() for name in ("twitter/actions.jsonl", "ground_truth.json")])
+    assert written[0] == written[1]
 
 
 def test_llm_agents_have_sentiment_biases_of_their_stance(runs: dict) -> None:

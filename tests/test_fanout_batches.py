@@ -21,6 +21,7 @@ from simreportd.daemon.server import fanout
 from simreportd.events.models import ContextGathered
 
 from .conftest import TIMEOUT
+from .processes import await_until
 from .test_server import Running, frames_until, server_config
 
 pytestmark = pytest.mark.anyio
@@ -95,3 +96,27 @@ async def test_a_crowd_subscribing_from_the_start_reads_its_history_a_few_at_a_t
         for c in crowd:
             await c.__aexit__(None, None, None)
     assert len(caught) == len(clients) and 1 < most <= fanout.HISTORY_READERS, most
+
+
+async def test_while_no_client_is_connected_the_broadcaster_offers_nothing_and_a_later_client_misses_nothing(
+        running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    offered: list[int] = []
+    offer = fanout.Fanout._offer
+
+    async def noted(self: fanout.Fanout, batch: list) -> None:
+        offered.extend(r.position for r in batch)
+        await offer(self, batch)
+
+    monkeypatch.setattr(fanout.Fanout, "_offer", noted)
+    alone = await running.daemon.store.append("report-alone", [ContextGathered(report_id="alone", context={"n": n})
+                                                               for n in range(EVENTS)])
+    broadcaster = running.daemon.server.fanout
+    await await_until(lambda: broadcaster.position >= alone.positions[-1], "the broadcaster to pass them")
+    async with connect(f"ws://{running.base}/ws") as ws:
+        await ws.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": alone.positions[0] - 1}))
+        history = await frames_until(ws, "caught_up")
+        later = await running.daemon.store.append("report-alone", [ContextGathered(report_id="alone", context={})])
+        live = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))  # the broadcaster has passed the others
+    assert [f["position"] for f in history if f["type"] == "event"] == list(alone.positions)
+    assert live["position"] == later.positions[0]
+    assert not set(alone.positions) & set(offered)  # read for nobody: never offered

@@ -76,3 +76,16 @@ async def requested(r: Running, report_id: str) -> int:
     appended = await r.daemon.store.append(report_stream(report_id), [
         ReportRequested(report_id=report_id, simulation_id="sim_small", generation=1)])
     return appended.positions[-1]
+
+
+async def test_event_frames_do_not_wait_for_the_fold_while_no_client_takes_notifications(
+        tmp_path: Path, small_sim: Path) -> None:
+    async with Running(server_config(tmp_path), [small_sim]) as r, connect(f"ws://{r.base}/ws") as ws:
+        await ws.send(json.dumps({"op": "subscribe", "topics": ["events"], "after": None}))
+        await frames_until(ws, "caught_up")
+        async with r.daemon.views._lock:  # the fold is held until the frame has come
+            position = await requested(r, "r_events")
+            frame = await frame_for(ws, position)
+            assert r.daemon.views.position < position
+            assert r.daemon.server.fanout.gave_up_at is None  # sent without waiting (FOLDED_WAIT_S) for the fold
+    assert frame["type"] == "event" and frame["event_type"] == "ReportRequested"

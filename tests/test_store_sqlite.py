@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from simreportd.errors import StoreClosed, StoreFull, StoreUnusable
-from simreportd.events import SQLiteEventStore
+from simreportd.events import CaughtUp, Position, SQLiteEventStore
 from simreportd.events.ids import new_event_id, new_event_ids
 from simreportd.events.models import PlanningStarted
 
@@ -98,6 +98,57 @@ async def test_a_full_disk_fails_the_append_with_store_full_and_the_store_recove
         await store._writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
         result = await store.append("report-b", [PlanningStarted(report_id="b")], expected_version=0)
         assert result.positions == (2,) and store.problem is None
+
+
+class SmallWalStore(SQLiteEventStore):
+    WAL_TRUNCATE_BYTES = 256 * 1024
+
+
+@pytest.mark.anyio
+async def test_the_wal_a_reader_keeps_from_being_reset_is_truncated_once_the_reader_lets_go(
+        store_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    wal, big = store_path.with_name(store_path.name + "-wal"), [PlanningStarted(report_id="x" * 2000)] * 50
+    async with SmallWalStore(store_path) as store:
+        reader = sqlite3.connect(store_path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()  # a snapshot held, as a slow fold's read would
+        for _ in range(5):
+            await store.append("report-a", big)
+        assert wal.stat().st_size > SmallWalStore.WAL_TRUNCATE_BYTES
+        assert "could not be truncated (a reader held on)" in caplog.text
+        reader.execute("COMMIT")
+        for _ in range(5):  # past the limit the refusal raised: tried again
+            await store.append("report-a", big)
+        assert wal.stat().st_size == 0
+        assert len(await store.read_all(0, 10_000)) == 500
+        reader.close()
+
+
+@pytest.mark.anyio
+async def test_a_subscriber_woken_by_each_commit_reads_the_head_from_the_store_only_at_its_first_try(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with SQLiteEventStore(store_path) as store:
+        reads, read_head = [], store._read_head
+
+        async def counted() -> int:
+            reads.append(1)
+            return await read_head()
+
+        monkeypatch.setattr(store, "_read_head", counted)
+        send, receive = anyio.create_memory_object_stream[int](100)
+        async with anyio.create_task_group() as tasks:
+            async def follow() -> None:
+                async for item in store.subscribe():
+                    if not isinstance(item, CaughtUp):
+                        await send.send(item.position)
+
+            tasks.start_soon(follow)
+            for n in range(1, 31):  # each append waits for the subscriber to take it: 30 wake-ups
+                await store.append("report-a", [PlanningStarted(report_id="a")])
+                assert await receive.receive() == n
+                assert await store.wait_for(Position(n)) == n
+            tasks.cancel_scope.cancel()
+    assert len(reads) <= 3  # the first try; a poll or two if the machine stalled past POLL_SECONDS
 
 
 def test_event_ids_are_uuid7_and_strictly_increasing_one_at_a_time_and_in_bulk() -> None:

@@ -35,7 +35,6 @@ from starlette.websockets import WebSocket
 
 from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed, WaitTimeout
-from simreportd.events import CaughtUp
 from simreportd.events.codec import Recorded
 from simreportd.events.models import OutlinePlanned, ReportRequested
 from simreportd.events.positions import Position
@@ -44,7 +43,7 @@ from simreportd.events.streams import is_report_stream
 from .commands import client_address, perform
 from .connections import FRAMES_EXTENSION, TextFrames
 from .edge import OncePerPeriod
-from .progress import SimulationProgress
+from .progress import PROGRESSING, SimulationProgress
 from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, notifies, parse_message
 
 log = logging.getLogger("simreportd.daemon.server.fanout")
@@ -62,6 +61,9 @@ HISTORY_PAGES = (20, 500)  # events of history read at once for one client: a pa
 # keeps up and drops to the least when it has to be waited for (decoded events cost ~10x their frames)
 FOLDED_WAIT_S = 5.0  # how long a report's frames wait for the read models to fold its events (a stalled fold:
 # a full disk, a rebuild) before they go anyway
+BROADCAST_PAGE = 500  # events of a live read of the log
+KEPT_ALONE = sorted(PROGRESSING)  # what the broadcaster reads while no session is open
+IDLE_S = 3600.0  # a wait for the next commit; polls for other processes' appends meanwhile (`wait_for`)
 HISTORY_BYTES = 64 * 1024  # history frames queued for a client before its history reader waits for it; a page
 # of history is encoded up to this many bytes too, so a client that does not read holds at most twice it
 
@@ -256,6 +258,7 @@ class Fanout:
         self.history_reads = anyio.CapacityLimiter(HISTORY_READERS)
         self.gave_up_at: Position | None = None  # a wait for the fold ran out here; none again until it is folded
         self.progress = SimulationProgress(self.sessions)  # live `simulation_progress` frames (progress.py)
+        self.position = Position(0)  # how far the broadcaster has read the log
 
     async def serve(self, websocket: WebSocket) -> None:
         """One connection (the `/ws` route): its sender, its history reader and its commands in one task group."""
@@ -347,17 +350,32 @@ class Fanout:
         return frames, at, taken
 
     async def broadcast(self, after: int) -> None:
-        """Follow the log from `after` and offer each event to every session, until the store closes."""
+        """Follow the log from `after` and offer each event to every session, until the store closes.
+
+        While no session is open only a run's progress is read (a session opened later reads its history
+        itself): reading every event of a big ingest for nobody cost the daemon a read and a row an event."""
+        store, self.position = self.daemon.store, Position(after)
         with contextlib.suppress(StoreClosed):  # the daemon is shutting down
-            async for batch in self.daemon.store.subscribe_batches(after=after):
-                if isinstance(batch, CaughtUp):
+            while True:
+                try:
+                    head = await store.wait_for(Position(self.position + 1), timeout=IDLE_S)  # the head in hand
+                except WaitTimeout:
                     continue
-                await self._offer(batch)
+                while self.position < head:
+                    alone = not self.sessions
+                    kept = KEPT_ALONE if alone else None
+                    batch = await store.read_all(self.position, BROADCAST_PAGE, types=kept, until=head)
+                    self.position = batch[-1].position if batch else head
+                    if alone:
+                        self.reports.clear()  # a report's outline may pass unseen
+                        self.progress.saw(batch)
+                    elif batch:
+                        await self._offer(batch)
 
     async def _offer(self, batch: list[Recorded]) -> None:
         """One read of the log to every session. Its frames live only here, not until the next read: after a
         crowd has gone, frames made during it would keep whole allocator arenas from being given back."""
-        if notifying := [r.position for r in batch if notifies(r)]:
+        if (notifying := [r.position for r in batch if notifies(r)]) and self._told_of_notifications():
             await self._folded(notifying[-1])
         read = [EventFrames(recorded, await self.report_info(recorded)) for recorded in batch]
         shared: dict[SubscriptionKey, TextFrames] = {}  # encoded once for every client
@@ -365,6 +383,11 @@ class Fanout:
             session.offer(read, shared)
         self.progress.saw(batch)
         self.budget.keep(self.sessions)
+
+    def _told_of_notifications(self) -> bool:
+        """Whether any session takes notifications: event frames alone never wait for the fold (a wait for
+        the fold child's round trip was most of a subscriber's latency at 200 events a second)."""
+        return any(session.sub is not None and "notifications" in session.sub.topics for session in self.sessions)
 
     async def _folded(self, position: Position) -> None:
         """Wait until the read models include `position`: a notification (section_ready, report_status...) makes
