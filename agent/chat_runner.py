@@ -31,6 +31,7 @@ from simreportd.events.models import (
     LLMFailed,
     LLMResponded,
     ReportRules,
+    StancesLabelled,
     ToolFailed,
     ToolObserved,
 )
@@ -203,11 +204,20 @@ class ChatRunner:
             report_id=request.report_id, call_id=request.call_id, attempt=effect.attempt, content=completion.content,
             tool_calls=completion.tool_calls, usage=completion.usage, finish_reason=completion.finish_reason))
 
+    async def _labels(self, report_id: str) -> dict[str, str]:
+        """The stances the report's model gave statements, so a chat reads the camps as its report did."""
+        if not report_id:
+            return {}
+        recorded = await self.store.read_stream(report_stream(report_id), types=[StancesLabelled.TYPE])
+        batches = sorted((r.event for r in recorded if isinstance(r.event, StancesLabelled)), key=lambda e: e.batch)
+        return {ref: stance for batch in batches for ref, stance in batch.labels.items()}
+
     async def _run_tool(self, s: chat_state.ChatState, effect: effects.RunTool, turn: int) -> ChatEvent:
         assert s.started is not None
         call, started = effect.call, time.perf_counter()
         try:
-            result = await self.tools.run(call.tool, call.arguments, s.started.simulation_id, s.started.generation)
+            result = await self.tools.run(call.tool, call.arguments, s.started.simulation_id, s.started.generation,
+                                          labels=await self._labels(s.started.report_id))
         except ToolError as exc:
             return ChatToolFailed(chat_id=s.chat_id, turn=turn, failure=ToolFailed(
                 report_id=call.report_id, section_index=turn, call_id=call.call_id, tool=call.tool, error=str(exc)))

@@ -51,7 +51,7 @@ class ScriptedModel:
 
 
 class InstantTools:
-    async def run(self, name: str, arguments: dict, simulation_id: str, generation: int) -> str:
+    async def run(self, name: str, arguments: dict, simulation_id: str, generation: int, labels: object = None) -> str:
         return RESULT
 
     async def context(self, simulation_id: str, generation: int) -> dict[str, Any]:

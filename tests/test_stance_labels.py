@@ -27,7 +27,7 @@ from simreportd.events.models import (
     SectionStarted,
     StatementsSampled,
 )
-from simreportd.events.streams import report_stream
+from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.sqlite import reading
 from simreportd.simulator.simulate import simulate
 from simreportd.simulator.truth import FILE as GROUND_TRUTH
@@ -149,8 +149,9 @@ def llm_sim(tmp_path: Path) -> Path:
 
 
 async def labelled_report(tmp_path: Path, folder: Path, llm: FakeLLM, cap: int,
-                          stances: dict[str, str] | None = None) -> tuple[str, list[Any]]:
-    """Ingest the run, tell the model its statements' truth (when given), write a report with `cap` labels."""
+                          stances: dict[str, str] | None = None, chat: str = "") -> tuple[str, list[Any]]:
+    """Ingest the run, tell the model its statements' truth (when given), write a report with `cap` labels
+    (and, given a `chat` question, ask it of the report: its events follow the report's)."""
     config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted",
                                         "timeout_s": 5.0, "max_retries": 1, "retry_backoff_s": 0.01},
                          reports={"auto": False}, agent={"stance_labels": cap, "response_format": "json_object"},
@@ -167,13 +168,18 @@ async def labelled_report(tmp_path: Path, folder: Path, llm: FakeLLM, cap: int,
         report_id = await daemon.reports.request(folder.name)
         state = await written_here(daemon, report_id)
         events = await daemon.store.read_stream(report_stream(report_id))
+        if chat:
+            chat_id = await daemon.chats.open(report_id, "cli")
+            await daemon.chats.ask(chat_id, chat)
+            events += await daemon.store.read_stream(chat_stream(chat_id))
     assert state.report_completed
     return report_id, events
 
 
 def analytics_shifts(events: list[Any]) -> set[int]:
-    results = [json.loads(e.data["result"]) for e in events
-               if e.type == "ToolObserved" and e.data["tool"] == "simulation_analytics"]
+    """Who changed sides by the last `simulation_analytics` result among `events` (a report's or a chat's)."""
+    observed = [e.data.get("observation", e.data) for e in events if e.type in ("ToolObserved", "ChatToolObserved")]
+    results = [json.loads(o["result"]) for o in observed if o["tool"] == "simulation_analytics"]
     assert results
     return {s["agent_id"] for s in results[-1]["camps"]["stance_shifts"]}
 
@@ -182,8 +188,10 @@ async def test_a_truthful_model_finds_the_side_changes_and_the_replay_asks_no_mo
                                                                                     llm_sim: Path) -> None:
     stances: dict[str, str] = {}
     with FakeLLM(script=truthful(stances)) as llm:
-        report_id, events = await labelled_report(tmp_path, llm_sim, llm, 100, stances)
+        report_id, everything = await labelled_report(tmp_path, llm_sim, llm, 100, stances, chat="Who changed sides?")
         asked = [r for r in llm.requests if r["messages"][0]["content"] == SYSTEM]
+    events = [e for e in everything if e.stream == report_stream(report_id)]
+    chat = [e for e in everything if e.stream != report_stream(report_id)]
     [sampled] = [e.data for e in events if e.type == "StatementsSampled"]
     labelled = [e.data for e in events if e.type == "StancesLabelled"]
     truth = json.loads((llm_sim / GROUND_TRUTH).read_text(encoding="utf-8"))
@@ -194,6 +202,7 @@ async def test_a_truthful_model_finds_the_side_changes_and_the_replay_asks_no_mo
     assert sum(len(b["labels"]) for b in labelled) == sampled["total"] and not any(b["rejected"] for b in labelled)
     assert [e.type for e in events].index("StancesLabelled") < [e.type for e in events].index("SectionStarted")
     assert analytics_shifts(events) == {s["id"] for s in truth["shifts"]}
+    assert analytics_shifts(chat) == {s["id"] for s in truth["shifts"]}  # a chat reads the camps as its report did
     assert (await replay_report_in(tmp_path, report_id)).divergence is None  # the labels are folded, not asked
 
 
