@@ -70,7 +70,7 @@ async def ingest_folder(daemon: Host, folder: Path) -> str:
     if folder not in daemon.watcher.folders:
         daemon.watcher.folders.append(folder)
     await daemon.watcher.check(folder)
-    return folder.name
+    return daemon.watcher.simulation_id_of(folder)
 
 
 async def resume_report(daemon: Host, report_id: str, provider: str | None = None, model: str | None = None,

@@ -160,6 +160,7 @@ class EmbeddingsConfig(Section):
 
 class InterviewConfig(Section):
     timeout_s: float = Field(default=60.0, gt=0)
+    probe_s: float = Field(default=5.0, gt=0)
 
 
 class LimitsConfig(Section):

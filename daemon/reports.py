@@ -8,6 +8,7 @@ replay restarts every unfinished report: that is the whole crash recovery.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import uuid
@@ -30,6 +31,7 @@ from simreportd.errors import (
     ReportInterrupted,
     SchedulerStopped,
     UsageError,
+    WaitTimeout,
 )
 from simreportd.events import CaughtUp, EventStore, NewEvent
 from simreportd.events.ids import new_event_id
@@ -49,7 +51,7 @@ from simreportd.events.models import (
 )
 from simreportd.events.positions import Position
 from simreportd.events.streams import report_stream, simulation_stream
-from simreportd.projections import report_queries
+from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading
 
@@ -59,6 +61,7 @@ from .writers import check_writer, choose_writer, describe_writer, model_for
 
 log = logging.getLogger("simreportd.daemon.reports")
 SWEEP_SECONDS = 2.0  # how often unfinished reports of other nodes are checked for a lapsed lease
+NAMED_WAIT_S = 10.0  # how long a name the read models do not know yet waits for them to fold the log
 
 
 def auto_report_id(simulation_id: str, generation: int, run_key: str = "") -> str:
@@ -155,6 +158,7 @@ class ReportScheduler:
         a completed report is written again, if `admit` (the caller's limits) does not raise; a running one
         is never doubled, so many callers asking at once cost one report."""
         async with self._asking:
+            simulation_id = await self.simulation_named(simulation_id)
             runs = await runs_so_far(self.store, simulation_id)
             if not runs:
                 return await self.request(simulation_id, trigger=trigger), "new"  # says why it cannot
@@ -208,6 +212,7 @@ class ReportScheduler:
         asked for it (the run's SimulationCompleted), so a trace leads from the report back to the run.
         `writer` (provider, model) is the one a user asked for; by default `[llm]`'s.
         """
+        simulation_id = await self.simulation_named(simulation_id)
         runs = await runs_so_far(self.store, simulation_id)  # from the log: the read models may lag behind
         if not runs:
             raise NotFound(f"no simulation {simulation_id!r} has been ingested; its folder is not under [watch] "
@@ -230,6 +235,23 @@ class ReportScheduler:
         except ConcurrencyConflict:
             log.debug("report %s was already requested", report_id)
         return report_id
+
+    async def simulation_named(self, given: str) -> str:
+        """The id of the simulation `given` names: itself if the log has its stream, else the one the read models
+        know by that name (its config's id or its folder's: docs/formats.md#simulation-ids), else `given`. A name
+        the read models do not know yet is looked up again once they hold the whole log (at most NAMED_WAIT_S)."""
+        if await self.store.read_stream(simulation_stream(given), limit=1):
+            return given
+
+        def named(path: Path) -> str | None:
+            with reading(path) as conn:
+                return simulation_queries.resolve(conn, given)
+
+        if found := await self.views.in_thread(named, self.views.path):
+            return found
+        with contextlib.suppress(WaitTimeout):  # a name nothing goes by: NotFound says so where it matters
+            await self.views.wait_for(await self.store.last_position(), timeout=NAMED_WAIT_S)
+        return await self.views.in_thread(named, self.views.path) or given
 
     async def _server_context(self, provider: str, model: str) -> int:
         """`[llm] context_tokens = 0`: what the writer says its context is, else 8192; recorded with the report."""

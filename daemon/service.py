@@ -18,7 +18,6 @@ from simreportd.agent.runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
-from simreportd.daemon.interviews.environment import FolderEnvironment
 from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.errors import StoreReplaced
 from simreportd.events.codec import Recorded
@@ -89,10 +88,10 @@ class Daemon:
         self.budget = CallBudget(limits.model_calls_per_minute)
         self._use_writers(c.llm)
         self.interviews = Interviewer(self.store, views_path, self.provider, c.llm.model, c.interview.timeout_s,
-                                      limiter)
+                                      limiter, c.interview.probe_s)
         self.runner = ReportRunner(self.store, SimulationTools(views_path, self.interviews, limiter,
                                                                    c.embeddings.reader(c.store.path)), self.writers,
-                                   FolderEnvironment(views_path, limiter))
+                                   self.interviews.environment)  # one verdict on the environment: it was asked
         self.chats = ChatRunner(self.store, self.runner.tools, self.writers, chat_writer(c))
         self.chat_gate = Gate("chat question", limits.chats_at_once, limits.chats_per_client, limits.chats_per_minute,
                               self.budget)

@@ -41,11 +41,16 @@ def simulations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def resolve(conn: sqlite3.Connection, given: str) -> str | None:
-    """The simulation a client names: by our id (its folder's name) or by the `simulation_id` its
-    simulation_config.json gives (which clients of the simulator know it by); None if neither."""
-    row = conn.execute("SELECT simulation_id FROM sim_generations WHERE simulation_id = ?1 UNION ALL"
-                       " SELECT simulation_id FROM sim_generations WHERE json_extract(config, '$.simulation_id') = ?1"
-                       " LIMIT 1", (given,)).fetchone()
+    """The simulation a client names: by its id, by the `simulation_id` its simulation_config.json gives, or
+    by its folder's name (an alias: docs/formats.md#simulation-ids); None if none does. The newest run wins
+    where two folders answer to one name."""
+    row = conn.execute(
+        "SELECT simulation_id, 0, started_position FROM sim_generations WHERE simulation_id = ?1 UNION ALL"
+        " SELECT simulation_id, 1, started_position FROM sim_generations"
+        " WHERE json_extract(config, '$.simulation_id') = ?1 UNION ALL"
+        " SELECT simulation_id, 2, started_position FROM sim_generations WHERE instr(?1, '/') = 0"
+        " AND instr(?1, char(92)) = 0 AND substr(folder, -length(?1) - 1) IN ('/' || ?1, char(92) || ?1)"
+        " ORDER BY 2, 3 DESC LIMIT 1", (given,)).fetchone()
     return str(row[0]) if row else None
 
 

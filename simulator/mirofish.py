@@ -80,7 +80,10 @@ class MirofishRun:
     """One run of the parallel runner over both platforms, written into `folder` as it goes."""
 
     def __init__(self, folder: Path, seed: int = 1, agents: int = 8, rounds: int = 6,
-                 platforms: tuple[str, ...] = ("twitter", "reddit"), databases: bool = True) -> None:
+                 platforms: tuple[str, ...] = ("twitter", "reddit"), databases: bool = True,
+                 asleep: frozenset[int] | None = None, seeded: bool = True) -> None:
+        """`asleep`: simulated hours no agent is active in (their rounds idle, as the config says); by default
+        every hour is awake and two rounds draw no agent at random. `seeded`: the config has seed posts."""
         self.folder, self.rounds, self.platforms = folder, rounds, platforms
         self.rng = random.Random(seed)
         self.names = {i: NAMES[i % len(NAMES)] + ("" if i < len(NAMES) else str(i)) for i in range(agents)}
@@ -88,7 +91,11 @@ class MirofishRun:
         self.keep_databases = databases
         idle = self.rng.sample(range(1, rounds + 1), k=min(2, rounds - 1))
         self.idle = {1, *idle[:1]} if seed % 2 else set(idle)  # odd seeds: round 1 idle, the seeds come again later
-        self.seeds = [(self.rng.randrange(agents), c) for c in self.rng.sample(SAYINGS, 3)]
+        self.awake = [h for h in range(24) if h not in (asleep or ())]
+        if asleep is not None:
+            self.idle = {r for r in range(1, rounds + 1) if (r - 1) % 24 in asleep}
+        seeds = [(self.rng.randrange(agents), c) for c in self.rng.sample(SAYINGS, 3)]
+        self.seeds = seeds if seeded else []
         self.truth: dict[str, Any] = {"platforms": {}, "idle_rounds": sorted(self.idle), "rounds": rounds,
                                       "stances": {str(i): s for i, s in self.stances.items()}}
         self.platform_runs = {p: _Platform(self, p) for p in platforms}
@@ -99,7 +106,7 @@ class MirofishRun:
         config = {"simulation_id": self.folder.name, "simulation_requirement": "学生如何看待AI监考？",
                   "time_config": {"total_simulation_hours": self.rounds, "minutes_per_round": 60},
                   "agent_configs": [{"agent_id": i, "entity_name": n, "entity_type": "Student", "activity_level": 0.5,
-                                     **self.stances[i]} for i, n in self.names.items()],
+                                     "active_hours": self.awake, **self.stances[i]} for i, n in self.names.items()],
                   "event_config": {"initial_posts": [{"content": c, "poster_type": "Student", "poster_agent_id": a}
                                                      for a, c in self.seeds], "hot_topics": ["AI监考"]}}
         (self.folder / "simulation_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2),
@@ -128,9 +135,18 @@ class MirofishRun:
             run.finish()
             run.interview(interviews)
             run.close()
+        self.write_run_state()
         if not self.keep_databases:
             for p in self.platforms:
                 (self.folder / f"{p}_simulation.db").unlink(missing_ok=True)
+
+    def write_run_state(self) -> None:
+        """run_state.json as MiroFish's backend leaves a completed run (simulation_runner.py:100-180)."""
+        state: dict[str, Any] = {"simulation_id": self.folder.name, "runner_status": "completed",
+                                 "current_round": self.rounds, "total_rounds": self.rounds}
+        for p in self.platforms:
+            state |= {f"{p}_completed": True, f"{p}_current_round": self.rounds}
+        (self.folder / "run_state.json").write_text(json.dumps(state), encoding="utf-8")
 
     def run(self) -> dict[str, Any]:
         """The whole run at once; its ground truth."""
@@ -190,7 +206,8 @@ class _Platform:
             post_id = self.create_post(agent, content)
             self.truth["actions"].append({"round": 0, "agent_id": agent, "action_type": "CREATE_POST",
                                           "post_id": post_id, "content": content})
-        self.end_step()
+        if self.run.seeds:  # the runner steps round 0 only for seed posts
+            self.end_step()
         self.log({"round": 0, "timestamp": _stamp(), "event_type": "round_end", "actions_count": len(self.run.seeds)})
 
     def end_step(self) -> None:
@@ -284,6 +301,8 @@ class _Platform:
         if action == "refresh":
             self.trace(agent, "refresh", {"posts": self.feed()})
             return  # the runner never copies a refresh: not an action of the run
+        if not self.truth["posts"]:
+            action = "create_post"  # nothing to act on yet (a run with no seed posts): the first act is a post
         fact: dict[str, Any] = {"round": round_no, "agent_id": agent, "action_type": action.upper()}
         handler = getattr(self, "_" + action, None)
         fact.update(handler(agent) if handler else self._plain(agent, action))
@@ -406,9 +425,10 @@ def _stamp() -> str:
     return datetime.now().isoformat()  # local naive time, as the logger writes it
 
 
-def write_mirofish(folder: Path, seed: int = 1, agents: int = 8, rounds: int = 6, databases: bool = True) -> dict[str, Any]:
+def write_mirofish(folder: Path, seed: int = 1, agents: int = 8, rounds: int = 6, databases: bool = True,
+                   asleep: frozenset[int] | None = None, seeded: bool = True) -> dict[str, Any]:
     """Write a whole run into `folder` and its ground truth beside it (`mirofish_truth.json`); return the truth."""
-    truth = MirofishRun(folder, seed, agents, rounds, databases=databases).run()
+    truth = MirofishRun(folder, seed, agents, rounds, databases=databases, asleep=asleep, seeded=seeded).run()
     (folder / TRUTH_FILE).write_text(json.dumps(truth, ensure_ascii=False, default=str), encoding="utf-8")
     return truth
 

@@ -84,7 +84,7 @@ def platform_lines(story: Story, platform: str) -> list[dict[str, Any]]:
 
 def write_setup(folder: Path, story: Story) -> None:
     """simulation_config.json and both profile files."""
-    _write_json(folder / "simulation_config.json", simulation_config(story))
+    _write_json(folder / "simulation_config.json", simulation_config(story, folder.name))
     with (folder / "twitter_profiles.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["user_id", "name", "username", "user_char", "description"])
@@ -93,10 +93,11 @@ def write_setup(folder: Path, story: Story) -> None:
     _write_json(folder / "reddit_profiles.json", [reddit_profile(a, story) for a in story.agents])
 
 
-def simulation_config(story: Story) -> dict[str, Any]:
+def simulation_config(story: Story, simulation_id: str) -> dict[str, Any]:
+    """The config MiroFish prepares; its id is the folder's name, as MiroFish names a simulation's folder."""
     sc = story.scenario
     return {
-        "simulation_id": story.simulation_id, "project_id": "proj_demo", "graph_id": "graph_demo",
+        "simulation_id": simulation_id, "project_id": "proj_demo", "graph_id": "graph_demo",
         "simulation_requirement": sc.requirement,
         "time_config": {"total_simulation_hours": story.rounds, "minutes_per_round": 60,
                         "agents_per_hour_min": 2, "agents_per_hour_max": len(story.agents),
@@ -189,7 +190,7 @@ def _append_slowly(path: Path, lines: list[dict[str, Any]], round_no: int) -> No
 def write_run_state(folder: Path, story: Story, status: str, pid: int | None) -> None:
     counts = {p: sum(len(r) for r in story.lines[p]) for p in PLATFORMS}
     _write_json(folder / "run_state.json", {
-        "simulation_id": story.simulation_id, "runner_status": status, "current_round": story.rounds,
+        "simulation_id": folder.name, "runner_status": status, "current_round": story.rounds,
         "total_rounds": story.rounds, "twitter_completed": status == "completed",
         "reddit_completed": status == "completed", "twitter_actions_count": counts["twitter"],
         "reddit_actions_count": counts["reddit"], "total_actions_count": sum(counts.values()),

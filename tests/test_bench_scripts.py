@@ -48,6 +48,7 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
     "report_quality.py": (["--runs", "1", "--agents", "8", "--rounds", "3"], ["| **all** |", "Goal",
                                                                            "| wrong relations |"]),
     "store.py": (["--tiny"], ["64 concurrent appenders", "read_all + decode into models"]),
+    "stale_environment.py": (["3", "0.2"], ["| stale alive, probe_s 0.2 |", "(the wait before the ping)"]),
     "tools.py": (["--data", "{tmp}/data", "--calls", "1", "tiny"], ["simulation_analytics", "first analytics call"]),
 }
 

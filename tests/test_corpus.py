@@ -50,8 +50,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, dict
 def test_one_seed_writes_the_same_run_byte_for_byte(runs: dict, tmp_path: Path) -> None:
     folder, _ = runs[1]
     simulate(tmp_path, agents=40, rounds=16, seed=1, style="llm")
-    for name in ("twitter/actions.jsonl", "reddit/actions.jsonl", "ground_truth.json", "simulation_config.json"):
+    for name in ("twitter/actions.jsonl", "reddit/actions.jsonl", "ground_truth.json"):
         assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
+    configs = [json.loads((f / "simulation_config.json").read_bytes()) for f in (tmp_path, folder)]
+    assert [c.pop("simulation_id") for c in configs] == [tmp_path.name, folder.name]  # named as MiroFish names it
+    assert configs[0] == configs[1]
 
 
 def test_one_seed_writes_the_same_run_whatever_the_processs_hash_seed(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from .browser import Chromium, chromium_path
 from .conftest import TIMEOUT, make_config
 from .fake_llm import FakeLLM
 from .test_server import Running
+from .test_simulation_ids import set_config_id
 
 DIST = os.environ.get("MIROFISH_DIST", "")
 PAGE = "http://127.0.0.1:3000"  # the frontend's dev-server origin, allowed by default
@@ -112,6 +113,7 @@ async def test_mirofish_frontend_shows_a_report_interviews_agents_and_chats_with
     done, failing = tmp_path / "sims" / "sim_done", tmp_path / "sims" / "sim_failing"
     simulate(done, agents=12, rounds=6, seed=3)
     simulate(failing, agents=8, rounds=4, seed=5)
+    set_config_id(done, "sim_4f2a9c1e7b3d")  # a copied run: the page is led by the config's id, ours by its folder
     with FakeLLM() as llm, serving(DIST):
         config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted",
                                             "timeout_s": 10.0, "max_retries": 1, "retry_backoff_s": 0.01},
@@ -158,5 +160,6 @@ async def test_mirofish_frontend_shows_a_report_interviews_agents_and_chats_with
                                             " .message-text'); return m && m.innerText; })()", "the chat's answer")
                 failed_step5 = await failed_calls(browser)
     assert step4 == [] and step5 == [] and failed_step5 == [], (step4, step5, failed_step5)
+    assert report.request is not None and report.request.simulation_id == "sim_4f2a9c1e7b3d"
     assert agents == 12 and all(a and a != "无响应" for a in answers), answers
     assert reply and "错误" not in reply and chat and "错误" not in chat, (reply, chat)

@@ -62,12 +62,13 @@ class LocalExecutor:
     async def request_demo_report(self, folder: Path, provider: str | None, model: str | None) -> tuple[str, str]:
         """The demo's report is its run's automatic one: the report `simreportd run` would write, written once."""
         await self.daemon.watcher.rescan()
-        generation = await completed_generation(self.daemon.store, folder.name)
-        report_id = auto_report_id(folder.name, generation, await run_key_of(self.daemon.store, folder.name))
+        simulation_id = self.daemon.watcher.simulation_id_of(folder)
+        generation = await completed_generation(self.daemon.store, simulation_id)
+        report_id = auto_report_id(simulation_id, generation, await run_key_of(self.daemon.store, simulation_id))
         if (await self.state(report_id)).report_completed:
             return report_id, "completed"
-        writer = await actions.report_writer(self.daemon.config.llm, provider, model, folder.name)
-        await self.daemon.reports.request(folder.name, generation, trigger="auto", report_id=report_id, writer=writer)
+        writer = await actions.report_writer(self.daemon.config.llm, provider, model, simulation_id)
+        await self.daemon.reports.request(simulation_id, generation, trigger="auto", report_id=report_id, writer=writer)
         return report_id, "new"
 
     async def resume(self, report_id: str, provider: str | None, model: str | None,

@@ -18,6 +18,7 @@ from simreportd.daemon.ingest import values
 from simreportd.events.models import Platform
 
 from .inputs import Confinement, NotReadable, read_bytes
+from .rounds import UNKNOWN, RoundClock, clock_of
 from .tail import FileIdentity, identify
 
 ACTION_FILES: dict[str, Platform] = {"twitter/actions.jsonl": "twitter", "reddit/actions.jsonl": "reddit"}
@@ -50,7 +51,8 @@ class FolderSnapshot:
     present: set[Platform] = field(default_factory=set)
     env: EnvStatus | None = None
     finished_hint: dict[Platform, int] = field(default_factory=dict)  # OASIS only: platform -> total rounds
-    minutes_per_round: int = 60
+    clock: RoundClock = UNKNOWN  # OASIS only: which round a database row belongs to
+    rounds_ran: dict[Platform, bool] = field(default_factory=dict)  # OASIS only: whether a finished platform ran all
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # action files not read, and why
     databases: dict[Platform, Path] = field(default_factory=dict)  # the OASIS databases present, by platform
     databases_only: bool = False  # no actions.jsonl: the databases are the actions' source
@@ -118,10 +120,19 @@ def _oasis_snapshot(folder: Path, confinement: Confinement, env: EnvStatus | Non
     done = run_state.get("runner_status") == "completed"
     hint = {p: total for p in present if done or run_state.get(f"{p}_completed") is True}
     config = _read_json(folder / "simulation_config.json", confinement)
-    time_config = config.get("time_config", {}) if isinstance(config, dict) else {}
-    minutes = values.int64(time_config.get("minutes_per_round", 60)) if isinstance(time_config, dict) else 60
-    return FolderSnapshot(True, [], present, env, hint, minutes if minutes and minutes > 0 else 60,
+    clock = clock_of(config if isinstance(config, dict) else {}, total)
+    return FolderSnapshot(True, [], present, env, hint, clock, {p: _ran_all(run_state, p, total) for p in hint},
                           databases=databases, databases_only=bool(databases))
+
+
+def _ran_all(run_state: dict[str, Any], platform: str, total: int) -> bool:
+    """Whether run_state.json says the platform ran every round: its own round count reached the total where it
+    keeps one (MiroFish's runner does, from each round_end), else the runner completed (it logs the end of a
+    platform stopped early too: run_parallel_simulation.py:1228-1233 and 1283-1284)."""
+    reached = values.int64(run_state.get(f"{platform}_current_round")) or 0
+    if reached > 0:
+        return reached >= total
+    return run_state.get("runner_status") == "completed"
 
 
 def read_env_status(folder: Path, confinement: Confinement | None = None) -> EnvStatus | None:
@@ -191,6 +202,13 @@ def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
         problems.append(("simulation_config.json", "settings dropped: " + _why([summary, requirement])))
         summary, requirement = {}, ""
     return Setup(requirement, summary, [agents[k] for k in sorted(agents)], problems)
+
+
+def configured_id(folder: Path, confinement: Confinement | None = None) -> str:
+    """The `simulation_id` simulation_config.json gives, or "" when it has none, or none that is a string."""
+    config = _load_json(folder / "simulation_config.json", confinement or Confinement(folder), [])
+    given = config.get("simulation_id") if isinstance(config, dict) else None
+    return given if isinstance(given, str) else ""
 
 
 def _kept(items: Any, file: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from . import foreign, oasis
 from .folder import FolderSnapshot, SourceFile, read_setup, snapshot
 from .inputs import Confinement
 from .parse import Bad, Parsed
+from .rounds import UNKNOWN, RoundClock
 from .snapshots import EVERY, IngestSnapshots
 from .state import (
     FileMark,
@@ -59,10 +60,13 @@ class SimulationIngestor:
     """Keeps one folder's stream up to date with its files."""
 
     def __init__(self, store: EventStore, folder: Path, max_line_bytes: int = 1_048_576,
-                 follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None) -> None:
+                 follow_external_symlinks: bool = False, snapshots: IngestSnapshots | None = None,
+                 simulation_id: str = "") -> None:
+        """`simulation_id`: what the folder's events are recorded under (`identity.simulation_id_for`); by
+        default the folder's name."""
         self.store, self.folder, self.max_line_bytes = store, folder, max_line_bytes
         self.confinement = Confinement(folder, follow_external_symlinks)
-        self.simulation_id = folder.name
+        self.simulation_id = simulation_id or folder.name
         self.stream = simulation_stream(self.simulation_id)
         self.state: IngestState | None = None
         self.snapshots, self._snapshot_version = snapshots, 0
@@ -98,12 +102,12 @@ class SimulationIngestor:
             await self._ingest(source, databases.get(source.platform) if source.platform else None)
         for database in databases.values():
             if snap.databases_only:
-                await self._ingest(database, minutes_per_round=snap.minutes_per_round)
+                await self._ingest(database, clock=snap.clock)
             elif database.platform in state.finished:  # interviews come after the last round
                 await self._ingest_interviews(database)
         await self._note_unreadable(problems + self._problems)
         self._problems = []
-        if finished := finished_from_hint(state, snap.finished_hint):
+        if finished := finished_from_hint(state, snap.finished_hint, snap.rounds_ran):
             await self._append(finished)
         if (completed := state.completion(snap.present)) is not None:
             await self._append([completed])
@@ -203,7 +207,7 @@ class SimulationIngestor:
         return self._names
 
     async def _ingest(self, source: SourceFile, database: SourceFile | None = None,
-                      minutes_per_round: int = 60) -> None:
+                      clock: RoundClock = UNKNOWN) -> None:
         state = await self._state()
         decision = await anyio.to_thread.run_sync(state.classify, source.key, source.identity,
                                                   self._same_bytes(source))
@@ -213,7 +217,7 @@ class SimulationIngestor:
             await self._start_generation(SimulationGenerationStarted, f"{source.key} was replaced or rewritten")
         offset = state.offset_of(source.key)
         if source.kind == "oasis":
-            await self._ingest_database(source, offset, minutes_per_round)
+            await self._ingest_database(source, offset, clock)
             return
         while lines := await anyio.to_thread.run_sync(read_lines, source.path, offset, self.max_line_bytes,
                                                       CHUNK, self.confinement):
@@ -302,13 +306,13 @@ class SimulationIngestor:
         """Whether the file still holds, before a mark's end, the bytes it held when the mark was taken."""
         return lambda mark: mark.tail is None or tail_matches(source.path, mark.end, mark.tail, self.confinement)
 
-    async def _ingest_database(self, source: SourceFile, after: int, minutes_per_round: int) -> None:
+    async def _ingest_database(self, source: SourceFile, after: int, clock: RoundClock) -> None:
         """A folder with no actions.jsonl: the database's actions, and its interviews as interviews."""
         state = await self._state()
         platform = source.platform or "twitter"
         while True:
             try:
-                scanned, items = await self._query(source.path, oasis.read_rows, after, minutes_per_round,
+                scanned, items = await self._query(source.path, oasis.read_rows, after, clock,
                                                    await self._agent_names())
             except foreign.Unreadable as exc:
                 self._problems.append((source.key, exc.reason))

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from simreportd.daemon.ingest import values
 
+from .rounds import RoundClock
 from .tail import FileIdentity
 
 NOT_ACTIONS = ("refresh", "sign_up")  # the runner never copies these rows (they embed feeds, or set up users)
@@ -74,7 +75,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))}
 
 
-def read_rows(conn: sqlite3.Connection, after_rowid: int, minutes_per_round: int, names: dict[int, str]
+def read_rows(conn: sqlite3.Connection, after_rowid: int, clock: RoundClock, names: dict[int, str]
               ) -> tuple[int, list[tuple[int, dict[str, Any]] | Interview]]:
     """For a folder whose database is its only source: the last rowid looked at, and in rowid order the
     action lines rebuilt from the rows after `after_rowid` as (rowid, line), and the interviews among them."""
@@ -87,7 +88,7 @@ def read_rows(conn: sqlite3.Connection, after_rowid: int, minutes_per_round: int
         if row["action"] == INTERVIEW:
             items.append(_interview(row))
         elif row["action"] not in NOT_ACTIONS:
-            items.append((row["rowid"], _action(conn, row, first[0], minutes_per_round, names)))
+            items.append((row["rowid"], _action(conn, row, first[0], clock, names)))
     return (rows[-1]["rowid"] if rows else after_rowid), items
 
 
@@ -116,27 +117,27 @@ def _interview(row: sqlite3.Row) -> Interview:
                      str(info.get("interview_id") or ""), str(row["created_at"]))
 
 
-def _action(conn: sqlite3.Connection, row: sqlite3.Row, start: Any, minutes_per_round: int,
+def _action(conn: sqlite3.Connection, row: sqlite3.Row, start: Any, clock: RoundClock,
             names: dict[int, str]) -> dict[str, Any]:
     """The line the runner would have written for this row, with the targets it drops put back."""
     info, action = _info(row), str(row["action"])
     args = {k: info[k] for k in KEPT if k in info}
     args.update(_context(conn, action, info, names))
-    return {"round": _round(row["created_at"], start, minutes_per_round), "timestamp": str(row["created_at"]),
+    return {"round": _round(row["created_at"], start, clock), "timestamp": str(row["created_at"]),
             "agent_id": row["user_id"], "agent_name": _name(conn, row["user_id"], names) or f"Agent_{row['user_id']}",
             "action_type": action.upper(), "action_args": args, "result": None, "success": True}
 
 
-def _round(created_at: Any, start: Any, minutes_per_round: int) -> int:
-    """Only a guess with no actions.jsonl beside: Twitter's `created_at` counts environment steps (an idle round
-    takes none), Reddit's is a scaled wall-clock time, turned into rounds since the first row."""
+def _round(created_at: Any, start: Any, clock: RoundClock) -> int:
+    """Twitter's `created_at` counts environment steps, the rounds `clock` says step (rounds.py); Reddit's is a
+    scaled wall-clock time, turned into rounds since the first row (a guess)."""
     if isinstance(created_at, int):
-        return created_at
+        return clock.round_of_step(created_at)
     try:
         delta = datetime.fromisoformat(str(created_at)) - datetime.fromisoformat(str(start))
     except ValueError:
         return 0
-    return max(0, int(delta.total_seconds() // (60 * max(1, minutes_per_round))))
+    return max(0, int(delta.total_seconds() // (60 * max(1, clock.minutes_per_round))))
 
 
 def _name(conn: sqlite3.Connection, user_id: Any, names: dict[int, str]) -> str:

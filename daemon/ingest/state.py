@@ -371,14 +371,17 @@ class Acted:
         return lead
 
 
-def finished_from_hint(state: IngestState, hint: dict[Platform, int]) -> list[DomainEvent]:
-    """PlatformFinished for database sources whose run_state says they ended (not folded yet)."""
+def finished_from_hint(state: IngestState, hint: dict[Platform, int],
+                       ran: dict[Platform, bool] | None = None) -> list[DomainEvent]:
+    """PlatformFinished for database sources whose run_state says they ended (not folded yet); `ran`: whether
+    it says each ran every round (the rows cannot: the last rounds may have drawn no agent)."""
     out: list[DomainEvent] = []
     for platform in sorted(set(hint) & state.started - set(state.finished)):
         last = state.last_round.get(platform, 0)
         total = hint[platform] or last
+        all_ran = (ran or {}).get(platform, last >= total)
         out.append(PlatformFinished(simulation_id=state.simulation_id, generation=state.generation,
-                                    platform=platform, total_rounds=total, all_rounds_ran=last >= total))
+                                    platform=platform, total_rounds=total, all_rounds_ran=all_ran))
     return out
 
 

@@ -23,7 +23,9 @@ from simreportd.events import EventStore
 from simreportd.events.models import IngestFailed
 
 from .folder import is_simulation_folder
+from .identity import simulation_id_for
 from .ingestor import SimulationIngestor
+from .inputs import Confinement
 from .snapshots import IngestSnapshots
 from .values import clean_text
 
@@ -45,6 +47,7 @@ class Watcher:
         self.ingestors: dict[Path, SimulationIngestor] = {}
         self.failing: dict[Path, tuple[int, float]] = {}  # folder -> (consecutive failures, retry at)
         self.missing: set[Path] = set()  # roots found missing and said so: each is said again once it appears
+        self._opening = anyio.Lock()  # one folder's id decided at a time: two copies must not both take one id
 
     def announce(self) -> None:
         """Log what is watched: one line a root or folder, a warning for a root that does not exist (and a line
@@ -77,20 +80,37 @@ class Watcher:
         if time.monotonic() < retry_at:
             return
         try:
-            ingestor = self.ingestors.get(folder)
+            ingestor = self.ingestors.get(folder) or await self._open(folder)
             if ingestor is None:
-                if not await anyio.to_thread.run_sync(self._admissible, folder):
-                    return
-                if not await self.leases.take(f"ingest:{folder.name}"):
-                    return  # another daemon on this store ingests it; it is ours if that one dies
-                ingestor = self.ingestors.setdefault(folder, SimulationIngestor(  # a rescan and a watch may
-                    self.store, folder, self.max_line_bytes, self.follow_external_symlinks,  # both get here:
-                    self.snapshots))  # one ingestor, whose lock takes them in turn, not two racing to append
+                return
             await ingestor.check()
         except Exception as exc:  # noqa: BLE001 (isolation: one folder's failure must not stop the others)
             await self._failed(folder, failures + 1, exc)
         else:
             self.failing.pop(folder, None)
+
+    def simulation_id_of(self, folder: Path) -> str:
+        """The id the folder's events are recorded under (its name until it has been checked)."""
+        ingestor = self.ingestors.get(folder)
+        return ingestor.simulation_id if ingestor else folder.name
+
+    async def _open(self, folder: Path) -> SimulationIngestor | None:
+        """The folder's ingestor, made once (a rescan and a watch may both get here: one ingestor, whose lock
+        takes them in turn, not two racing to append); None if the folder is not ours to ingest."""
+        async with self._opening:
+            if folder in self.ingestors:
+                return self.ingestors[folder]
+            if not await anyio.to_thread.run_sync(self._admissible, folder):
+                return None
+            if not await self.leases.take(f"ingest:{folder.name}"):
+                return None  # another daemon on this store ingests it; it is ours if that one dies
+            claimed = {i.simulation_id: f for f, i in self.ingestors.items()}
+            simulation_id = await simulation_id_for(
+                self.store, folder, Confinement(folder, self.follow_external_symlinks), claimed)
+            ingestor = self.ingestors[folder] = SimulationIngestor(
+                self.store, folder, self.max_line_bytes, self.follow_external_symlinks, self.snapshots,
+                simulation_id)
+            return ingestor
 
     async def _failed(self, folder: Path, failures: int, exc: Exception) -> None:
         """Log, back off, and record the failure in the folder's stream (when the store takes it)."""

@@ -19,7 +19,6 @@ from simreportd.agent.chat import check_question
 from simreportd.agent.language import language_of
 from simreportd.agent.prompts import DATA_RULE, delimit
 from simreportd.agent.providers import LLMProvider
-from simreportd.daemon.interviews import rpc as interview_rpc
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
 from simreportd.events import EventStore
 from simreportd.events.models import InterviewAnswered, InterviewRequested, InterviewUnlocked, LLMRequested
@@ -29,6 +28,7 @@ from simreportd.projections.sqlite import in_thread, reading
 
 from .environment import FolderEnvironment
 from .persona import held, persona_answer
+from .rpc import live_prompt
 
 MAX_AGENTS = 10
 # What a model's persona answer must do (daemon/interviews/persona.py, `held`, keeps it to them).
@@ -65,10 +65,10 @@ GENERATED = ("these answers are written by a model in each agent's persona, not 
 
 class Interviewer:
     def __init__(self, store: EventStore, views_path: Path, provider: LLMProvider, model: str,
-                 timeout_s: float, limiter: anyio.CapacityLimiter | None = None) -> None:
+                 timeout_s: float, limiter: anyio.CapacityLimiter | None = None, probe_s: float = 5.0) -> None:
         self.store, self.views_path, self.provider, self.timeout_s = store, views_path, provider, timeout_s
         self.model, self.limiter = model, limiter
-        self.environment = FolderEnvironment(views_path, limiter)
+        self.environment = FolderEnvironment(views_path, limiter, probe_s)
 
     async def _in_thread(self, func: Callable[..., T], *args: Any) -> T:
         """Blocking read-model work in a worker thread, under the read-model database's limiter."""
@@ -91,14 +91,16 @@ class Interviewer:
     async def _answers(self, simulation_id: str, generation: int, agents: list[dict[str, Any]],
                        prompt: str, topic: str) -> tuple[dict[int, dict[str, Any]], str, str]:
         folder = self.environment.folder_of(simulation_id)
-        if folder and await self.environment.alive(simulation_id):
+        live, unanswered = await self.environment.liveness(simulation_id)
+        if folder and live:
             try:
-                result = await interview_rpc.call(folder, "batch_interview", {"interviews": [
-                    {"agent_id": a["agent_id"], "prompt": prompt} for a in agents]}, self.timeout_s)
+                result = await self.environment.call(folder, "batch_interview", {"interviews": [
+                    {"agent_id": a["agent_id"], "prompt": live_prompt(prompt)} for a in agents]}, self.timeout_s)
                 return _live_answers(result, agents), "live", "answered live by the running simulation"
             except RPCFailed as exc:
-                self._unanswered(folder, exc)
                 note = f"live interview failed ({exc}); answered in persona from profiles and posts instead"
+        elif unanswered:
+            note = f"live interview failed ({unanswered}); answered in persona from profiles and posts instead"
         else:
             note = "the simulation environment is not running; answered in persona from profiles and posts"
         persona: dict[int, dict[str, Any]] = {}
@@ -119,11 +121,6 @@ class Interviewer:
         if errors:
             raise errors[0]
         return persona, "persona", note
-
-    def _unanswered(self, folder: Path, exc: RPCFailed) -> None:
-        """A command nobody took in time: the environment counts as gone until its env_status.json changes."""
-        if isinstance(exc, interview_rpc.Unanswered):
-            self.environment.fell_silent(folder)
 
     def _choose(self, simulation_id: str, generation: int, topic: str, count: int) -> list[dict[str, Any]]:
         """Agents who wrote about the topic, taken in turn from each stance so camps are all heard."""
@@ -194,16 +191,17 @@ class Interviewer:
         report = await self._unlocked_report(target)
         simulation_id, generation = report["simulation_id"], report["generation"]
         interview_id = uuid.uuid4().hex[:12]
-        live = await self.environment.alive(simulation_id)
+        live, unanswered = await self.environment.liveness(simulation_id)
         folder = self.environment.folder_of(simulation_id)
-        mode, answer, note = "persona", "", ""
+        mode, answer = "persona", ""
+        note = f"live interview failed ({unanswered}); answered in persona" if unanswered else ""
         if live and folder:
             try:
-                args = {"agent_id": agent_id, "prompt": question, **({"platform": platform} if platform else {})}
-                result = await interview_rpc.call(folder, "interview", args, self.timeout_s)
+                args = {"agent_id": agent_id, "prompt": live_prompt(question),
+                        **({"platform": platform} if platform else {})}
+                result = await self.environment.call(folder, "interview", args, self.timeout_s)
                 answer, mode = _single_answer(result), "live"
             except RPCFailed as exc:
-                self._unanswered(folder, exc)
                 note = f"live interview failed ({exc}); answered in persona"
         if mode == "persona":
             materials = await self._in_thread(self._persona_materials, simulation_id, generation, [agent_id], question)
@@ -230,8 +228,9 @@ class Interviewer:
                                   "completes: try again then")
         return requested
 
-    def _latest_report(self, simulation_id: str) -> str:
+    def _latest_report(self, given: str) -> str:
         with reading(self.views_path) as conn:
+            simulation_id = simulation_queries.resolve(conn, given) or given  # its id, config id or folder name
             row = report_queries.latest_report(conn, simulation_id)
             known = row is not None or simulation_queries.is_known(conn, simulation_id)
         if row is None and known:

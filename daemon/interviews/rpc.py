@@ -22,10 +22,19 @@ from simreportd.daemon.ingest.inputs import Confinement, read_bytes
 from simreportd.errors import RPCFailed
 
 POLL_MS = 250
+# What MiroFish puts before every question it sends the environment, so that the OASIS agent answers in text
+# instead of calling a tool (backend/app/api/simulation.py:22-42, and its report's interviews:
+# backend/app/services/zep_tools.py:1333-1334). A live interview asked through us is asked as through MiroFish.
+INTERVIEW_PREFIX = "结合你的人设、所有的过往记忆与行动，不调用任何工具直接用文本回复我："
 
 
 class Unanswered(RPCFailed):
     """The environment took no command in time: nobody reads them (a stale `alive`), or it is stuck."""
+
+
+def live_prompt(question: str) -> str:
+    """The question as the live environment is asked it: behind MiroFish's prefix, which it carries once."""
+    return question if not question or question.startswith(INTERVIEW_PREFIX) else INTERVIEW_PREFIX + question
 
 
 def write_command(folder: Path, command_type: str, args: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
@@ -299,6 +300,9 @@ class Fanout:
                 session.push(ProtocolError("bad_after", f"after={command.after} is beyond the last position "
                                                         f"{head}; subscribe with after <= {head}").frame())
             elif isinstance(command, Subscribe):
+                if command.simulation_id:  # a folder's name or config id filters as the id it stands for
+                    command = replace(command, simulation_id=await self.daemon.reports.simulation_named(
+                        command.simulation_id))
                 if reader is not None:
                     reader.cancel()
                 session.start(command)

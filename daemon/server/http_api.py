@@ -83,8 +83,9 @@ def simulations(conn: sqlite3.Connection, query: dict[str, str]) -> Reply:
 
 
 @route("/api/simulations/{simulation_id}/activity.svg")
-def activity(conn: sqlite3.Connection, query: dict[str, str], simulation_id: str) -> Reply:
+def activity(conn: sqlite3.Connection, query: dict[str, str], given: str) -> Reply:
     """The run's actions per round: of `?generation=N` (a report's own run), else of its newest generation."""
+    simulation_id = simulation_queries.resolve(conn, given) or given
     latest = simulation_queries.latest_generation(conn, simulation_id)
     if latest is None:
         return not_found(f"no simulation {simulation_id}")
