@@ -28,10 +28,11 @@ def test_every_event_type_is_folded_by_some_read_model() -> None:
     unfolded = set(EVENT_TYPES) - folded
     # kept in the log only: a round's end (the rounds table counts actions), interviews (read from the log
     # by the interviewer), a folder's failed check (the daemon log says it; ingest retries it), chats (each
-    # read from its own stream by its runner and its replay; no report view may count them), guided drafts and
-    # the mode probe (the agent's fold reads them; the section they end in carries the kept draft and verdict)
+    # read from its own stream by its runner and its replay; no report view may count them), guided drafts, the
+    # mode probe and stance labels (the agent's fold reads them; the section they end in carries the kept draft
+    # and verdict, and the tools' results what the labels made of the camps)
     chats = {name for name, cls in EVENT_TYPES.items() if issubclass(cls, ChatEvent)}
-    agent_only = {"DraftWritten", "WritingModeChosen"}
+    agent_only = {"DraftWritten", "WritingModeChosen", "StatementsSampled", "StancesLabelled"}
     assert unfolded == {"RoundEnded", "InterviewRequested", "InterviewAnswered", "IngestFailed", *chats,
                         *agent_only}, unfolded
 
