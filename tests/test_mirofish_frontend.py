@@ -155,6 +155,10 @@ async def test_mirofish_frontend_shows_a_report_interviews_agents_and_chats_with
 
                 await browser.goto(f"{PAGE}/interaction/{failed_id}")
                 await until(browser, "!!document.querySelector('textarea.chat-input')", "the chat box")
+                # the page learns the report's simulation from /api/report/<id> and sends the chat with it: a
+                # message typed before that answer comes is sent with no simulation_id (MiroFish's backend: 400 too)
+                await until(browser, "performance.getEntriesByType('resource').some(e => "
+                                     "e.name.includes('/api/simulation/sim_failing'))", "the report's simulation")
                 await type_in(browser, "textarea.chat-input", "Which arguments dominated?", enter=True)
                 chat = await until(browser, "(() => { const m = document.querySelector('.chat-message.assistant"
                                             " .message-text'); return m && m.innerText; })()", "the chat's answer")
