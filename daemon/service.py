@@ -19,7 +19,7 @@ from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.interviewer import Interviewer
-from simreportd.errors import StoreReplaced
+from simreportd.errors import AlreadyRunning, StoreReplaced
 from simreportd.events.codec import Recorded
 from simreportd.events.positions import Position
 from simreportd.events.streams import is_report_stream
@@ -62,6 +62,7 @@ class Daemon:
         self.serving: anyio.Event | None = None  # set once `run(serve=True)` listens (made in __aenter__)
         self.lock = StoreLock(config.store.path)
         self._stack = contextlib.AsyncExitStack()
+        self.running = False  # `run()` is under way: its background work has one owner at a time
 
     async def __aenter__(self) -> Daemon:
         self.serving = anyio.Event()
@@ -109,7 +110,17 @@ class Daemon:
     async def run(self, ingest: bool = True, ready: bool = False, serve: bool = False, follow: bool = True) -> None:
         """Fold, watch and report until cancelled; `serve` the websocket/HTTP port; with `ready`,
         tell systemd once the read models are caught up and the port is listening. Without
-        `follow`, reports run only when asked for (a CLI command's own report)."""
+        `follow`, reports run only when asked for (a CLI command's own report). It runs once at a time: two runs
+        would each start a fold child and a report scheduler over the same read models."""
+        if self.running:
+            raise AlreadyRunning("the daemon's background work is already running; use the running one")
+        self.running = True
+        try:
+            await self._run(ingest, ready, serve, follow)
+        finally:
+            self.running = False
+
+    async def _run(self, ingest: bool, ready: bool, serve: bool, follow: bool) -> None:
         async with contextlib.AsyncExitStack() as stack:
             if serve:
                 from simreportd.daemon.server.app import Server  # the web stack only when serving (CLI commands do not)

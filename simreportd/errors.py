@@ -221,6 +221,12 @@ class ServiceError(SimreportdError):
     """Base class of the running daemon's errors with others: the live simulator, its clients, the CLI's handover."""
 
 
+class AlreadyRunning(ServiceError):
+    """`Daemon.run` was called while it already runs in this process (a programming error)."""
+
+    code = "already_running"
+
+
 class LLMError(AgentError):
     """A failed LLM call, described well enough for the core to decide what to do next."""
 

@@ -44,9 +44,12 @@ class Running:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        ended = self.task.done()  # the background work stopped on its own: a test must not pass over that
         self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
+        [outcome] = await asyncio.gather(self.task, return_exceptions=True)
         await self.daemon.__aexit__()
+        if ended and isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+            raise AssertionError("the daemon's background work stopped before the test ended") from outcome
 
 
 def server_config(tmp_path: Path, **server: object) -> Config:

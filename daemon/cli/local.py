@@ -128,7 +128,11 @@ async def running(daemon: Daemon, ingest: bool = False, follow: bool = False) ->
     """The daemon's background work (projections, exports) for the length of a command. Unless `follow`, its
     scheduler runs only the reports the command asks for: the automatic report of a completed run, or another
     report left unfinished in the store, is `simreportd run`'s work, not a side effect of `resume`.
-    An error of ours raised by the command comes out as itself (its one-line message), not in a group."""
+    An error of ours raised by the command comes out as itself (its one-line message), not in a group.
+    A daemon whose work already runs (a server in the same process) is used as it is."""
+    if daemon.running:
+        yield daemon
+        return
     with our_error_as_itself():
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(functools.partial(daemon.run, ingest, follow=follow))
