@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .sqlite import rows_as_dicts
+from .standing import COMPLETED
 
-COMPLETED = ("completed", "completed_degraded")
 SHOWN = "NOT deleted"  # a deleted report (ReportDeleted) is in no answer
 
 
