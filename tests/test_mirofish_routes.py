@@ -108,6 +108,33 @@ async def test_the_report_and_its_parts_answer_in_mirofish_shapes(written, small
     assert status == 404 and nothing == {"success": False, "error": "no report report_nope", "api": "mirofish"}
 
 
+async def test_our_http_api_answers_beside_mirofishs(written) -> None:  # noqa: ANN001
+    """Our own routes (/api/reports, the trace, markdown, the chart, metrics) on the same report."""
+    base, report_id = written
+    _, report, _ = await acall(base, f"/api/report/{report_id}")
+    sections = report["data"]["outline"]["sections"]
+    _, listed, _ = await acall(base, f"/api/report/{report_id}/sections")
+    assert [s["filename"] for s in listed["data"]["sections"]] == [f"section_{i:02d}.md" for i in
+                                                                    range(1, len(sections) + 1)]
+    status, beyond, _ = await acall(base, f"/api/report/{report_id}/section/99")
+    assert status == 404 and f"has no section 99 (its sections are 1 to {len(sections)})" in str(beyond)
+    _, one, _ = await acall(base, f"/api/report/{report_id}/section/2")
+    assert one["data"]["content"].startswith(f"## {sections[1]['title']}\n")
+    _, trace, _ = await acall(base, f"/api/reports/{report_id}/trace")
+    kinds = {s["kind"] for sec in trace["sections"] for it in sec["iterations"] for s in it["steps"]}
+    assert {"tool_call", "observation", "final_answer", "llm_response"} <= kinds
+    assert all(s["iteration"] == it["iteration"] for sec in trace["sections"] for it in sec["iterations"]
+               for s in it["steps"])
+    _, markdown, _ = await acall(base, f"/api/reports/{report_id}/markdown")
+    assert markdown.startswith(f"# {report['data']['outline']['title']}")
+    _, svg, _ = await acall(base, "/api/simulations/sim_small/activity.svg")
+    assert svg.startswith("<svg") and "polyline" in svg
+    assert (await acall(base, "/api/simulations/nope/activity.svg"))[0] == 404  # as /api/reports/nope
+    _, metrics, _ = await acall(base, "/metrics")
+    assert 'simreportd_reports{status="completed"} 1' in metrics and "simreportd_websocket_clients" in metrics
+    assert (await acall(base, "/api/reports/nope"))[0] == 404
+
+
 async def test_the_logs_are_read_incrementally_and_whole(written) -> None:  # noqa: ANN001
     base, report_id = written
     for log in ("agent-log", "console-log"):
