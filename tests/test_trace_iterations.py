@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from simreportd.agent.replay import decided
-from simreportd.daemon.cli.local import generate
-from simreportd.daemon.service import Daemon
+from simreportd.events import SQLiteEventStore
 from simreportd.events.codec import Recorded, encode
 from simreportd.events.models import (
     DomainEvent,
@@ -32,9 +31,6 @@ from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries
 from simreportd.projections.catalogue import projections
 from simreportd.projections.trace import TraceView
-
-from .conftest import make_config
-from .fake_llm import FakeLLM
 
 R = {"report_id": "r1"}
 STEPPED = (LLMResponded, LLMFailed, ToolObserved, ToolFailed)
@@ -121,15 +117,10 @@ def test_a_carried_iteration_is_the_one_the_trace_shows() -> None:
 
 @pytest.mark.anyio
 async def test_the_runner_gives_each_step_the_iteration_of_the_request_or_call_it_answers(
-        tmp_path: Path, small_sim: Path) -> None:
-    with FakeLLM() as llm:
-        config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"},
-                             reports={"auto": False})
-        async with Daemon(config, folders=[small_sim]) as daemon:
-            await daemon.watcher.check(small_sim)
-            report_id = await daemon.reports.request(small_sim.name)
-            await generate(daemon, report_id)
-            events = [r.event for r in await daemon.store.read_stream(report_stream(report_id))]
+        scripted_report: tuple[Path, str]) -> None:
+    store_path, report_id = scripted_report  # written through the scripted model server
+    async with SQLiteEventStore(store_path) as store:
+        events = [r.event for r in await store.read_stream(report_stream(report_id))]
     calls = {e.call_id: e.iteration for e in events if isinstance(e, ToolCalled)}
     steps = [e for e in events if isinstance(e, STEPPED)]
     assert steps and all(e.iteration is not None for e in steps)
