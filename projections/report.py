@@ -33,7 +33,7 @@ from simreportd.events.models import (
 )
 
 from . import agent_log
-from .base import Write, by_type_name
+from .projection import Write, by_type_name
 from .standing import CHANGES, PROGRESS_SQL, STATUS_SQL
 
 SCHEMA = """
