@@ -78,9 +78,10 @@ class Standing:
     def outcome(self, stopped: bool = False) -> Outcome:
         """How the report came out; a report neither failed nor completed is `interrupted` once its writer has
         `stopped`, else `running`."""
-        status = self.status
-        if status in ("failed", *COMPLETED):
-            return status  # type: ignore[return-value]  # narrowed by the test above
+        if self.error is not None:
+            return "failed"
+        if self.verdict is not None:
+            return "completed_degraded" if self.verdict == "completed_degraded" else "completed"
         return "interrupted" if stopped else "running"
 
     def after(self, event: DomainEvent) -> Standing:
