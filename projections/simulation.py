@@ -2,8 +2,9 @@
 
 Per simulation generation: platforms, rounds, agents and profiles, posts/comments/quotes
 with an FTS5 index, interaction edges (undone ones marked), activity counts. A pure fold:
-each event becomes parameterised SQL writes; look-ups (who wrote post 42?) are
-subqueries, so the fold itself reads nothing.
+each event becomes parameterised SQL writes; look-ups (who wrote post 42?) are answered by
+what the batch fold holds of its own folds (`authors.py`), else by subqueries, so the fold
+itself reads nothing.
 """
 
 from __future__ import annotations
