@@ -17,6 +17,10 @@ from typing import Any
 UNKNOWN = object()  # what memory cannot say: the fold's subqueries decide
 _NONE = -1  # no author, in a platform's array of authors by post id
 _SPARSE_FROM = 1 << 16  # ids past twice the array's length plus this go in a dict: memory stays a few bytes a post
+# Posts remembered at most, all generations together: past it memory lets go of every generation it holds, which
+# SQL answers for from then on. A simulator's ids are not always dense (a round's may start at a million), and a
+# fold's peak memory must not grow with the run (about 60 bytes a post held in the dict).
+MAX_POSTS = 200_000
 
 Key = tuple[str, int]  # (simulation_id, generation)
 
@@ -61,6 +65,7 @@ class Authors:
         self._names: dict[Key, dict[str, int] | None] = {}  # None: a name or id SQL would compare by affinity
         self._agents: dict[Key, dict[Any, Any]] = {}  # agent id -> name, in the rows' order
         self._lost: set[Key] = set()  # generations memory gave up on: SQL answers for them from then on
+        self._held = 0  # posts remembered
 
     def started(self, key: Key, agents: Iterable[dict[str, Any]]) -> None:
         """A generation's first event: its agents, as the fold writes them (INSERT OR REPLACE, in order)."""
@@ -93,6 +98,15 @@ class Authors:
         if platform_posts is None:
             platform_posts = self._posts[(key, platform)] = _Platform()
         platform_posts.first(post_id, agent)
+        self._held += 1
+        if self._held > MAX_POSTS:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Hold nothing more of the generations held now: SQL answers for them from now on."""
+        lost = self._lost | self._names.keys()
+        self.forget()
+        self._lost = lost
 
     def author(self, key: Key, platform: str, post_id: Any) -> int | None | object:
         """The agent of the first post or quote with this id in the generation, None if none, or `UNKNOWN`."""

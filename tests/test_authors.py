@@ -11,6 +11,7 @@ import pytest
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.events import MemoryEventStore
 from simreportd.events.models import AgentActed, SimulationDiscovered
+from simreportd.projections import authors as authors_module
 from simreportd.projections import runner
 from simreportd.projections.authors import UNKNOWN, Authors
 from simreportd.projections.catalogue import projections
@@ -33,7 +34,24 @@ def test_memory_says_nothing_of_a_generation_it_did_not_see_begin_and_the_first_
     assert authors.author(("s", 1), "twitter", 5) is UNKNOWN and authors.named(("s", 1), "Ada") is UNKNOWN
 
 
-def test_edges_fold_from_memory_to_the_rows_the_files_subqueries_give() -> None:
+def test_past_its_bound_memory_lets_go_of_the_generations_it_holds_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(authors_module, "MAX_POSTS", 3)
+    authors = Authors()
+    authors.started(("s", 1), [{"agent_id": 0, "name": "Ada"}])
+    for post_id in range(3):
+        authors.posted(("s", 1), "twitter", post_id, 0)
+    assert authors.author(("s", 1), "twitter", 2) == 0
+    authors.posted(("s", 1), "twitter", 3, 0)
+    authors.started(("s", 1), [{"agent_id": 0, "name": "Ada"}])  # never held again, even if told it begins
+    assert authors.author(("s", 1), "twitter", 0) is UNKNOWN and authors.named(("s", 1), "Ada") is UNKNOWN
+    authors.started(("s", 2), [{"agent_id": 0, "name": "Ada"}])  # a generation that begins later is held
+    assert authors.named(("s", 2), "Ada") == 0
+
+
+@pytest.mark.parametrize("bound", [2, 200_000])
+def test_edges_fold_from_memory_to_the_rows_the_files_subqueries_give(bound: int,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(authors_module, "MAX_POSTS", bound)
     agents = [{"agent_id": 0, "name": "Ada"}, {"agent_id": 1, "name": "Bo"}, {"agent_id": 2, "name": "Ada"},
               {"agent_id": 0, "name": "Ada"}, {"agent_id": 3, "name": 7}]
     def act(agent: int, kind: str, **args: object) -> AgentActed:
