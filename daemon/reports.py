@@ -21,7 +21,7 @@ import anyio
 
 from simreportd.agent import core
 from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
-from simreportd.agent.runner import ReportRunner, settings_for
+from simreportd.agent.report_runner import ReportRunner, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import (

@@ -32,7 +32,7 @@ from simreportd.events.models import (
 )
 
 from . import agent_log
-from .base import Write, by_type_name
+from .projection import Write, by_type_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reports (

@@ -34,7 +34,7 @@ from simreportd.events.models import (
     WriterChanged,
 )
 
-from .base import Write, by_type_name
+from .projection import Write, by_type_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trace_steps (

@@ -1,6 +1,6 @@
 """The pure folds, each on its own in memory: read models, websocket frames and ingest's own state.
 
-No store, no runner, no daemon: events in, rows or frames out (projections/base.py promises this).
+No store, no runner, no daemon: events in, rows or frames out (projections/projection.py promises this).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simreportd.daemon.ingest.ingest_state import IngestState
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.daemon.ingest.state import IngestState
 from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
 from simreportd.events import MemoryEventStore
 from simreportd.events.codec import Recorded, encode
@@ -41,9 +41,9 @@ from simreportd.events.models import (
     acted_fields,
 )
 from simreportd.projections import bookkeeping, report_queries, runner, simulation_queries
-from simreportd.projections.base import Projection, index_names, index_statement
 from simreportd.projections.catalogue import projections
 from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
+from simreportd.projections.projection import Projection, index_names, index_statement
 from simreportd.projections.report import ReportView, progress_for
 from simreportd.projections.simulation import SimulationModel
 from simreportd.projections.sqlite import reading

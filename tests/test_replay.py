@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simreportd.daemon.cli.local import generate
-from simreportd.daemon.replay import fork_report, replay_report
+from simreportd.daemon.report_replay import fork_report, replay_report
 from simreportd.daemon.service import Daemon
 from simreportd.errors import NotFound, SimreportdError
 from simreportd.events.streams import report_stream

@@ -21,7 +21,7 @@ from simreportd.daemon import actions
 from simreportd.daemon.chat_replay import replay_chat
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.logs import setup_logging
-from simreportd.daemon.replay import ReplayResult, replay_report
+from simreportd.daemon.report_replay import ReplayResult, replay_report
 from simreportd.daemon.service import Daemon, replaced_or
 from simreportd.daemon.systemd import notify
 from simreportd.errors import ConfigError, NotFound, UsageError
@@ -199,7 +199,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     if bool(args.all) == bool(args.report_id):
         raise UsageError("pass either REPORT_ID or --all (`simreportd status` lists the reports)")
     existing_store(config)
-    logging.getLogger("simreportd.agent.runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
+    logging.getLogger("simreportd.agent.report_runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:

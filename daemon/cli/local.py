@@ -19,7 +19,7 @@ from simreportd.agent import core
 from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
-from simreportd.daemon.chat import answer_frame, step_frame
+from simreportd.daemon.chat_answers import answer_frame, step_frame
 from simreportd.daemon.reports import auto_report_id, run_key_of
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError

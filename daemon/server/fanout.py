@@ -40,11 +40,11 @@ from simreportd.events.models import OutlinePlanned, ReportRequested
 from simreportd.events.positions import Position
 from simreportd.events.streams import is_report_stream
 
-from .commands import client_address, perform
 from .connections import FRAMES_EXTENSION, TextFrames
 from .edge import OncePerPeriod
-from .progress import PROGRESSING, SimulationProgress
 from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, notifies, parse_message
+from .run_progress import PROGRESSING, SimulationProgress
+from .ws_commands import client_address, perform
 
 log = logging.getLogger("simreportd.daemon.server.fanout")
 
@@ -257,7 +257,7 @@ class Fanout:
         self.ended = anyio.Event()  # set whenever the last session ends while closing
         self.history_reads = anyio.CapacityLimiter(HISTORY_READERS)
         self.gave_up_at: Position | None = None  # a wait for the fold ran out here; none again until it is folded
-        self.progress = SimulationProgress(self.sessions)  # live `simulation_progress` frames (progress.py)
+        self.progress = SimulationProgress(self.sessions)  # live `simulation_progress` frames (run_progress.py)
         self.position = Position(0)  # how far the broadcaster has read the log
 
     async def serve(self, websocket: WebSocket) -> None:

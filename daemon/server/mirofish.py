@@ -327,5 +327,5 @@ ACTORS: list[tuple[str, str, Actor]] = [
     ("DELETE", "/api/report/{report_id}", delete),
     ("POST", "/api/report/tools/search", search_tool),
     ("POST", "/api/report/tools/statistics", statistics_tool),
-]  # POST /api/report/chat is daemon/chat.py's chat_request; the agent and console logs are streaming.py's
+]  # POST /api/report/chat is daemon/chat_answers.py's chat_request; the agent and console logs are streaming.py's
 

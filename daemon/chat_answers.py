@@ -9,7 +9,7 @@ from typing import Any
 
 from simreportd.agent.chat import check_history, check_question
 from simreportd.agent.chat_runner import ChatRunner, ChatWriter, chat_settings
-from simreportd.agent.runner import settings_for
+from simreportd.agent.report_runner import settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import ChatAnswered, ChatEvent, ChatLLMRequested, ChatToolCalled

@@ -43,8 +43,8 @@ from .stance_labels import BATCH
 from .state import ReportState
 from .tools import SimulationTools
 
-log = logging.getLogger("simreportd.agent.runner")
-outcome_log = logging.getLogger("simreportd.agent.runner.outcome")  # a report's end: commands that print
+log = logging.getLogger("simreportd.agent.report_runner")
+outcome_log = logging.getLogger("simreportd.agent.report_runner.outcome")  # a report's end: commands that print
 # it themselves (their progress and `finish`) raise this one's level, so the reader is told once
 FULL_RETRY_FIRST_S, FULL_RETRY_MAX_S = 0.5, 10.0  # backoff of an outcome waiting for disk space
 
