@@ -48,7 +48,7 @@ def test_past_its_bound_memory_lets_go_of_the_generations_it_holds_for_good(monk
     assert authors.named(("s", 2), "Ada") == 0
 
 
-@pytest.mark.parametrize("bound", [2, 200_000])
+@pytest.mark.parametrize("bound", [2, 50_000])
 def test_edges_fold_from_memory_to_the_rows_the_files_subqueries_give(bound: int,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(authors_module, "MAX_POSTS", bound)
