@@ -19,8 +19,7 @@ _NONE = -1  # no author, in a platform's array of authors by post id
 _SPARSE_FROM = 1 << 16  # ids past twice the array's length plus this go in a dict: memory stays a few bytes a post
 # Posts remembered at most, all generations together: past it memory lets go of every generation it holds, which
 # SQL answers for from then on. A simulator's ids are not always dense (a round's may start at a million), and a
-# fold's peak memory must not grow with the run: 200,000 held (about 60 bytes a post in the dict) put 18 MB on the
-# fold child's peak at 1M actions.
+# fold's peak memory must not grow with the run: at about 60 bytes a post in the dict, this is 3 MB at most.
 MAX_POSTS = 50_000
 
 Key = tuple[str, int]  # (simulation_id, generation)
