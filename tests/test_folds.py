@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from simreportd.daemon.ingest.ingest_state import IngestState
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
+from simreportd.daemon.server.protocol import ProtocolError, notifications, parse_message
 from simreportd.events import MemoryEventStore
 from simreportd.events.codec import Recorded, encode
 from simreportd.events.models import (
@@ -44,9 +44,10 @@ from simreportd.projections import bookkeeping, report_queries, runner, simulati
 from simreportd.projections.catalogue import projections
 from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
 from simreportd.projections.projection import Projection, index_names, index_statement
-from simreportd.projections.report import ReportView, progress_for
+from simreportd.projections.report import ReportView
 from simreportd.projections.simulation import SimulationModel
 from simreportd.projections.sqlite import reading
+from simreportd.projections.standing import Standing, progress_for
 from simreportd.projections.trace import TraceView
 
 SIM = {"simulation_id": "s", "generation": 1}
@@ -176,7 +177,7 @@ def test_the_trace_numbers_iterations_by_llm_request() -> None:
 
 def frames(event: DomainEvent, sections: int = 2) -> list[dict[str, Any]]:
     [r] = recorded([event], "report-r1")
-    return notifications(r, ReportInfo("s", sections))
+    return notifications(r, Standing(simulation_id="s", sections_total=sections).after(event))  # as the fanout
 
 
 def test_notifications_announce_sections_failures_and_interviews() -> None:

@@ -23,19 +23,6 @@ from .fake_llm import FakeLLM
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def scripted_report(tmp_path: Path, small_sim: Path) -> tuple[Path, str]:
-    """A report made through the scripted server, whose server is gone afterwards."""
-    with FakeLLM() as llm:
-        config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"},
-                             reports={"auto": False})
-        async with Daemon(config, folders=[small_sim]) as daemon:
-            await daemon.watcher.check(small_sim)
-            report_id = await daemon.reports.request(small_sim.name)
-            assert (await generate(daemon, report_id)).report_completed
-    return config.store.path, report_id
-
-
 def cli(*args: str, seed: str = "0", **env_vars: str) -> subprocess.CompletedProcess:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SIMREPORTD_", "OPENAI_"))},
            "PYTHONHASHSEED": seed, **env_vars}
