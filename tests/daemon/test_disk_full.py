@@ -68,7 +68,7 @@ async def test_a_report_stuck_on_a_full_file_system_completes_once_space_is_free
                                    output_dir=tmp_path / "reports")
         async with Running(config, [small_sim]) as r:
             await r.daemon.watcher.check(small_sim)
-            await r.daemon.store._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every append must grow the WAL
+            await r.daemon.store._on_writer(r.daemon.store._truncate_wal)  # every append must grow the WAL
             report_id = await r.daemon.reports.request(small_sim.name)
             with anyio.fail_after(TIMEOUT):  # during the report: it has begun, and waits for its model's answer
                 while not llm.requests:

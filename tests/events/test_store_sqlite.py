@@ -91,11 +91,11 @@ async def test_reopened_store_continues_positions(store_path: Path) -> None:
 async def test_a_full_disk_fails_the_append_with_store_full_and_the_store_recovers(store_path: Path) -> None:
     async with SQLiteEventStore(store_path) as store:
         await store.append("report-a", [PlanningStarted(report_id="a")])
-        await store._writer.execute("PRAGMA max_page_count = 1")  # the file cannot grow: SQLITE_FULL
+        await store._on_writer(store._writer.execute, "PRAGMA max_page_count = 1")  # the file cannot grow: SQLITE_FULL
         with pytest.raises(StoreFull):
             await store.append("report-b", [PlanningStarted(report_id="x" * 50_000)])
         assert store.problem and "full" in store.problem
-        await store._writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        await store._on_writer(store._writer.execute, "PRAGMA max_page_count = 1073741823")  # space freed
         result = await store.append("report-b", [PlanningStarted(report_id="b")], expected_version=0)
         assert result.positions == (2,) and store.problem is None
 

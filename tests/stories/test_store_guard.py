@@ -82,15 +82,18 @@ async def test_a_report_stuck_on_a_full_disk_completes_by_itself_once_there_is_r
     config = make_config(tmp_path, reports={"auto": False})  # the daemon's scheduler follows the log, as `run`'s
     async with Daemon(config, folders=[small_sim]) as daemon, running(daemon, follow=True):
         await daemon.watcher.check(small_sim)
-        writer = daemon.store._writer  # the file may not grow past what it has: SQLITE_FULL
+        store = daemon.store
+        assert isinstance(store, SQLiteEventStore)
+        writer = store._writer  # the file may not grow past what it has: SQLITE_FULL
+        assert writer is not None
         report_id = await daemon.reports.request(small_sim.name)
-        [(pages,)] = await writer.execute_fetchall("PRAGMA page_count")
-        await writer.execute(f"PRAGMA max_page_count = {pages}")
+        [(pages,)] = await store._on_writer(lambda: writer.execute("PRAGMA page_count").fetchall())
+        await store._on_writer(writer.execute, f"PRAGMA max_page_count = {pages}")
         await await_until(lambda: daemon.store.problem is not None, "the disk to be full")
         assert "full" in daemon.store.problem
         events = await daemon.store.read_stream(report_stream(report_id))
         assert "ReportCompleted" not in [e.type for e in events]  # stuck
-        await writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        await store._on_writer(writer.execute, "PRAGMA max_page_count = 1073741823")  # space freed
         with anyio.fail_after(TIMEOUT):  # by itself: nothing asks for it again (`reports.wait` would restart it)
             while "ReportCompleted" not in [e.type for e in events]:
                 await anyio.sleep(0.05)
