@@ -192,6 +192,6 @@ async def test_a_command_that_ingests_then_writes_its_report_folds_both_in_one_f
         report_id, standing = await work.request_report(folder, False, "offline", None, True)
         state = await work.follow(report_id)
         after = fold_children(os.getpid())
-    assert standing == "new" and state.report_completed
+    assert standing == "new" and state.verdict is not None  # completed, degraded or not
     assert after == first and len(first) == 1
     assert not fold_children(os.getpid())  # stopped with the command
