@@ -30,6 +30,11 @@ HELD_BY = 0.7  # a group whose authors hold one stance this much is an argument,
 UNDECIDED = frozenset({"neutral", "observer"})  # MiroFish's stances that argue no side (docs/formats.md#simulation-config)
 CENTRE_FROM = 8  # statements a run needs before its mean is taken out (fewer: the mean is one of them)
 QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|^>.*$', re.M)
+SENTENCE_END = re.compile(r"(?<=[.!?。！？…])\s*|\n+")
+LETTERS = re.compile(r"[\u3400-\u9fff]|[^\W\d_\u3400-\u9fff]+", re.U)  # a Han character, or a run of other letters
+SENTENCE_WORDS = 2  # words (Han characters) a sentence needs to be searched on its own: "cc", "+1." say nothing
+HUB_NEIGHBOURS = 10  # nearest sentences whose mean likeness says how much a sentence is like everything
+HUB_SAMPLE = 1000  # sentences a sentence is compared with to find that (evenly spread over the run)
 DECORATION = re.compile(r"@\w+|#\w+|https?://\S+")
 WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+", re.U)
 HAN = re.compile(r"[\u3400-\u9fff]")
@@ -41,6 +46,32 @@ def gist(text: str) -> str:
     kept = DECORATION.sub(" ", QUOTED.sub(" ", text))
     kept = "".join(c for c in kept if unicodedata.category(c) not in ("So", "Sk", "Cs", "Co"))
     return " ".join(kept.split()) or text.strip()
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a statement's gist worth searching on their own (the gist itself if none is)."""
+    parts = [p.strip() for p in SENTENCE_END.split(text) if p and p.strip()]
+    return [p for p in parts if len(LETTERS.findall(p)) >= SENTENCE_WORDS] or [text]
+
+
+def hubness(vectors: Vectors, said: Sequence[int]) -> Vectors:
+    """How alike each row is to its nearest others among the sentences as said (`said`: the row of each
+    sentence said, so a line repeated across statements is near its own copies): a generic, short or
+    stock sentence is near every question, in any language, and this is subtracted from its likeness to
+    one, so that a detail said once is found by the question about it."""
+    rows = np.asarray(said, dtype=int)
+    if len(rows) > HUB_SAMPLE:
+        rows = rows[np.linspace(0, len(rows) - 1, HUB_SAMPLE).astype(int)]
+    k = min(HUB_NEIGHBOURS, max(len(rows) - 1, 1))
+    out = np.zeros(len(vectors), dtype=np.float32)
+    first = {int(r): i for i, r in reversed(list(enumerate(rows)))}
+    for start in range(0, len(vectors), 1000):
+        alike = vectors[start:start + 1000] @ vectors[rows].T
+        for r in range(start, min(start + 1000, len(vectors))):
+            if r in first:  # a sentence is not its own neighbour; its other copies are
+                alike[r - start, first[r]] = -1.0
+        out[start:start + 1000] = np.sort(alike, axis=1)[:, -k:].mean(axis=1)
+    return out
 
 
 def centred(vectors: Vectors) -> Vectors:
