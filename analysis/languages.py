@@ -56,7 +56,8 @@ def moved(asked: Vectors, means: dict[str, Vectors], source: str, target: str) -
     mean vector of SAME_QUESTIONS in each language, embedded as questions)."""
     if source == target:
         return asked
-    return normalised((asked - (means[source] - means[target]))[None, :])[0]
+    out: Vectors = normalised((asked - (means[source] - means[target]))[None, :])[0]
+    return out
 
 
 def means_of(vectors: Vectors) -> dict[str, Vectors]:
