@@ -24,6 +24,10 @@ from .embedders import Vectors, normalised
 
 SAME_ARGUMENT = 0.08  # blended likeness at which two groups say the same thing (bench/analysis_quality.py)
 MEANING_SHARE = 0.35  # of the blend, the embeddings' part; the rest is the shared rare words'
+SAME_CAMP_ARGUMENT = 0.05  # blended likeness at which two groups one camp holds say the same thing
+CAMP_HELD = 0.6  # of a group's authors, those of one stance that make it that camp's
+SMALL_GROUP = 5  # statements a group holds at most to be joined to a larger one it is alike (`_small_joined`)
+SMALL_JOINS = 0.03  # blended likeness from which such a group joins the larger one most like it
 SAID_BY_MANY = 2  # a wording said this often is an argument already: two such never merge, others may join them
 OFF_TOPIC_SHARE = 0.15  # of a run's wordings, the furthest in meaning from its requirement may be off its topic
 HELD_BY = 0.7  # a group whose authors hold one stance this much is an argument, however far from the topic
@@ -107,17 +111,35 @@ def likeness(vectors: Vectors, texts: Sequence[str]) -> np.ndarray:
     return np.asarray(MEANING_SHARE * (x @ x.T) + (1 - MEANING_SHARE) * (words @ words.T), dtype=np.float64)
 
 
-def groups(vectors: Vectors, texts: Sequence[str], weights: Sequence[int], threshold: float = SAME_ARGUMENT) -> list[int]:
+def groups(vectors: Vectors, texts: Sequence[str], weights: Sequence[int], threshold: float = SAME_ARGUMENT,
+           stances: Sequence[Counter[str]] | None = None) -> list[int]:
     """A group number per statement (rows of `vectors`, their `texts`): the index of the group's representative,
-    the statement said most often (`weights`), then the one most like the rest of its group."""
+    the statement said most often (`weights`), then the one most like the rest of its group. With the stances
+    of each statement's authors (`stances`), two groups one camp holds merge from SAME_CAMP_ARGUMENT on."""
     if len(texts) == 0:
         return []
     alike = likeness(vectors, texts)
     repeated = np.asarray(weights) >= SAID_BY_MANY
     apart = alike.copy()
     apart[np.ix_(repeated, repeated)] = -np.inf  # agents who repeat a sentence verbatim have named their argument
-    label = _merged(apart, threshold)
-    return _by_representative(alike, label, np.asarray(weights, dtype=np.float64))
+    label = _merged(apart.copy(), threshold)
+    if stances is not None:
+        label = _merged_within_camps(apart, label, stances)
+    return _by_representative(alike, _small_joined(apart, label), np.asarray(weights, dtype=np.float64))
+
+
+def _small_joined(alike: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Each group of at most SMALL_GROUP statements joined to the larger group it is most alike (average
+    likeness), from SMALL_JOINS on: a few replies or asides in other words are that argument's, not one of
+    their own, and a larger group's camp is read from more authors."""
+    members = {int(g): np.flatnonzero(label == g) for g in np.unique(label)}
+    large = [g for g, m in members.items() if len(m) > SMALL_GROUP]
+    out = label.copy()
+    for m in (m for m in members.values() if len(m) <= SMALL_GROUP and large):
+        alike_to = [alike[np.ix_(m, members[g])].mean() for g in large]
+        if max(alike_to) >= SMALL_JOINS:
+            out[m] = large[int(np.argmax(alike_to))]
+    return out
 
 
 def _merged(alike: np.ndarray, threshold: float) -> np.ndarray:
@@ -135,6 +157,40 @@ def _merged(alike: np.ndarray, threshold: float) -> np.ndarray:
         size[i] += size[j]
         label[label == j] = i
     return label
+
+
+def _merged_within_camps(alike: np.ndarray, label: np.ndarray, stances: Sequence[Counter[str]]) -> np.ndarray:
+    """The groups merged on, closest first by average likeness, from SAME_CAMP_ARGUMENT on, where one stance
+    holds CAMP_HELD of the authors of both: one camp's paraphrases of an argument are
+    alike a little less than the argument's own core, and a camp's arguments are told apart by their words."""
+    names = [int(g) for g in np.unique(label)]
+    members = [np.flatnonzero(label == g) for g in names]
+    votes = [sum((stances[i] for i in m), Counter()) for m in members]
+    size = np.array([len(m) for m in members], dtype=np.float64)
+    between = np.array([[alike[np.ix_(a, b)].mean() for b in members] for a in members])
+    np.fill_diagonal(between, -np.inf)
+    camp = [_camp(v) for v in votes]
+    while True:
+        same = np.array([[c is not None and c == d for d in camp] for c in camp])
+        masked = np.where(same, between, -np.inf)
+        i, j = np.unravel_index(int(np.argmax(masked)), masked.shape)
+        if masked[i, j] < SAME_CAMP_ARGUMENT:
+            break
+        between[i, :] = (between[i, :] * size[i] + between[j, :] * size[j]) / (size[i] + size[j])
+        between[:, i] = between[i, :]
+        between[i, i] = between[j, :] = between[:, j] = -np.inf
+        size[i] += size[j]
+        votes[i] = votes[i] + votes[j]
+        camp[i], camp[j] = _camp(votes[i]), None
+        label[label == names[j]] = names[i]
+    return label
+
+
+def _camp(votes: Counter[str]) -> str | None:
+    """The stance CAMP_HELD of a group's authors hold, if one does."""
+    total = sum(votes.values())
+    top = votes.most_common(1)
+    return top[0][0] if top and top[0][1] >= CAMP_HELD * total else None
 
 
 def _by_representative(alike: np.ndarray, label: np.ndarray, weights: np.ndarray) -> list[int]:

@@ -87,7 +87,7 @@ class Reader:
         self._split(w)
         w.language = posts_language(w.texts)
         if len(w.keys) >= MIN_TEXTS:
-            labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights)
+            labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights, stances=_stances(w, sayings))
             w.meaning = {key: w.keys[label] for key, label in zip(w.keys, labels) if w.keys[label] != key}
             if about.strip():
                 w.off_topic = self._off_topic(w, labels, sayings, about)
@@ -118,10 +118,7 @@ class Reader:
         except EmbeddingsUnavailable as exc:
             log.warning("%s; every statement is read as taking a side", exc)
             return set()
-        stances: dict[str, Counter[str]] = {}
-        for row in sayings:
-            stances.setdefault(row[1], Counter())[row[3]] += 1
-        return {w.keys[i] for i in off_topic(w.vectors, asked, labels, [stances.get(k, Counter()) for k in w.keys])}
+        return {w.keys[i] for i in off_topic(w.vectors, asked, labels, _stances(w, sayings))}
 
     def search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
                kinds: tuple[str, ...] | None, wordings: Wordings | None) -> list[dict[str, Any]]:
@@ -191,6 +188,14 @@ def _by_meaning(hits: list[dict[str, Any]], close: Any, w: Wordings) -> list[dic
     index = {k: i for i, k in enumerate(w.keys)}
     rank = [float(close[i]) if (i := index.get(argument_key(h.get("content") or ""))) is not None else -np.inf for h in hits]
     return [hits[i] for i in sorted(range(len(hits)), key=lambda i: -rank[i])]
+
+
+def _stances(w: Wordings, sayings: list[tuple[Any, ...]]) -> list[Counter[str]]:
+    """For each wording, the stated stances of the agents who said it (one vote an agent)."""
+    stances: dict[str, Counter[str]] = {}
+    for row in sayings:
+        stances.setdefault(row[1], Counter())[row[3]] += 1
+    return [stances.get(k, Counter()) for k in w.keys]
 
 
 def _closeness(w: Wordings, asked: Any) -> Any:
