@@ -165,7 +165,7 @@ def _merged_within_camps(alike: np.ndarray, label: np.ndarray, stances: Sequence
     alike a little less than the argument's own core, and a camp's arguments are told apart by their words."""
     names = [int(g) for g in np.unique(label)]
     members = [np.flatnonzero(label == g) for g in names]
-    votes = [sum((stances[i] for i in m), Counter()) for m in members]
+    votes = [sum((stances[int(i)] for i in m), Counter()) for m in members]
     size = np.array([len(m) for m in members], dtype=np.float64)
     between = np.array([[alike[np.ix_(a, b)].mean() for b in members] for a in members])
     np.fill_diagonal(between, -np.inf)
