@@ -151,37 +151,41 @@ def _merged(alike: np.ndarray, threshold: float) -> np.ndarray:
         i, j = np.unravel_index(int(np.argmax(alike)), alike.shape)
         if alike[i, j] < threshold:
             break
-        alike[i, :] = (alike[i, :] * size[i] + alike[j, :] * size[j]) / (size[i] + size[j])
-        alike[:, i] = alike[i, :]
-        alike[i, i] = alike[j, :] = alike[:, j] = -np.inf
-        size[i] += size[j]
+        _join(alike, size, int(i), int(j))
         label[label == j] = i
     return label
 
 
+def _join(alike: np.ndarray, size: np.ndarray, i: int, j: int) -> None:
+    """Group `j` merged into group `i` of the average-linkage matrix `alike` (rows and columns by group)."""
+    alike[i, :] = (alike[i, :] * size[i] + alike[j, :] * size[j]) / (size[i] + size[j])
+    alike[:, i] = alike[i, :]
+    alike[i, i] = alike[j, :] = alike[:, j] = -np.inf
+    size[i] += size[j]
+
+
 def _merged_within_camps(alike: np.ndarray, label: np.ndarray, stances: Sequence[Counter[str]]) -> np.ndarray:
     """The groups merged on, closest first by average likeness, from SAME_CAMP_ARGUMENT on, where one stance
-    holds CAMP_HELD of the authors of both: one camp's paraphrases of an argument are
-    alike a little less than the argument's own core, and a camp's arguments are told apart by their words."""
-    names = [int(g) for g in np.unique(label)]
-    members = [np.flatnonzero(label == g) for g in names]
-    votes = [sum((stances[int(i)] for i in m), Counter()) for m in members]
-    size = np.array([len(m) for m in members], dtype=np.float64)
-    between = np.array([[alike[np.ix_(a, b)].mean() for b in members] for a in members])
+    holds CAMP_HELD of the authors of both: one camp's paraphrases of an argument are alike a little less
+    than the argument's own core, and a camp's arguments are told apart by their words."""
+    names = np.unique(label)
+    member = (label[None, :] == names[:, None]).astype(np.float64)  # a row per group
+    size = member.sum(axis=1)
+    between = member @ np.maximum(alike, -1e9) @ member.T / np.outer(size, size)  # never-merged pairs stay far
+    between[between < -1.0] = -np.inf
     np.fill_diagonal(between, -np.inf)
-    camp = [_camp(v) for v in votes]
+    votes = [sum((stances[int(i)] for i in np.flatnonzero(row)), Counter()) for row in member]
+    camps = sorted({c for v in votes if (c := _camp(v)) is not None})
+    camp = np.array([camps.index(c) if (c := _camp(v)) is not None else -1 for v in votes])
     while True:
-        same = np.array([[c is not None and c == d for d in camp] for c in camp])
-        masked = np.where(same, between, -np.inf)
-        i, j = np.unravel_index(int(np.argmax(masked)), masked.shape)
+        masked = np.where((camp[:, None] == camp[None, :]) & (camp[:, None] >= 0), between, -np.inf)
+        i, j = (int(k) for k in np.unravel_index(int(np.argmax(masked)), masked.shape))
         if masked[i, j] < SAME_CAMP_ARGUMENT:
             break
-        between[i, :] = (between[i, :] * size[i] + between[j, :] * size[j]) / (size[i] + size[j])
-        between[:, i] = between[i, :]
-        between[i, i] = between[j, :] = between[:, j] = -np.inf
-        size[i] += size[j]
+        _join(between, size, i, j)
         votes[i] = votes[i] + votes[j]
-        camp[i], camp[j] = _camp(votes[i]), None
+        held = _camp(votes[i])
+        camp[i], camp[j] = camps.index(held) if held in camps else -1, -1
         label[label == names[j]] = names[i]
     return label
 
