@@ -88,7 +88,7 @@ def decide(s: ChatState, report: ReportState) -> ChatEffect:
         return Stop("answered")
     if turn.open_calls:
         return RunTool(turn.open_calls[0])
-    if (effect := _llm_step(s, turn)) is not None:
+    if (effect := _llm_step(s, turn, report)) is not None:
         return effect
     if report.mode == "guided":
         return _guided(s, turn, report)
@@ -114,10 +114,7 @@ def _guided(s: ChatState, turn: Turn, report: ReportState) -> ChatEffect:
         return Emit((ChatToolCalled(chat_id=s.chat_id, turn=turn.number, call=ToolCalled(
             report_id=s.started.report_id, section_index=turn.number, iteration=0,
             call_id=f"chat-t{turn.number}-g{len(turn.tool_calls) + 1}", tool=name, arguments=args)),))
-    observed = guided.seen_by_tool([o for o in s.observations if o.section_index == turn.number])
-    engine = offline_chat.answer(turn.question, Facts(observed, claims.background(report.context), turn.question,
-                                                      set()), lead=False)
-    facts = guided.sheet(engine)
+    engine, facts = _engine_answer(s, turn, report)
     if (reply := s.conversation.unread) is not None:
         body, _, drafted = guided.draft(reply.content, facts, _evidence(s, report), engine)
         return Emit(tuple(_answer(s, turn, report, body or guided.fallback(facts, engine), False, drafted)))
@@ -125,6 +122,14 @@ def _guided(s: ChatState, turn: Turn, report: ReportState) -> ChatEffect:
     added = guided.messages(turn.question, "", requirement, facts)
     return _emit(s, turn, _request(s, turn, added, [], fresh=True,
                                    extra={"response_format": guided.response_format(s.rules.response_format)}))
+
+
+def _engine_answer(s: ChatState, turn: Turn, report: ReportState) -> tuple[str, list[str]]:
+    """A guided turn's answer by the engine, from the turn's tool results, and the sheet the model phrases."""
+    observed = guided.seen_by_tool([o for o in s.observations if o.section_index == turn.number])
+    engine = offline_chat.answer(turn.question, Facts(observed, claims.background(report.context), turn.question,
+                                                      set()), lead=False)
+    return engine, guided.sheet(engine)
 
 
 def _named_tool(s: ChatState, turn: Turn) -> str | None:
@@ -136,8 +141,9 @@ def _named_tool(s: ChatState, turn: Turn) -> str | None:
     return next((t for t in s.rules.tools if counts_as_evidence(t) and t not in turn.used_tools), None)
 
 
-def _llm_step(s: ChatState, turn: Turn) -> ChatEffect | None:
-    """While a request is outstanding: send it, retry it, shrink it, or give the turn up."""
+def _llm_step(s: ChatState, turn: Turn, report: ReportState) -> ChatEffect | None:
+    """While a request is outstanding: send it, retry it, shrink it, or give the turn up (a guided turn then
+    answers with the engine's answer alone: the model only phrases it)."""
     c = s.conversation
     if c.awaiting is None:
         return None
@@ -149,6 +155,9 @@ def _llm_step(s: ChatState, turn: Turn) -> ChatEffect | None:
         shrunk = budget.compact(c.messages, target, budget.DEFAULT_CHARS_PER_TOKEN)
         return _emit(s, turn, _request(s, turn, shrunk, c.awaiting.tools, fresh=True, compacted=False))
     if not failure.retryable or c.failures > s.rules.max_retries:
+        if report.mode == "guided":
+            engine, facts = _engine_answer(s, turn, report)
+            return Emit(tuple(_answer(s, turn, report, guided.fallback(facts, engine, guided.NO_MODEL), False)))
         return _emit(s, turn, ChatTurnFailed(chat_id=s.chat_id, turn=turn.number, error=(
             f"the model could not answer: {failure.kind}: {failure.message} (after {failure.attempt} attempt"
             f"{'s' * (failure.attempt != 1)}); ask again once the LLM server works")))

@@ -38,7 +38,7 @@ from simreportd.events.models import (
 from simreportd.events.streams import chat_stream, report_stream
 
 from . import budget, chat, chat_state, core, effects
-from .runner import Writers
+from .report_runner import Writers
 from .state import ReportState
 from .tools import SimulationTools
 

@@ -239,10 +239,10 @@ def best(drafts: list[tuple[int, str, list[int], ClaimVerdict]]) -> tuple[int, s
     return chosen[0], chosen[1]
 
 
-def fallback(facts: list[str], engine: str = "") -> str:
-    """When no draft survives the claim check: the engine's analysis (or the sheet) alone, said to be the
-    data's and not the model's (in the sheet's language)."""
-    line = NO_DRAFT[phrases_for(engine or " ".join(facts)).language == "zh"]
+def fallback(facts: list[str], engine: str = "", lines: tuple[str, str] | None = None) -> str:
+    """When no draft survives the claim check (or the model gave none, `lines`): the engine's analysis (or the
+    sheet) alone, said to be the data's and not the model's (in the sheet's language)."""
+    line = (lines or NO_DRAFT)[phrases_for(engine or " ".join(facts)).language == "zh"]
     listed = engine or "\n".join(f"- {f}" for f in facts if not is_question(f)) or "- (no facts)"
     return f"{line}\n\n{listed}"
 
@@ -250,3 +250,6 @@ def fallback(facts: list[str], engine: str = "") -> str:
 # The fallback's first line, in English and in Chinese (a tuple: `body.startswith(NO_DRAFT)` finds either).
 NO_DRAFT = ("_No draft of the model survived the claim check; the facts from the data:_",
             "_模型的草稿没有一句通过声明检查；以下是数据中的事实：_")
+# The same when the model could not be reached at all (a chat turn on a report written guided).
+NO_MODEL = ("_The model could not be reached, so nothing here is its phrasing; the facts from the data:_",
+            "_无法连接模型，以下不是模型的措辞，而是数据中的事实：_")

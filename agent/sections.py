@@ -220,4 +220,4 @@ def _tool_call(s: ReportState, section: SectionState, call: ToolCallRequest,
     if repeat is None:
         return [called]
     return [called, ToolObserved(report_id=s.report_id, section_index=section.index, call_id=call.id,
-                                 tool=call.name, result=arguments.reminder(repeat))]
+                                 tool=call.name, result=arguments.reminder(repeat), iteration=called.iteration)]

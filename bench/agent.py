@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simreportd.agent.providers import Completion, estimate_tokens
-from simreportd.agent.runner import ReportRunner, settings_for
+from simreportd.agent.report_runner import ReportRunner, settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.daemon.config import Config
 from simreportd.events import SQLiteEventStore

@@ -25,11 +25,13 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,7 +61,7 @@ async def serve_simreportd(folder: Path, rate: int, seconds: float) -> None:
         while daemon.server is None:
             await asyncio.sleep(0.01)
         print(daemon.server.port, flush=True)
-        await asyncio.to_thread(sys.stdin.readline)  # the clients are connected
+        await wait_for_go()  # the clients are connected
         appends: set[asyncio.Task] = set()
 
         async def arrive(n: int) -> None:  # events arrive at the rate, whatever a commit takes
@@ -96,7 +98,7 @@ async def serve_bare(rate: int, seconds: float) -> None:
 
     async with serve(handler, "127.0.0.1", 0, compression=None) as server:
         print(server.sockets[0].getsockname()[1], flush=True)
-        await asyncio.to_thread(sys.stdin.readline)
+        await wait_for_go()
         await send_at_rate(rate, seconds, fan_out)
         await asyncio.sleep(2)
         for queue in queues:
@@ -136,11 +138,24 @@ async def clients(url: str, count: int, expected: int, seconds: float) -> None:
     for r in ready:
         await r.wait()
     print("ready", flush=True)
-    await asyncio.to_thread(sys.stdin.readline)
+    await wait_for_go()
     await asyncio.wait(tasks, timeout=seconds + 10)
     for t in tasks:
         t.cancel()
     print(json.dumps({"delivered": sum(got), "latencies": [round(x, 2) for x in latencies]}), flush=True)
+
+
+async def wait_for_go() -> None:
+    """A child's start signal, its parent's "go"; then it ends the moment its parent does (stdin closes), so a
+    bench stopped or killed half-way leaves no server or clients behind, each in a session of its own."""
+    if not await asyncio.to_thread(sys.stdin.readline):
+        os._exit(1)
+
+    def exit_with_parent() -> None:
+        sys.stdin.read()
+        os._exit(1)
+
+    threading.Thread(target=exit_with_parent, daemon=True).start()
 
 
 def child(*args: str) -> subprocess.Popen:

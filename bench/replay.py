@@ -24,12 +24,12 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore  # n
 from ingest import write_big_folder  # noqa: E402  (bench/ingest.py)
 
 from agent import NoEnvironment, ScriptedModel  # noqa: E402  (bench/agent.py)
-from simreportd.agent.runner import ReportRunner, settings_for  # noqa: E402
+from simreportd.agent.report_runner import ReportRunner, settings_for  # noqa: E402
 from simreportd.agent.tools import SimulationTools  # noqa: E402
 from simreportd.agent.toolspec import REPORT_TOOLS  # noqa: E402
 from simreportd.daemon.config import AgentConfig, Config  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
-from simreportd.daemon.replay import replay_report  # noqa: E402
+from simreportd.daemon.report_replay import replay_report  # noqa: E402
 from simreportd.events import SQLiteEventStore  # noqa: E402
 from simreportd.events.models import AgentActed, ReportRequested, acted_fields  # noqa: E402
 from simreportd.events.streams import report_stream  # noqa: E402

@@ -19,7 +19,7 @@ from simreportd.projections.sqlite import reading
 
 from .config import LLMConfig
 from .host import Host
-from .replay import fork_report
+from .report_replay import fork_report
 from .writers import check_writer, choose_writer, missing_configuration
 
 

@@ -1,4 +1,4 @@
-"""Reproduce a chat from its log, as `daemon/replay.py` reproduces a report, with no call to the outside.
+"""Reproduce a chat from its log, as `daemon/report_replay.py` reproduces a report, with no call to the outside.
 
 The scratch store gets the simulation events and the report's stream as they stood when the chat
 opened, so the tools run again against the same simulation model; the LLM answers and the
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simreportd.agent.chat_runner import ChatRunner, ChatWriter
-from simreportd.agent.replay import RecordedInterviews, ReplayProvider
+from simreportd.agent.replay_provider import RecordedInterviews, ReplayProvider
 from simreportd.agent.tools import SimulationTools
 from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound
@@ -32,7 +32,7 @@ from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.catalogue import projections
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
-from .replay import ReplayResult, copy_simulations, first_divergence, no_wait, tool_results
+from .report_replay import ReplayResult, copy_simulations, first_divergence, no_wait, tool_results
 
 INPUTS = ("ChatStarted", "ChatAsked")  # the user's part of a chat; everything else is the runner's
 

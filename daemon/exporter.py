@@ -16,8 +16,8 @@ from simreportd.projections import report_queries
 from simreportd.projections.chart import activity_chart
 from simreportd.projections.derived import set_aside
 from simreportd.projections.export import load_report, render
-from simreportd.projections.report import mirofish_status
 from simreportd.projections.sqlite import ViewsMissing, in_thread, reading
+from simreportd.projections.standing import mirofish_status
 
 log = logging.getLogger("simreportd.daemon.exporter")
 

@@ -10,8 +10,8 @@ import sqlite3
 
 from simreportd.projections.derived import damaged, set_aside
 
+from .ingest.ingest_state import IngestState
 from .ingest.snapshots import IngestSnapshots
-from .ingest.state import IngestState
 
 
 class HealingSnapshots(IngestSnapshots):

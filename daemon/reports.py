@@ -21,7 +21,7 @@ import anyio
 
 from simreportd.agent import core
 from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
-from simreportd.agent.runner import ReportRunner, settings_for
+from simreportd.agent.report_runner import ReportRunner, settings_for
 from simreportd.agent.state import ReportState
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import (
@@ -54,6 +54,7 @@ from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading
+from simreportd.projections.standing import is_completed
 
 from .config import Config
 from .leases import Leases, SoleNode
@@ -197,7 +198,7 @@ class ReportScheduler:
                 return asked, "completed"
         if row is None or row["status"] == "failed":
             return None
-        return row["report_id"], "completed" if row["status"] in report_queries.COMPLETED else "running"
+        return row["report_id"], "completed" if is_completed(row) else "running"
 
     def running(self) -> int:
         """How many reports run in this process now."""

@@ -14,7 +14,7 @@ from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from simreportd.agent.chat_runner import ChatRunner
-from simreportd.agent.runner import ReportRunner
+from simreportd.agent.report_runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
@@ -27,7 +27,7 @@ from simreportd.projections.catalogue import projections
 from simreportd.projections.report import ReportView
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 
-from .chat import chat_writer
+from .chat_answers import chat_writer
 from .config import Config, LLMConfig
 from .exporter import Exporter
 from .fold_child import ChildSpec, FoldChild

@@ -161,6 +161,7 @@ class LLMResponded(ReportEvent):
     usage: TokenUsage = TokenUsage()
     latency_ms: float = 0.0
     finish_reason: str | None = None
+    iteration: int | None = None  # the section's iteration the step belongs to (None: recorded before it was)
 
 
 class LLMFailed(ReportEvent):
@@ -173,6 +174,7 @@ class LLMFailed(ReportEvent):
     retry_after_s: float | None = None
     retryable: bool = True
     tools_refused: bool = False
+    iteration: int | None = None  # the section's iteration the step belongs to (None: recorded before it was)
 
 
 class ToolProtocolChosen(ReportEvent):
@@ -216,6 +218,7 @@ class ToolObserved(ReportEvent):
     tool: str
     result: str
     latency_ms: float = 0.0
+    iteration: int | None = None  # the section's iteration the step belongs to (None: recorded before it was)
 
 
 class ToolFailed(ReportEvent):
@@ -224,6 +227,7 @@ class ToolFailed(ReportEvent):
     call_id: str
     tool: str
     error: str
+    iteration: int | None = None  # the section's iteration the step belongs to (None: recorded before it was)
 
 
 RejectionReason = Literal[

@@ -40,8 +40,8 @@ from simreportd.events.models import (
     ToolObserved,
 )
 
-from .base import Write
 from .mirofish_text import tool_text
+from .projection import Write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS agent_log (

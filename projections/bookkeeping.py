@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from simreportd.events.positions import Position
 
-from .base import Projection, index_names, index_statement
+from .projection import Projection, index_names, index_statement
 from .sqlite import WRITER_CACHE_KIB, transaction
 
 NAME = "views"  # the read models' row in projection_checkpoint and projection_schema

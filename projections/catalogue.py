@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Projection
+from .projection import Projection
 from .report import ReportView
 from .simulation import SimulationModel
 from .trace import TraceView

@@ -13,7 +13,8 @@ import sqlite3
 from typing import Any
 
 from . import report_queries
-from .report import mirofish_status, shown_progress, title_language
+from .report import title_language
+from .standing import mirofish_status, shown_progress
 
 
 def load_report(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | None:

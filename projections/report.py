@@ -21,6 +21,7 @@ from simreportd.events.models import (
     ReportCompleted,
     ReportDeleted,
     ReportFailed,
+    ReportForked,
     ReportRequested,
     ReportResumed,
     ResponseRejected,
@@ -32,7 +33,8 @@ from simreportd.events.models import (
 )
 
 from . import agent_log
-from .base import Write, by_type_name
+from .projection import Write, by_type_name
+from .standing import CHANGES, PROGRESS_SQL, STATUS_SQL
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reports (
@@ -43,7 +45,7 @@ CREATE TABLE IF NOT EXISTS reports (
     rejections INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER, tokens_estimated INTEGER,
     error TEXT, failed_stage TEXT, resumable INTEGER, created_at TEXT, completed_at TEXT, updated_at TEXT,
     last_position INTEGER, ungrounded_quotes INTEGER DEFAULT 0, partial TEXT, problems TEXT DEFAULT '[]',
-    deleted INTEGER DEFAULT 0, partial_labels TEXT);
+    deleted INTEGER DEFAULT 0, partial_labels TEXT, planned INTEGER DEFAULT 0, verdict TEXT);
 CREATE TABLE IF NOT EXISTS report_sections (
     report_id TEXT, section_index INTEGER, title TEXT, description TEXT, status TEXT, content TEXT,
     tool_calls INTEGER, iterations INTEGER, forced INTEGER, completed_at TEXT, position INTEGER,
@@ -53,11 +55,6 @@ CREATE TABLE IF NOT EXISTS report_sections (
 
 COUNT_COLUMNS = by_type_name({LLMRequested: "llm_calls", LLMFailed: "llm_failures", ToolCalled: "tool_calls",
                               ResponseRejected: "rejections"})
-
-
-def mirofish_status(status: str) -> str:
-    """The status MiroFish's own files and API show: it knows no `completed_degraded` (its message says it)."""
-    return "completed" if status == "completed_degraded" else status
 
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -93,20 +90,7 @@ def partial_labels(run: dict[str, Any] | None) -> str | None:
     return json.dumps({language: partial_label(run, language) for language in ("en", "zh")}, ensure_ascii=False)
 
 
-PLANNED, SECTIONS_SHARE = 10, 85  # progress once the outline is planned; the share all sections together earn
-STATUS_AFTER = by_type_name({  # a report's status after each of these events (the view's and frames')
-    ReportRequested: "pending", PlanningStarted: "planning", OutlinePlanned: "generating", SectionCompleted: "generating",
-    ReportCompleted: "completed", ReportFailed: "failed", ReportResumed: "generating"})
-
-
-def progress_for(completed: int, total: int) -> int:
-    """10 once planned, then an equal share of 85 per section; 100 only when the report completes."""
-    return PLANNED + (SECTIONS_SHARE * completed) // total if total else PLANNED
-
-
-def shown_progress(status: str, progress: int) -> int:
-    """The progress MiroFish's files and API show: -1 for a failed report, as MiroFish does."""
-    return -1 if status == "failed" else progress
+STANDING = "UPDATE reports SET status = " + STATUS_SQL + ", progress = " + PROGRESS_SQL + " WHERE report_id = ?"
 
 
 class ReportView:
@@ -121,6 +105,8 @@ class ReportView:
         rid = d["report_id"]
         if (handler := self.HANDLERS.get(t)) is not None:
             yield from handler(self, d, at)
+        if t in CHANGES:  # status and progress as standing.py's rule says, from the columns just written
+            yield (STANDING, (rid,))
         if t in COUNT_COLUMNS:
             column = COUNT_COLUMNS[t]
             yield (f"UPDATE reports SET {column} = {column} + 1 WHERE report_id = ?", (rid,))
@@ -130,23 +116,23 @@ class ReportView:
     def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO reports VALUES (?1, ?2, ?3, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
                " 0, 0, 0, ?4, ?5, ?6, ?7, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?8, NULL, ?8, 0, 0, ?9, '[]', 0,"
-               " ?10)",
+               " ?10, 0, NULL)",
                (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
                 d.get("trigger", ""), d.get("forked_from"), at, partial_label(d.get("partial")),
                 partial_labels(d.get("partial"))))
 
     def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET status = ?, progress = 5, message = 'Planning the outline'"
-               " WHERE report_id = ?", (STATUS_AFTER[PlanningStarted.TYPE], d["report_id"]))
+        yield ("UPDATE reports SET planned = 1, message = 'Planning the outline' WHERE report_id = ?",
+               (d["report_id"],))
 
     def _ToolProtocolChosen(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET protocol = ? WHERE report_id = ?", (d["protocol"], d["report_id"]))
 
     def _OutlinePlanned(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         sections = d["sections"]
-        yield ("UPDATE reports SET status = ?, progress = ?, message = 'Outline planned', title = ?,"
-               " summary = ?, outline = ?, sections_total = ? WHERE report_id = ?",
-               (STATUS_AFTER[OutlinePlanned.TYPE], PLANNED, d["title"], d["summary"],
+        yield ("UPDATE reports SET message = 'Outline planned', title = ?, summary = ?, outline = ?,"
+               " sections_total = ? WHERE report_id = ?",
+               (d["title"], d["summary"],
                 json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
         yield ("UPDATE reports SET partial = json_extract(partial_labels, ?) WHERE report_id = ?"
                " AND partial_labels IS NOT NULL", (f"$.{title_language(d['title'])}", d["report_id"]))
@@ -177,15 +163,14 @@ class ReportView:
                 json.dumps(d.get("problems", []), ensure_ascii=False), json.dumps(d.get("rejections", {})),
                 d.get("grounded_quotes", 0), d.get("ungrounded_quotes", 0), rid, i))
         yield ("UPDATE reports SET completed_sections = completed_sections + 1, message = ?,"
-               " progress = ? + (? * (completed_sections + 1)) / max(sections_total, 1),"  # progress_for, in SQL
                " ungrounded_quotes = ungrounded_quotes + ? WHERE report_id = ?",
-               (f"Section {i} completed: {d['title']}", PLANNED, SECTIONS_SHARE, d.get("ungrounded_quotes", 0), rid))
+               (f"Section {i} completed: {d['title']}", d.get("ungrounded_quotes", 0), rid))
 
     def _ReportCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
         problems = d.get("problems", [])
         message = f"Report completed with {len(problems)} problem(s): {'; '.join(problems)}" if problems \
             else "Report completed"
-        yield ("UPDATE reports SET status = ?, progress = 100, message = ?, problems = ?,"
+        yield ("UPDATE reports SET verdict = ?, message = ?, problems = ?,"
                " current_section = NULL, completed_at = ? WHERE report_id = ?",
                (d.get("status", "completed"), message, json.dumps(problems, ensure_ascii=False), at, d["report_id"]))
 
@@ -194,8 +179,8 @@ class ReportView:
                (int(d["live_environment"]), d["report_id"]))
 
     def _ReportFailed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET status = ?, error = ?, failed_stage = ?, resumable = ?, message = ?"
-               " WHERE report_id = ?", (STATUS_AFTER[ReportFailed.TYPE], d["error"], d["stage"],
+        yield ("UPDATE reports SET error = ?, failed_stage = ?, resumable = ?, message = ?"
+               " WHERE report_id = ?", (d["error"], d["stage"],
                                         int(d.get("resumable", True)), f"Failed during {d['stage']}", d["report_id"]))
 
     def _WriterChanged(self, d: dict[str, Any], at: str) -> Iterable[Write]:
@@ -205,14 +190,19 @@ class ReportView:
         yield ("UPDATE reports SET deleted = 1 WHERE report_id = ?", (d["report_id"],))
 
     def _ReportResumed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET status = CASE WHEN sections_total > 0 THEN 'generating' ELSE 'planning' END,"
-               " error = NULL, failed_stage = NULL, message = 'Resumed' WHERE report_id = ?", (d["report_id"],))
+        yield ("UPDATE reports SET error = NULL, failed_stage = NULL, message = 'Resumed' WHERE report_id = ?",
+               (d["report_id"],))
+
+    def _ReportForked(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+        """A fork goes on from its shared history: a failure copied into it is not its own."""
+        yield ("UPDATE reports SET error = NULL, failed_stage = NULL, message = 'Forked' WHERE report_id = ?",
+               (d["report_id"],))
 
     HANDLERS = by_type_name({
         ReportRequested: _ReportRequested, PlanningStarted: _PlanningStarted, ToolProtocolChosen: _ToolProtocolChosen,
         OutlinePlanned: _OutlinePlanned, SectionStarted: _SectionStarted, LLMResponded: _LLMResponded,
         SectionCompleted: _SectionCompleted, ReportCompleted: _ReportCompleted, InterviewUnlocked: _InterviewUnlocked,
-        ReportFailed: _ReportFailed, WriterChanged: _WriterChanged, ReportResumed: _ReportResumed,
+        ReportFailed: _ReportFailed, WriterChanged: _WriterChanged, ReportResumed: _ReportResumed, ReportForked: _ReportForked,
         ReportDeleted: _ReportDeleted})
     types = frozenset({*HANDLERS, *COUNT_COLUMNS, *agent_log.TYPES})  # counted and logged events touch the report too
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .sqlite import rows_as_dicts
+from .standing import COMPLETED
 
-COMPLETED = ("completed", "completed_degraded")
 SHOWN = "NOT deleted"  # a deleted report (ReportDeleted) is in no answer
 
 
@@ -123,3 +123,16 @@ def trace_steps(conn: sqlite3.Connection, report_id: str) -> list[dict[str, Any]
     """Every step of the report's trace, in log order."""
     return rows_as_dicts(conn.execute("SELECT * FROM trace_steps WHERE report_id = ? ORDER BY position",
                                       (report_id,)))
+
+
+def trace(conn: sqlite3.Connection, report_id: str) -> dict[str, Any] | None:
+    """The report's trace nested as sections > iterations > steps, each in log order; None if it has no step."""
+    steps = trace_steps(conn, report_id)
+    if not steps:
+        return None
+    sections: dict[int, dict[int, list[dict[str, Any]]]] = {}
+    for step in steps:
+        sections.setdefault(step["section_index"] or 0, {}).setdefault(step["iteration"] or 0, []).append(step)
+    return {"report_id": report_id, "sections": [
+        {"section_index": index, "iterations": [{"iteration": i, "steps": v} for i, v in sorted(iterations.items())]}
+        for index, iterations in sorted(sections.items())]}

@@ -26,7 +26,6 @@ from simreportd.events.codec import Recorded
 from simreportd.events.positions import Position
 
 from . import bookkeeping
-from .base import Projection, Write, batch_writes
 from .bookkeeping import (
     META_SCHEMA,
     NAME,
@@ -38,6 +37,7 @@ from .bookkeeping import (
     update_indexes,
 )
 from .derived import FileIdentity, damaged, identity, set_aside
+from .projection import Projection, Write, batch_writes
 from .sqlite import connect_views, in_thread, probe
 
 log = logging.getLogger("simreportd.projections.runner")

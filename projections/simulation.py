@@ -30,7 +30,7 @@ from simreportd.events.models import (
 )
 from simreportd.events.positions import Position
 
-from .base import Write, by_type_name
+from .projection import Write, by_type_name
 from .tallies import Sayings, Tally, citation
 
 SCHEMA = """

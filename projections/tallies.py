@@ -12,7 +12,7 @@ from typing import Any
 
 from simreportd.events.positions import Position
 
-from .base import Write
+from .projection import Write
 
 
 def citation(kind: str, platform: str, native_id: Any, position: Position) -> str:

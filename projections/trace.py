@@ -1,6 +1,6 @@
 """The trace view: every step the report agent took, with latency and tokens (docs/architecture.md#read-models).
 
-One row per event; the HTTP layer nests them as report > sections > iterations > steps.
+One row per event; `report_queries.trace` nests them as report > sections > iterations > steps.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from simreportd.events.models import (
     WriterChanged,
 )
 
-from .base import Write, by_type_name
+from .projection import Write, by_type_name
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trace_steps (
@@ -65,16 +65,18 @@ class TraceView:
         d = recorded.data
         label, detail = describe(recorded.type, d)
         usage = d.get("usage") or {}
-        # Answers carry no section: they belong to the section of the step before them. A step belongs
-        # to the iteration its section's latest LLM request opened (0 before any).
+        # Answers carry no section: they belong to the section of the step before them. A step carries the
+        # iteration its section's LLM request opened; the steps that carry none (a section's start and end, and
+        # every step of a store written before steps carried it) belong to the latest one (0 before any).
         section = ("coalesce(?, (SELECT section_index FROM trace_steps WHERE report_id = ?"
                    " ORDER BY position DESC LIMIT 1), 0)")
-        yield (f"INSERT OR REPLACE INTO trace_steps SELECT ?, ?, s, ? + (SELECT count(*) FROM trace_steps"
-               f" WHERE report_id = ? AND section_index = s AND kind = 'llm_request'), ?, ?, ?, ?, ?, ?, ?"
+        yield (f"INSERT OR REPLACE INTO trace_steps SELECT ?, ?, s, coalesce(?, ? + (SELECT count(*) FROM trace_steps"
+               f" WHERE report_id = ? AND section_index = s AND kind = 'llm_request')), ?, ?, ?, ?, ?, ?, ?"
                f" FROM (SELECT {section} AS s)",
-               (recorded.position, d["report_id"], int(recorded.type == LLMRequested.TYPE), d["report_id"],
-                KINDS[recorded.type], label, detail, usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                d.get("latency_ms"), recorded.recorded_at, d.get("section_index"), d["report_id"]))
+               (recorded.position, d["report_id"], d.get("iteration"), int(recorded.type == LLMRequested.TYPE),
+                d["report_id"], KINDS[recorded.type], label, detail, usage.get("prompt_tokens"),
+                usage.get("completion_tokens"), d.get("latency_ms"), recorded.recorded_at, d.get("section_index"),
+                d["report_id"]))
 
 
 def describe(type_name: str, d: dict[str, Any]) -> tuple[str, str]:

@@ -153,7 +153,7 @@ def run_live(folder: Path, story: Story, round_seconds: float, say: Callable[[st
             say(f"  round {round_no}/{story.rounds} written")
         time.sleep(round_seconds)
     write_run_state(folder, story, "completed", pid=os.getpid())
-    from .rpc import serve_interviews  # the RPC half only matters in live mode
+    from .interview_responder import serve_interviews  # the RPC half only matters in live mode
 
     _write_json(folder / "env_status.json", _env_status("alive"))
     if not stopping["stop"]:

@@ -113,6 +113,24 @@ def small_sim(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.fixture
+async def scripted_report(tmp_path: Path, small_sim: Path) -> tuple[Path, str]:
+    """A report made through the scripted server, whose server is gone afterwards: (its store, its id)."""
+    from simreportd.daemon.cli.local import generate
+    from simreportd.daemon.service import Daemon
+
+    from .fake_llm import FakeLLM
+
+    with FakeLLM() as llm:
+        config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"},
+                             reports={"auto": False})
+        async with Daemon(config, folders=[small_sim]) as daemon:
+            await daemon.watcher.check(small_sim)
+            report_id = await daemon.reports.request(small_sim.name)
+            assert (await generate(daemon, report_id)).report_completed
+    return config.store.path, report_id
+
+
 def send_json(handler: BaseHTTPRequestHandler, value: object) -> None:
     """Answer an http.server request with `value` as JSON (the stand-in servers of the tests)."""
     body = json.dumps(value).encode()

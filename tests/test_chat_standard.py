@@ -59,7 +59,7 @@ async def test_a_tool_less_reply_gets_a_named_tool_and_an_answer_without_evidenc
 
 
 def test_the_cli_warns_of_an_answer_without_evidence(capsys: pytest.CaptureFixture[str]) -> None:
-    from simreportd.daemon.cli.chat import show_answer
+    from simreportd.daemon.cli.chat_command import show_answer
 
     show_answer({"answer": NON_ANSWER, "turn": 1, "tool_calls": [], "sources": [], "grounding": {},
                  "no_evidence": True, "unsupported": [{"sentence": "Instagram had 4,321 likes.", "claims": ["4,321"]}]})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.simulator.mirofish import write_mirofish
+from simreportd.simulator.mirofish_folder import write_mirofish
 from simreportd.simulator.quality import facts_of, score_report
 from simreportd.simulator.scenario import SCENARIOS
 from simreportd.simulator.simulate import simulate

@@ -1,6 +1,6 @@
 """Rounds from the databases alone, numbered as MiroFish numbers them (daemon/ingest/rounds.py).
 
-The folders come from `simreportd.simulator.mirofish`, which steps OASIS's clock as its runner does (round 0
+The folders come from `simreportd.simulator.mirofish_folder`, which steps OASIS's clock as its runner does (round 0
 only for seed posts, a round only when an agent is drawn: run_parallel_simulation.py:1171-1251); every
 assertion is checked against that writer's ground truth.
 """
@@ -17,7 +17,7 @@ from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.rounds import RoundClock, clock_of
 from simreportd.events.memory import MemoryEventStore
 from simreportd.events.models import PlatformFinished, SimulationCompleted
-from simreportd.simulator.mirofish import write_mirofish
+from simreportd.simulator.mirofish_folder import write_mirofish
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """The pure folds, each on its own in memory: read models, websocket frames and ingest's own state.
 
-No store, no runner, no daemon: events in, rows or frames out (projections/base.py promises this).
+No store, no runner, no daemon: events in, rows or frames out (projections/projection.py promises this).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simreportd.daemon.ingest.ingest_state import IngestState
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.daemon.ingest.state import IngestState
-from simreportd.daemon.server.protocol import ProtocolError, ReportInfo, notifications, parse_message
+from simreportd.daemon.server.protocol import ProtocolError, notifications, parse_message
 from simreportd.events import MemoryEventStore
 from simreportd.events.codec import Recorded, encode
 from simreportd.events.models import (
@@ -41,12 +41,13 @@ from simreportd.events.models import (
     acted_fields,
 )
 from simreportd.projections import bookkeeping, report_queries, runner, simulation_queries
-from simreportd.projections.base import Projection, index_names, index_statement
 from simreportd.projections.catalogue import projections
 from simreportd.projections.chart import activity_chart, activity_rows, activity_svg
-from simreportd.projections.report import ReportView, progress_for
+from simreportd.projections.projection import Projection, index_names, index_statement
+from simreportd.projections.report import ReportView
 from simreportd.projections.simulation import SimulationModel
 from simreportd.projections.sqlite import reading
+from simreportd.projections.standing import Standing, progress_for
 from simreportd.projections.trace import TraceView
 
 SIM = {"simulation_id": "s", "generation": 1}
@@ -176,7 +177,7 @@ def test_the_trace_numbers_iterations_by_llm_request() -> None:
 
 def frames(event: DomainEvent, sections: int = 2) -> list[dict[str, Any]]:
     [r] = recorded([event], "report-r1")
-    return notifications(r, ReportInfo("s", sections))
+    return notifications(r, Standing(simulation_id="s", sections_total=sections).after(event))  # as the fanout
 
 
 def test_notifications_announce_sections_failures_and_interviews() -> None:

@@ -206,7 +206,7 @@ async def test_an_oasis_database_alone_is_ingested_with_its_joins(store: MemoryE
 
 async def test_the_ingest_state_folds_recorded_actions_as_their_models_would(tmp_path: Path, small_sim: Path) -> None:
     """A restart folds actions from their data, without building models: the state must be the same."""
-    from simreportd.daemon.ingest.state import IngestState
+    from simreportd.daemon.ingest.ingest_state import IngestState
     from simreportd.events.streams import simulation_stream
 
     async with MemoryEventStore() as store:
@@ -224,8 +224,8 @@ async def test_a_restart_folds_only_what_came_after_the_ingest_snapshot(tmp_path
     """The state from a snapshot plus the events after it is the state a full fold gives; a snapshot the
     log does not hold is ignored."""
     from simreportd.daemon.ingest import ingestor as ingestor_module
+    from simreportd.daemon.ingest.ingest_state import IngestState
     from simreportd.daemon.ingest.snapshots import IngestSnapshots
-    from simreportd.daemon.ingest.state import IngestState
     from simreportd.events.streams import simulation_stream
 
     monkeypatch.setattr(ingestor_module, "EVERY", 50)

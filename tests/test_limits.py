@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from simreportd.daemon.ingest.state import IngestState, events_for_lines
+from simreportd.daemon.ingest.ingest_state import IngestState, events_for_lines
 from simreportd.daemon.ingest.tail import FileIdentity, Line
 from simreportd.events.codec import decode
 from simreportd.events.models import IngestRejected

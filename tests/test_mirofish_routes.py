@@ -1,4 +1,5 @@
-"""Every route of MiroFish's report API over real HTTP, in the shapes MiroFish's own code reads.
+"""Every route of MiroFish's report API, called in this process (tests/in_process.py), in the shapes MiroFish's
+own code reads.
 
 Shapes, defaults and status codes are those of MiroFish's `backend/app/api/report.py` (generate
 lines 24-205, generate/status 208-282, the report by id 287-322, by-simulation 325-361, list 364-400,
@@ -13,8 +14,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,48 +22,58 @@ import pytest
 
 from simreportd.daemon.gates import Gate
 from simreportd.errors import LimitReached
+from simreportd.simulator.simulate import simulate
 
-from .conftest import TIMEOUT, make_config
+from .conftest import TIMEOUT
 from .fake_llm import FakeLLM
+from .in_process import InProcess, copy_of, in_process_config
 from .processes import wait_until
-from .test_server import Running, server_config
 
 pytestmark = pytest.mark.anyio
 
 
-def call(base: str, path: str, body: Any = None, method: str | None = None) -> tuple[int, Any, dict[str, str]]:
-    """(status, parsed JSON or text, headers) of one request."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"http://{base}{path}", data=data, method=method or ("POST" if data else "GET"),
-                                     headers={"Content-Type": "application/json"} if data else {})
+async def acall(app: InProcess, path: str, body: Any = None, method: str | None = None) -> tuple[int, Any, dict[str, str]]:
+    """(status, parsed JSON or text, headers) of one request to the daemon's app, in this process."""
+    answer = await app.request(method or ("POST" if body is not None else "GET"), path, body)
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-            raw, status, headers = response.read(), response.status, dict(response.headers)
-    except urllib.error.HTTPError as exc:
-        raw, status, headers = exc.read(), exc.code, dict(exc.headers)
-    try:
-        return status, json.loads(raw), headers
+        return answer.status, answer.json(), answer.headers
     except ValueError:
-        return status, raw.decode(), headers
+        return answer.status, answer.text, answer.headers
 
 
-async def acall(base: str, path: str, body: Any = None, method: str | None = None) -> tuple[int, Any, dict[str, str]]:
-    return await anyio.to_thread.run_sync(call, base, path, body, method)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One completed report of a simulated run, written once for the module: (its folder, report_id)."""
+    base = tmp_path_factory.mktemp("written")
+    folder = base / "sims" / "sim_small"
+    simulate(folder, agents=12, rounds=6, seed=3)
+
+    async def write() -> str:
+        async with InProcess(in_process_config(base), [folder]) as app:
+            report_id = await app.daemon.reports.request(folder.name)
+            await app.daemon.reports.wait(report_id)  # the daemon's own scheduler writes it, in this process
+            await app.folded()
+            await app.daemon.exporter.flush()
+        return report_id
+
+    return base, anyio.run(write)
 
 
 @pytest.fixture
-async def written(tmp_path: Path, small_sim: Path):  # noqa: ANN201
-    """A daemon serving, with one completed report of small_sim: (running, report_id)."""
-    async with Running(server_config(tmp_path), [small_sim]) as running:
-        report_id = await running.daemon.reports.request(small_sim.name)
-        await running.daemon.reports.wait(report_id)  # the running daemon's own scheduler writes it
-        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
-        yield running, report_id
+def small_sim(template: tuple[Path, str]) -> Path:
+    """The template's simulation folder (read, never written, by the tests here)."""
+    return template[0] / "sims" / "sim_small"
+
+
+@pytest.fixture
+async def written(template: tuple[Path, str], tmp_path: Path, small_sim: Path):  # noqa: ANN201
+    """The daemon's app in this process on a copy of the template: (app, report_id)."""
+    async with InProcess(copy_of(template[0], tmp_path), [small_sim]) as app:
+        yield app, template[1]
 
 
 async def test_the_report_and_its_parts_answer_in_mirofish_shapes(written, small_sim: Path) -> None:  # noqa: ANN001
-    running, report_id = written
-    base = running.base
+    base, report_id = written
     status, report, _ = await acall(base, f"/api/report/{report_id}")
     assert status == 200 and report["success"] is True
     data = report["data"]
@@ -99,9 +108,35 @@ async def test_the_report_and_its_parts_answer_in_mirofish_shapes(written, small
     assert status == 404 and nothing == {"success": False, "error": "no report report_nope", "api": "mirofish"}
 
 
+async def test_our_http_api_answers_beside_mirofishs(written) -> None:  # noqa: ANN001
+    """Our own routes (/api/reports, the trace, markdown, the chart, metrics) on the same report."""
+    base, report_id = written
+    _, report, _ = await acall(base, f"/api/report/{report_id}")
+    sections = report["data"]["outline"]["sections"]
+    _, listed, _ = await acall(base, f"/api/report/{report_id}/sections")
+    assert [s["filename"] for s in listed["data"]["sections"]] == [f"section_{i:02d}.md" for i in
+                                                                    range(1, len(sections) + 1)]
+    status, beyond, _ = await acall(base, f"/api/report/{report_id}/section/99")
+    assert status == 404 and f"has no section 99 (its sections are 1 to {len(sections)})" in str(beyond)
+    _, one, _ = await acall(base, f"/api/report/{report_id}/section/2")
+    assert one["data"]["content"].startswith(f"## {sections[1]['title']}\n")
+    _, trace, _ = await acall(base, f"/api/reports/{report_id}/trace")
+    kinds = {s["kind"] for sec in trace["sections"] for it in sec["iterations"] for s in it["steps"]}
+    assert {"tool_call", "observation", "final_answer", "llm_response"} <= kinds
+    assert all(s["iteration"] == it["iteration"] for sec in trace["sections"] for it in sec["iterations"]
+               for s in it["steps"])
+    _, markdown, _ = await acall(base, f"/api/reports/{report_id}/markdown")
+    assert markdown.startswith(f"# {report['data']['outline']['title']}")
+    _, svg, _ = await acall(base, "/api/simulations/sim_small/activity.svg")
+    assert svg.startswith("<svg") and "polyline" in svg
+    assert (await acall(base, "/api/simulations/nope/activity.svg"))[0] == 404  # as /api/reports/nope
+    _, metrics, _ = await acall(base, "/metrics")
+    assert 'simreportd_reports{status="completed"} 1' in metrics and "simreportd_websocket_clients" in metrics
+    assert (await acall(base, "/api/reports/nope"))[0] == 404
+
+
 async def test_the_logs_are_read_incrementally_and_whole(written) -> None:  # noqa: ANN001
-    running, report_id = written
-    base = running.base
+    base, report_id = written
     for log in ("agent-log", "console-log"):
         status, first, _ = await acall(base, f"/api/report/{report_id}/{log}?from_line=0")
         total = first["data"]["total_lines"]
@@ -117,8 +152,7 @@ async def test_the_logs_are_read_incrementally_and_whole(written) -> None:  # no
 
 
 async def test_generate_returns_the_runs_report_and_fifty_forced_at_once_write_one_more(written, small_sim) -> None:  # noqa: ANN001
-    running, report_id = written
-    base = running.base
+    base, report_id = written
     status, again, _ = await acall(base, "/api/report/generate", {"simulation_id": small_sim.name})
     assert status == 200 and again["data"]["report_id"] == report_id and again["data"]["already_generated"] is True
     status, done, _ = await acall(base, "/api/report/generate/status", {"simulation_id": small_sim.name})
@@ -132,6 +166,7 @@ async def test_generate_returns_the_runs_report_and_fifty_forced_at_once_write_o
     async with anyio.create_task_group() as tasks:
         for _ in range(50):
             tasks.start_soon(ask)
+    await base.folded()
     assert all(a[0] == 200 for a in answers), [a[:2] for a in answers if a[0] != 200][:3]
     new = {a[1]["data"]["report_id"] for a in answers}
     assert len(new) == 1 and report_id not in new and all(a[0] == 200 for a in answers)
@@ -145,12 +180,12 @@ async def test_generate_returns_the_runs_report_and_fifty_forced_at_once_write_o
 
 
 async def test_a_deleted_report_is_hidden_everywhere_and_its_events_stay(written, small_sim, tmp_path: Path) -> None:  # noqa: ANN001
-    running, report_id = written
-    base = running.base
+    base, report_id = written
     folder = tmp_path / "reports" / report_id
     await anyio.to_thread.run_sync(lambda: wait_until(lambda: (folder / "meta.json").exists(), "the report's folder"))
     status, deleted, _ = await acall(base, f"/api/report/{report_id}", method="DELETE")
     assert status == 200 and deleted["success"] is True
+    await base.folded()
     assert (await acall(base, f"/api/report/{report_id}"))[0] == 404
     assert (await acall(base, "/api/report/list"))[1]["count"] == 0
     assert (await acall(base, f"/api/report/check/{small_sim.name}"))[1]["data"]["has_report"] is False
@@ -164,8 +199,7 @@ async def test_a_deleted_report_is_hidden_everywhere_and_its_events_stay(written
 
 
 async def test_the_tools_routes_run_our_tools_on_the_simulation_named(written, small_sim) -> None:  # noqa: ANN001
-    running, _ = written
-    base = running.base
+    base, _ = written
     status, found, _ = await acall(base, "/api/report/tools/search", {"graph_id": small_sim.name, "query": "the",
                                                                       "limit": 3})
     assert status == 200 and found["data"]["query"] == "the" and len(found["data"]["results"]) <= 3
@@ -175,21 +209,19 @@ async def test_the_tools_routes_run_our_tools_on_the_simulation_named(written, s
     assert status == 400 and refused["success"] is False
 
 
-async def test_chats_beyond_the_limit_are_refused_429_at_once(tmp_path: Path, small_sim: Path) -> None:
+async def test_chats_beyond_the_limit_are_refused_429_at_once(template: tuple[Path, str], tmp_path: Path,
+                                                              small_sim: Path) -> None:
     """Two chats at once in all: of six sent together to a model busy until the refusals are in, two are
     answered and four refused (the model is held, not slow, so a loaded machine cannot change the count)."""
-    async with Running(server_config(tmp_path), [small_sim]) as running:  # the report, written offline
-        await running.daemon.reports.wait(await running.daemon.reports.request(small_sim.name))
-    with FakeLLM(held=True) as llm:
-        config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "slow",
-                                            "timeout_s": 30.0, "max_retries": 0},
-                             reports={"auto": False}, server={"port": 0},
-                             limits={"chats_at_once": 2, "chats_per_client": 10, "chats_per_minute": 100})
-        async with Running(config, [small_sim]) as running:
+    with FakeLLM(held=True) as llm:  # about the template's report, written offline
+        config = copy_of(template[0], tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "slow",
+                                                     "timeout_s": 30.0, "max_retries": 0},
+                         limits={"chats_at_once": 2, "chats_per_client": 10, "chats_per_minute": 100})
+        async with InProcess(config, [small_sim]) as app:
             answers: list[Any] = []
 
             async def ask(n: int) -> None:
-                answers.append(await acall(running.base, "/api/report/chat", {
+                answers.append(await acall(app, "/api/report/chat", {
                     "simulation_id": small_sim.name, "message": f"Question {n}: who led the debate?"}))
 
             async with anyio.create_task_group() as tasks:

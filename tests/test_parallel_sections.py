@@ -15,7 +15,7 @@ import pytest
 from simreportd.agent import effects
 from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import load_config
-from simreportd.daemon.replay import replay_report
+from simreportd.daemon.report_replay import replay_report
 from simreportd.daemon.service import Daemon
 from simreportd.events.codec import Recorded
 from simreportd.events.streams import report_stream

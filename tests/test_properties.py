@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from simreportd.daemon.config import load_config
 from simreportd.daemon.ingest import values as checked
 from simreportd.daemon.ingest.folder import read_setup
-from simreportd.daemon.ingest.state import IngestState, events_for_lines
+from simreportd.daemon.ingest.ingest_state import IngestState, events_for_lines
 from simreportd.daemon.ingest.tail import FileIdentity, Line
 from simreportd.errors import ConfigError
 from simreportd.events.codec import Encoded, Recorded, decode, encode

@@ -1,6 +1,6 @@
 """Ingest of folders written the way MiroFish's runner and OASIS v0.2.5 really write them.
 
-The folders come from `simreportd.simulator.mirofish` (our own fixture writer, from reading upstream:
+The folders come from `simreportd.simulator.mirofish_folder` (our own fixture writer, from reading upstream:
 666ghj/MiroFish `backend/scripts/run_parallel_simulation.py` and `action_logger.py`; camel-ai/oasis v0.2.5
 `oasis/social_platform/platform.py`, `schema/*.sql`, `oasis/environment/env.py`); every assertion is checked
 against the writer's own ground truth, never against what ingest produced.
@@ -30,7 +30,7 @@ from simreportd.events import MemoryEventStore
 from simreportd.projections import simulation_queries
 from simreportd.projections.catalogue import projections
 from simreportd.projections.simulation import SimulationModel
-from simreportd.simulator.mirofish import MirofishRun, write_mirofish
+from simreportd.simulator.mirofish_folder import MirofishRun, write_mirofish
 
 from .conftest import TIMEOUT, make_config, write_config
 from .processes import NotifySocket, cli, wait_until

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simreportd.daemon.cli.local import generate
-from simreportd.daemon.replay import fork_report, replay_report
+from simreportd.daemon.report_replay import fork_report, replay_report
 from simreportd.daemon.service import Daemon
 from simreportd.errors import NotFound, SimreportdError
 from simreportd.events.streams import report_stream
@@ -21,19 +21,6 @@ from .conftest import PYTHON, TIMEOUT, make_config, write_config
 from .fake_llm import FakeLLM
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def scripted_report(tmp_path: Path, small_sim: Path) -> tuple[Path, str]:
-    """A report made through the scripted server, whose server is gone afterwards."""
-    with FakeLLM() as llm:
-        config = make_config(tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "model": "scripted"},
-                             reports={"auto": False})
-        async with Daemon(config, folders=[small_sim]) as daemon:
-            await daemon.watcher.check(small_sim)
-            report_id = await daemon.reports.request(small_sim.name)
-            assert (await generate(daemon, report_id)).report_completed
-    return config.store.path, report_id
 
 
 def cli(*args: str, seed: str = "0", **env_vars: str) -> subprocess.CompletedProcess:

@@ -80,7 +80,7 @@ def test_a_fresh_store_builds_no_read_models_from_an_empty_log(tmp_path: Path) -
     simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
     result = simreportd("-c", str(write_config(tmp_path)), "report", "-v", str(tmp_path / "sims" / "sim_one"),
                         "--wait")
-    assert result.returncode == 0 and " INFO simreportd.agent.runner: report " in result.stderr, result.stderr
+    assert result.returncode == 0 and " INFO simreportd.agent.report_runner: report " in result.stderr, result.stderr
     assert "building them from the log" not in result.stderr
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from simreportd.daemon.exporter import Exporter, write_if_changed
 from simreportd.daemon.healing_snapshots import HealingSnapshots
-from simreportd.daemon.ingest.state import IngestState
+from simreportd.daemon.ingest.ingest_state import IngestState
 from simreportd.events import SQLiteEventStore
 from simreportd.events.models import AgentActed, ReportRequested, SimulationDiscovered
 from simreportd.projections.catalogue import projections

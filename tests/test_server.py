@@ -217,42 +217,6 @@ async def test_a_client_that_stops_reading_is_dropped_without_delaying_a_reader(
         assert closed.value.rcvd.code == server_module.SLOW_CLIENT
 
 
-async def test_http_endpoints_match_the_mirofish_shapes(running: Running) -> None:
-    report_id = await running.daemon.reports.request("sim_small")
-    state = await generate(running.daemon, report_id)
-    base = f"http://{running.base}"
-    get = lambda path: asyncio.to_thread(http, base + path)  # noqa: E731
-    _, sections = await get(f"/api/report/{report_id}/sections")
-    assert sections["success"] and sections["data"]["is_complete"]
-    assert [s["filename"] for s in sections["data"]["sections"]] == \
-        [f"section_{i:02d}.md" for i in range(1, len(state.outline.sections) + 1)]
-    _, progress = await get(f"/api/report/{report_id}/progress")
-    assert progress["data"]["progress"] == 100 and progress["data"]["status"] == "completed"
-    _, one = await get(f"/api/report/{report_id}/section/2")
-    status, beyond = await get(f"/api/report/{report_id}/section/99")
-    assert status == 404 and f"has no section 99 (its sections are 1 to {len(state.outline.sections)})" in str(beyond)
-    assert one["data"]["content"].startswith(f"## {state.outline.sections[1].title}\n")
-    _, log = await get(f"/api/report/{report_id}/agent-log?from_line=3")
-    assert log["data"]["from_line"] == 3 and len(log["data"]["logs"]) == log["data"]["total_lines"] - 3
-    assert "section_complete" in {line["action"] for line in log["data"]["logs"]}
-    _, check = await get("/api/report/check/sim_small")
-    assert check["data"] == {"simulation_id": "sim_small", "has_report": True, "report_status": "completed",
-                             "report_id": report_id, "interview_unlocked": True}
-    _, trace = await get(f"/api/reports/{report_id}/trace")
-    kinds = {s["kind"] for sec in trace["sections"] for it in sec["iterations"] for s in it["steps"]}
-    assert {"tool_call", "observation", "final_answer", "llm_response"} <= kinds
-    _, markdown = await get(f"/api/reports/{report_id}/markdown")
-    assert markdown.startswith(f"# {state.outline.title}")
-    _, svg = await get("/api/simulations/sim_small/activity.svg")
-    assert svg.startswith("<svg") and "polyline" in svg
-    status, _ = await get("/api/simulations/nope/activity.svg")
-    assert status == 404  # as /api/reports/nope: no chart of nothing
-    _, metrics = await get("/metrics")
-    assert 'simreportd_reports{status="completed"} 1' in metrics and "simreportd_websocket_clients" in metrics
-    status, missing = await get("/api/reports/nope")
-    assert status == 404
-
-
 async def test_the_interview_op_is_refused_before_unlock_and_answered_after(running: Running) -> None:
     report_id = await running.daemon.reports.request("sim_small")
     async with connect(f"ws://{running.base}/ws") as ws:

@@ -14,6 +14,7 @@ from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.server.edge import host_allowed
 
 from .conftest import TIMEOUT
+from .in_process import InProcess, in_process_config
 from .test_server import Running, frames_until, server_config
 
 pytestmark = pytest.mark.anyio
@@ -23,6 +24,13 @@ pytestmark = pytest.mark.anyio
 async def running(tmp_path: Path, small_sim: Path) -> AsyncIterator[Running]:
     async with Running(server_config(tmp_path, allowed_hosts=["reports.example.org"]), [small_sim]) as r:
         yield r
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[InProcess]:
+    """The app in this process: what the edge answers needs no socket (nor a simulation)."""
+    async with InProcess(in_process_config(tmp_path), []) as a:
+        yield a
 
 
 async def raw(base: str, request: str) -> tuple[int, dict[str, str], str]:
@@ -56,23 +64,23 @@ async def test_a_rebound_host_is_refused_on_http_and_websockets(running: Running
 
 
 @pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "POST", "PUT", "DELETE", "TRACE"])
-async def test_other_methods_than_get_are_answered_405_with_allow(running: Running, method: str) -> None:
-    status, headers, _ = await raw(running.base, get("/api/reports", running.base).replace("GET", method, 1))
-    assert status == 405 and headers.get("Allow") == "GET"
+async def test_other_methods_than_get_are_answered_405_with_allow(app: InProcess, method: str) -> None:
+    answer = await app.request(method, "/api/reports")
+    assert answer.status == 405 and answer.headers.get("Allow") == "GET"
 
 
-@pytest.mark.parametrize("header", ["Host: 127.0.0.1", "Authorization: Bearer x"])
-async def test_a_doubled_host_or_authorization_header_is_a_400(running: Running, header: str) -> None:
-    status, _, body = await raw(running.base, get("/healthz", running.base, header, header))
-    assert status == 400 and "more than one" in body
+@pytest.mark.parametrize("header", [("Host", "127.0.0.1"), ("Authorization", "Bearer x")])
+async def test_a_doubled_host_or_authorization_header_is_a_400(app: InProcess, header: tuple[str, str]) -> None:
+    answer = await app.request("GET", "/healthz", raw_headers=[header, header])
+    assert answer.status == 400 and "more than one" in answer.text
 
 
 @pytest.mark.parametrize("path", ["/api/report/r1/agent-log?from_line=" + "1" * 23,
                                   "/api/report/r1/section/" + "9" * 5000])
-async def test_absurd_numbers_in_a_request_are_a_400(running: Running, path: str) -> None:
+async def test_absurd_numbers_in_a_request_are_a_400(app: InProcess, path: str) -> None:
     """In MiroFish's error shape on its routes (`{success: false, error}`), with our code beside it."""
-    status, _, body = await raw(running.base, get(path, running.base))
-    assert status == 400 and json.loads(body)["code"] == "bad_request" and json.loads(body)["success"] is False
+    body = (answer := await app.get(path)).json()
+    assert answer.status == 400 and body["code"] == "bad_request" and body["success"] is False
 
 
 @pytest.mark.parametrize("after", [10**23, 10**9])

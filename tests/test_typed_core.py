@@ -15,7 +15,7 @@ import pytest
 from simreportd.agent import tool_answers as answers
 from simreportd.agent.tools import SimulationTools
 from simreportd.events.models import EVENT_TYPES, AgentActed, ReportEvent, SimulationEvent
-from simreportd.projections.base import by_type_name
+from simreportd.projections.projection import by_type_name
 from simreportd.simulator.simulate import simulate
 
 from .conftest import make_config

@@ -15,13 +15,12 @@ import anyio
 
 from simreportd.agent.chat import check_question
 from simreportd.agent.chat_runner import CHAT_ID_PREFIX
-from simreportd.agent.state import ReportState
 from simreportd.analysis.vectors import vectors_path_for
 from simreportd.daemon import actions
 from simreportd.daemon.chat_replay import replay_chat
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.logs import setup_logging
-from simreportd.daemon.replay import ReplayResult, replay_report
+from simreportd.daemon.report_replay import ReplayResult, replay_report
 from simreportd.daemon.service import Daemon, replaced_or
 from simreportd.daemon.systemd import notify
 from simreportd.errors import ConfigError, NotFound, UsageError
@@ -30,6 +29,7 @@ from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries
 from simreportd.projections.runner import views_path_for
 from simreportd.projections.sqlite import reading
+from simreportd.projections.standing import Standing
 from simreportd.simulator.simulate import simulate as write_simulation
 
 from .choose import executor_for
@@ -89,11 +89,11 @@ async def demo(args: argparse.Namespace, config: Config) -> int:
         if standing == "completed":
             say(f"The demo report was already written here by an earlier `simreportd demo`; nothing was redone.\n"
                 f"To start over: rm -rf {root} && simreportd demo {args.dir}")
-            state = await work.state(report_id)
+            ended = await work.state(report_id)
         else:
-            state = await work.follow(report_id)
+            ended = await work.follow(report_id)
         served_at = work.served_at  # a daemon serving this store shows it already
-    return finish(config, report_id, state, root / "config.toml", served_at=served_at)
+    return finish(config, report_id, ended, root / "config.toml", served_at=served_at)
 
 
 async def report(args: argparse.Namespace, config: Config) -> int:
@@ -116,16 +116,16 @@ async def report(args: argparse.Namespace, config: Config) -> int:
                     "(pass --wait to write it here and now)")
             print(report_id)
             return 0
-        state = await work.follow(report_id)
-    return finish(config, report_id, state, strict=args.strict)
+        ended = await work.follow(report_id)
+    return finish(config, report_id, ended, strict=args.strict)
 
 
 async def resume(args: argparse.Namespace, config: Config) -> int:
     overrides = actions.resume_overrides(args.max_tokens, args.timeout)
     async with executor_for(config, "resume") as work:
         say(await work.resume(args.report_id, args.provider, args.model, overrides))
-        state = await work.follow(args.report_id)
-    return finish(config, args.report_id, state, strict=args.strict)
+        ended = await work.follow(args.report_id)
+    return finish(config, args.report_id, ended, strict=args.strict)
 
 
 DEMO_CONFIG = """# Written by `simreportd demo`: the daemon on the demo's folders. Run it with
@@ -142,18 +142,22 @@ output_dir = "reports"
 """
 
 
-def finish(config: Config, report_id: str, state: ReportState, daemon_config: Path | None = None,
+def finish(config: Config, report_id: str, ended: Standing, daemon_config: Path | None = None,
            strict: bool = False, served_at: str | None = None) -> int:
     """Say where the report is (and how to see it in the dashboard: at `served_at`, where a daemon serves it
     already, else by starting one on `daemon_config`); exit 1 if it failed (or, strict, degraded)."""
     folder = config.reports.output_dir / report_id
-    if state.failed is not None:  # the error itself was printed once, as the report's progress
+    outcome = ended.outcome(stopped=True)
+    if outcome == "failed":  # its error was printed once, as its progress
         say(f"Fix the cause, then continue it with: simreportd resume {report_id} "
             "(--max-tokens and --timeout change those LLM settings from there on, --provider and --model the writer)")
+    elif outcome == "interrupted":
+        say(f"Report {report_id} stopped before it ended; a running daemon continues it: simreportd run")
+    if outcome in ("failed", "interrupted"):
         print(report_id)
         return 1
-    title = state.outline.title if state.outline else report_id
-    problems = state.verdict.problems if state.verdict else []
+    title = ended.title or report_id
+    problems = ended.problems
     if problems:
         say(f"\nWARNING: report ready but degraded: {title}\n  it does not meet the [agent] rules:")
         for problem in problems:
@@ -199,7 +203,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     if bool(args.all) == bool(args.report_id):
         raise UsageError("pass either REPORT_ID or --all (`simreportd status` lists the reports)")
     existing_store(config)
-    logging.getLogger("simreportd.agent.runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
+    logging.getLogger("simreportd.agent.report_runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:
@@ -243,8 +247,8 @@ async def fork(args: argparse.Namespace, config: Config) -> int:
     async with executor_for(config, "fork") as work:
         new_id = await work.fork(args.report_id, args.at, args.provider, args.model)
         say(f"Forked {args.report_id} at position {args.at} into {new_id}")
-        state = await work.follow(new_id)
-    return finish(config, new_id, state)
+        ended = await work.follow(new_id)
+    return finish(config, new_id, ended)
 
 
 async def interview(args: argparse.Namespace, config: Config) -> int:

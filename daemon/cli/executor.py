@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from simreportd.agent.state import ReportState
 from simreportd.daemon.actions import Rebuilt
+from simreportd.projections.standing import Standing
 
 Frame = dict[str, Any]
 OnStep = Callable[[Frame], None]
@@ -70,12 +70,12 @@ class Executor(Protocol):
         """Write the report's MiroFish folder into `into`; the folder."""
         ...
 
-    async def follow(self, report_id: str) -> ReportState:
-        """The report written to its end, its progress printed; its final state."""
+    async def follow(self, report_id: str) -> Standing:
+        """The report written to its end, its progress printed; where it stands then."""
         ...
 
-    async def state(self, report_id: str) -> ReportState:
-        """The report as it stands."""
+    async def state(self, report_id: str) -> Standing:
+        """Where the report stands (standing.py's rule, as every other reader of a report)."""
         ...
 
     def asker(self, report_id: str, chat_id: str | None) -> Asker:

@@ -19,18 +19,16 @@ import anyio
 from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
-from simreportd.agent import core
-from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
 from simreportd.daemon.config import Config
 from simreportd.daemon.exporter import Exporter
 from simreportd.daemon.lock import Holder, read_holder
 from simreportd.errors import ChatFailed, HandoverFailed
-from simreportd.events.streams import report_stream
 from simreportd.projections.runner import views_path_for
+from simreportd.projections.standing import Standing
 
 from .executor import Frame, OnStep
-from .progress import follow_report, follow_run
+from .progress import follow_report, follow_run, standing_in
 
 ANSWERS = ("command_result", "interview_answer", "chat_opened")
 ANSWER_TIMEOUT_S = 600.0  # an interview answered by a slow model may take minutes
@@ -121,16 +119,16 @@ class HandedOverExecutor:
         return await Exporter(views_path_for(self.config.store.path), self.config.reports.output_dir).export(
             report_id, into)
 
-    async def follow(self, report_id: str) -> ReportState:
+    async def follow(self, report_id: str) -> Standing:
         print(f"The running daemon writes report {report_id}; following it here (Ctrl-C stops following, "
               "not the report)", file=sys.stderr, flush=True)
         async with self.config.store.open() as store:
             await follow_report(store, report_id, sys.stderr)
         return await self.state(report_id)
 
-    async def state(self, report_id: str) -> ReportState:
+    async def state(self, report_id: str) -> Standing:
         async with self.config.store.open() as store:
-            return core.fold([r.event for r in await store.read_stream(report_stream(report_id))], report_id)
+            return await standing_in(store, report_id)
 
     def asker(self, report_id: str, chat_id: str | None) -> DaemonAsker:
         return DaemonAsker(self.holder, self.config, report_id, chat_id)

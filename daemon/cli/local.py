@@ -15,20 +15,20 @@ from typing import Any
 
 import anyio
 
-from simreportd.agent import core
 from simreportd.agent.chat_runner import ChatRunner
 from simreportd.agent.state import ReportState
 from simreportd.daemon import actions
-from simreportd.daemon.chat import answer_frame, step_frame
+from simreportd.daemon.chat_answers import answer_frame, step_frame
 from simreportd.daemon.reports import auto_report_id, run_key_of
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError
 from simreportd.events import EventStore
 from simreportd.events.models import AgentActed, ChatEvent, SimulationCompleted
-from simreportd.events.streams import report_stream, simulation_stream
+from simreportd.events.streams import simulation_stream
+from simreportd.projections.standing import COMPLETED, Standing
 
 from .executor import Frame, OnStep
-from .progress import follow_report, follow_run
+from .progress import follow_report, follow_run, standing_in
 
 
 class LocalExecutor:
@@ -65,7 +65,7 @@ class LocalExecutor:
         simulation_id = self.daemon.watcher.simulation_id_of(folder)
         generation = await completed_generation(self.daemon.store, simulation_id)
         report_id = auto_report_id(simulation_id, generation, await run_key_of(self.daemon.store, simulation_id))
-        if (await self.state(report_id)).report_completed:
+        if (await self.state(report_id)).status in COMPLETED:
             return report_id, "completed"
         writer = await actions.report_writer(self.daemon.config.llm, provider, model, simulation_id)
         await self.daemon.reports.request(simulation_id, generation, trigger="auto", report_id=report_id, writer=writer)
@@ -87,12 +87,13 @@ class LocalExecutor:
     async def export(self, report_id: str, into: Path) -> Path:
         return await self.daemon.exporter.export(report_id, into)
 
-    async def follow(self, report_id: str) -> ReportState:
+    async def follow(self, report_id: str) -> Standing:
         await self._run_in_background()
-        return await written_here(self.daemon, report_id)
+        await written_here(self.daemon, report_id)
+        return await self.state(report_id)
 
-    async def state(self, report_id: str) -> ReportState:
-        return core.fold([r.event for r in await self.daemon.store.read_stream(report_stream(report_id))], report_id)
+    async def state(self, report_id: str) -> Standing:
+        return await standing_in(self.daemon.store, report_id)
 
     def asker(self, report_id: str, chat_id: str | None) -> HereAsker:
         return HereAsker(self.daemon.chats, report_id, chat_id)

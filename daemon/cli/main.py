@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         config = config.model_copy(update={"log": config.log.model_copy(update={"level": console_level(args, config)})})
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
         if args.command != "run" and not getattr(args, "verbose", False):  # they print a report's end themselves
-            logging.getLogger("simreportd.agent.runner.outcome").setLevel(logging.ERROR)
+            logging.getLogger("simreportd.agent.report_runner.outcome").setLevel(logging.ERROR)
         handler = handler_for(args.command)
         if not inspect.iscoroutinefunction(handler):
             _restore_default_signals()
@@ -74,11 +74,11 @@ def handler_for(command: str) -> Handler:
     the daemon, the agent and the server, which take most of a second to import."""
     handler: Handler
     if command == "simulate":
-        from simreportd.daemon.cli.simulate import simulate
+        from simreportd.daemon.cli.simulate_command import simulate
 
         handler = simulate
     elif command == "chat":
-        from simreportd.daemon.cli.chat import chat
+        from simreportd.daemon.cli.chat_command import chat
 
         handler = chat
     elif command in STORE_COMMANDS:

@@ -10,7 +10,6 @@ from simreportd.events.codec import Recorded
 from simreportd.events.models import (
     AgentActed,
     ContextCompacted,
-    InterviewUnlocked,
     LLMFailed,
     OutlinePlanned,
     PlanningStarted,
@@ -31,16 +30,22 @@ from simreportd.events.models import (
     WriterChanged,
 )
 from simreportd.events.streams import report_stream, simulation_stream
+from simreportd.projections.standing import FOLDED, Standing, standing_of
 
-DONE = (InterviewUnlocked, ReportFailed)
 CONTINUED = (ReportResumed, ReportForked)
 
 
+async def standing_in(store: EventStore, report_id: str) -> Standing:
+    """Where the report stands, from the events of its stream that move it (standing.py's rule)."""
+    moves = await store.read_stream(report_stream(report_id), types=sorted(FOLDED))
+    return standing_of((r.event for r in moves), report_id)
+
+
 async def follow_report(store: EventStore, report_id: str, out: TextIO) -> None:
-    """Print one line per meaningful step until the report completes or fails (a failure that was
+    """Print one line per meaningful step until the report has ended as standing.py says (a failure that was
     resumed since, or a fork's copy of one, is history: it does not end the following). What came before
     the last resume is not news: it is said as one line, where the report goes on."""
-    lines, ended, live = Lines(), False, False
+    lines, standing, live = Lines(), Standing(report_id), False
     history: list[Recorded] = []
     async for item in store.subscribe(streams=[report_stream(report_id)]):
         if isinstance(item, CaughtUp):
@@ -53,8 +58,8 @@ async def follow_report(store: EventStore, report_id: str, out: TextIO) -> None:
                 print(line, file=out, flush=True)
             elif not live:
                 history.append(item)
-            ended = isinstance(item.event, DONE) or (ended and not isinstance(item.event, CONTINUED))
-        if ended and live:
+            standing = standing.after(item.event)
+        if standing.ended and live:
             return
 
 
@@ -62,21 +67,28 @@ class Lines:
     """The progress lines of a report's events, one at a time: a failure repeated is counted, not said again."""
 
     def __init__(self) -> None:
-        self.total, self.done = 0, 0
+        self.standing = Standing()  # sections done of total, as standing.py counts them
         self.failure: str = ""
         self.titles: dict[int, str] = {}
 
     def of(self, item: Recorded) -> str | None:
         event = item.event
-        self.total = len(event.sections) if isinstance(event, OutlinePlanned) else self.total
+        self.standing = self.standing.after(event)
         if isinstance(event, OutlinePlanned):
             self.titles = {n: s.title for n, s in enumerate(event.sections, 1)}
-        self.done += isinstance(event, SectionCompleted)
         failed = event if isinstance(event, LLMFailed) else None
         again = failed is not None and failed.message == self.failure
         if failed is not None:
             self.failure = failed.message
         return f"        attempt {failed.attempt} failed the same way" if failed and again else describe(item, self.total)
+
+    @property
+    def total(self) -> int:
+        return self.standing.sections_total
+
+    @property
+    def done(self) -> int:
+        return self.standing.sections_done
 
     def of_history(self, history: list[Recorded]) -> list[str]:
         """The lines of the events recorded before following began: all of them, or, when the report was

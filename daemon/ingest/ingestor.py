@@ -28,11 +28,7 @@ from simreportd.events.streams import simulation_stream
 
 from . import foreign, oasis
 from .folder import FolderSnapshot, SourceFile, read_setup, snapshot
-from .inputs import Confinement
-from .parse import Bad, Parsed
-from .rounds import UNKNOWN, RoundClock
-from .snapshots import EVERY, IngestSnapshots
-from .state import (
+from .ingest_state import (
     FileMark,
     IngestState,
     events_for_interviews,
@@ -42,6 +38,10 @@ from .state import (
     parse_lines,
     plan_seeds,
 )
+from .inputs import Confinement
+from .parse import Bad, Parsed
+from .rounds import UNKNOWN, RoundClock
+from .snapshots import EVERY, IngestSnapshots
 from .tail import CHUNK, Line, read_lines, tail_matches
 
 FileIdentityKey = tuple[int, str]

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
-from .state import FileMark, IngestState
+from .ingest_state import FileMark, IngestState
 
 EVERY = 20_000  # events of a stream between two snapshots of its ingest state
 

@@ -29,7 +29,7 @@ from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from simreportd.daemon.chat import chat_request
+from simreportd.daemon.chat_answers import chat_request
 from simreportd.daemon.client_json import checked
 from simreportd.daemon.config import ServerConfig
 from simreportd.daemon.host import Host
@@ -38,7 +38,6 @@ from simreportd.projections.failures import fold_failures
 from simreportd.projections.sqlite import ViewsMissing, reading
 
 from . import http_api, mirofish, mirofish_interviews, mirofish_simulation
-from .commands import client_address
 from .connections import CONNECTION, REFUSED
 from .edge import (
     MAX_BODY,
@@ -54,6 +53,7 @@ from .edge import (
 from .fanout import Fanout
 from .origins import RefusedOriginsTold
 from .streaming import LogAnswer
+from .ws_commands import client_address
 
 TRY_AGAIN_LATER = 1013  # the websocket close code of a connection beyond the limits
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}

@@ -36,15 +36,15 @@ from starlette.websockets import WebSocket
 from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
-from simreportd.events.models import OutlinePlanned, ReportRequested
 from simreportd.events.positions import Position
 from simreportd.events.streams import is_report_stream
+from simreportd.projections.standing import FOLDED, Standing, standing_of
 
-from .commands import client_address, perform
 from .connections import FRAMES_EXTENSION, TextFrames
 from .edge import OncePerPeriod
-from .progress import PROGRESSING, SimulationProgress
-from .protocol import EventFrames, ProtocolError, ReportInfo, Subscribe, encode, notifies, parse_message
+from .protocol import EventFrames, ProtocolError, Subscribe, encode, notifies, parse_message
+from .run_progress import PROGRESSING, SimulationProgress
+from .ws_commands import client_address, perform
 
 log = logging.getLogger("simreportd.daemon.server.fanout")
 
@@ -252,12 +252,12 @@ class Fanout:
         self.daemon = daemon
         self.budget = SendBudget(send_buffer)
         self.sessions: set[Session] = set()
-        self.reports: dict[str, ReportInfo] = {}
+        self.reports: dict[str, tuple[int, Standing]] = {}  # report id -> (version, standing then)
         self.closing = False
         self.ended = anyio.Event()  # set whenever the last session ends while closing
         self.history_reads = anyio.CapacityLimiter(HISTORY_READERS)
         self.gave_up_at: Position | None = None  # a wait for the fold ran out here; none again until it is folded
-        self.progress = SimulationProgress(self.sessions)  # live `simulation_progress` frames (progress.py)
+        self.progress = SimulationProgress(self.sessions)  # live `simulation_progress` frames (run_progress.py)
         self.position = Position(0)  # how far the broadcaster has read the log
 
     async def serve(self, websocket: WebSocket) -> None:
@@ -402,23 +402,20 @@ class Fanout:
         except WaitTimeout:
             self.gave_up_at = position
 
-    async def report_info(self, recorded: Recorded) -> ReportInfo | None:
-        """The report's simulation and section count, for notifications (cached, filled from the log)."""
+    async def report_info(self, recorded: Recorded) -> Standing | None:
+        """Where the event's report stands once the event is folded (standing.py's rule, as the report view
+        says it): folded on from the report's last event seen, else from the stream's events that move it (a
+        report first seen mid-stream, a history page behind the live one)."""
         if not is_report_stream(recorded.stream):
             return None
         report_id = recorded.data["report_id"]
-        if recorded.type == OutlinePlanned.TYPE and report_id in self.reports:
-            self.reports[report_id] = ReportInfo(self.reports[report_id].simulation_id, sections(recorded))
-        if report_id not in self.reports:
-            events = await self.daemon.store.read_stream(recorded.stream)
-            outline = [r for r in events if r.type == OutlinePlanned.TYPE and r.position <= recorded.position]
-            requested = next((r.event for r in events if r.type == ReportRequested.TYPE), None)
-            simulation_id = requested.simulation_id if isinstance(requested, ReportRequested) else ""
-            self.reports[report_id] = ReportInfo(simulation_id, sections(outline[-1]) if outline else 0)
-        return self.reports[report_id]
-
-
-def sections(recorded: Recorded) -> int:
-    """The number of sections an OutlinePlanned event plans (decoded: a stored v1 outline is upcast)."""
-    outline = recorded.event
-    return len(outline.sections) if isinstance(outline, OutlinePlanned) else 0
+        version, standing = self.reports.get(report_id, (0, Standing(report_id)))
+        if recorded.version == version:
+            return standing
+        if recorded.version != version + 1:
+            moves = await self.daemon.store.read_stream(recorded.stream, types=sorted(FOLDED))
+            standing = standing_of((r.event for r in moves if r.version < recorded.version), report_id)
+        if recorded.type in FOLDED:  # decoded only then: most of a report's events do not move it
+            standing = standing.after(recorded.event)
+        self.reports[report_id] = recorded.version, standing
+        return standing

@@ -114,19 +114,8 @@ def report(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> R
 
 @route("/api/reports/{report_id}/trace")
 def trace(conn: sqlite3.Connection, query: dict[str, str], report_id: str) -> Reply:
-    steps = report_queries.trace_steps(conn, report_id)
-    if not steps:
-        return not_found(f"no trace for report {report_id}")
-    sections: dict[int, dict[str, Any]] = {}
-    for step in steps:
-        section = sections.setdefault(step["section_index"] or 0, {"section_index": step["section_index"] or 0,
-                                                                    "iterations": {}})
-        iteration = section["iterations"].setdefault(step["iteration"] or 0, [])
-        iteration.append(step)
-    return json_reply({"report_id": report_id, "sections": [
-        {"section_index": s["section_index"],
-         "iterations": [{"iteration": i, "steps": v} for i, v in sorted(s["iterations"].items())]}
-        for _, s in sorted(sections.items())]})
+    found = report_queries.trace(conn, report_id)
+    return json_reply(found) if found is not None else not_found(f"no trace for report {report_id}")
 
 
 @route("/api/reports/{report_id}/markdown")

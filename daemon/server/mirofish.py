@@ -28,8 +28,8 @@ from simreportd.events.models import ReportDeleted
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, run_queries, simulation_queries
 from simreportd.projections.export import full_markdown, load_report, meta, progress, section_markdown
-from simreportd.projections.report import mirofish_status
 from simreportd.projections.sqlite import reading
+from simreportd.projections.standing import mirofish_status
 
 SETTLE_S = 30.0  # how long an actor waits for the read models to show what it appended
 
@@ -327,5 +327,5 @@ ACTORS: list[tuple[str, str, Actor]] = [
     ("DELETE", "/api/report/{report_id}", delete),
     ("POST", "/api/report/tools/search", search_tool),
     ("POST", "/api/report/tools/statistics", statistics_tool),
-]  # POST /api/report/chat is daemon/chat.py's chat_request; the agent and console logs are streaming.py's
+]  # POST /api/report/chat is daemon/chat_answers.py's chat_request; the agent and console logs are streaming.py's
 

@@ -28,17 +28,9 @@ from simreportd.events.models import (
     SimulationGenerationStarted,
 )
 from simreportd.events.streams import report_stream, simulation_stream
-from simreportd.projections.report import STATUS_AFTER, progress_for, shown_progress
+from simreportd.projections.standing import CHANGES, Standing, shown_progress
 
 TOPICS = frozenset({"notifications", "events"})
-
-
-@dataclass(frozen=True)
-class ReportInfo:
-    """What a notification needs beyond its own event: the report's simulation and section count."""
-
-    simulation_id: str
-    sections_total: int
 
 
 @dataclass(frozen=True)
@@ -196,7 +188,7 @@ def parse_chat(message: dict[str, Any]) -> Chat | ProtocolError:
     return Chat(report_id, chat_id, text, history)
 
 
-def matches(sub: Subscribe, recorded: Recorded, info: ReportInfo | None) -> bool:
+def matches(sub: Subscribe, recorded: Recorded, info: Standing | None) -> bool:
     """Whether an event concerns what the subscription filters on."""
     if sub.report_id is not None and recorded.stream != report_stream(sub.report_id):
         return False
@@ -214,7 +206,7 @@ def encode(frame: dict[str, Any]) -> bytes:
 class EventFrames:
     """One event's frames, each encoded once however many subscribers receive it."""
 
-    def __init__(self, recorded: Recorded, info: ReportInfo | None) -> None:
+    def __init__(self, recorded: Recorded, info: Standing | None) -> None:
         self.recorded, self.info = recorded, info
 
     @cached_property
@@ -241,7 +233,7 @@ def event_frame(recorded: Recorded) -> dict[str, Any]:
 
 
 RUN_NOTIFYING = frozenset({SimulationDiscovered.TYPE, SimulationGenerationStarted.TYPE, SimulationCompleted.TYPE})
-NOTIFYING = frozenset(STATUS_AFTER) | {InterviewUnlocked.TYPE, InterviewAnswered.TYPE} | RUN_NOTIFYING  # told below
+NOTIFYING = CHANGES | {InterviewUnlocked.TYPE, InterviewAnswered.TYPE} | RUN_NOTIFYING  # told below
 
 
 def notifies(recorded: Recorded) -> bool:
@@ -249,7 +241,7 @@ def notifies(recorded: Recorded) -> bool:
     return recorded.type in NOTIFYING
 
 
-def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str, Any]]:
+def notifications(recorded: Recorded, info: Standing | None) -> list[dict[str, Any]]:
     """section_ready, interview_unlocked, report_status and a run's frames derived from one event."""
     if recorded.type not in NOTIFYING:
         return []
@@ -272,21 +264,19 @@ def notifications(recorded: Recorded, info: ReportInfo | None) -> list[dict[str,
             out.append({"type": "interview_answer", **base, "interview_id": event.interview_id,
                         "agent_id": event.agent_id, "answer": event.answer, "mode": event.mode,
                         "platform": event.platform})
-    if recorded.type in STATUS_AFTER:
-        out.append(report_status(event, base, total))
+    if recorded.type in CHANGES:
+        out.append(report_status(event, base, info or Standing().after(event)))
     return out
 
 
-def report_status(event: ReportEvent, base: dict[str, Any], total: int) -> dict[str, Any]:
-    """The `report_status` frame after `event`: the status the report view gives it, progress, error, problems."""
-    status = {"type": "report_status", **base, "status": STATUS_AFTER[event.type_name]}
-    match event:
-        case SectionCompleted():
-            status["progress"] = progress_for(event.section_index, total)
-        case ReportCompleted():
-            status.update(status=event.status, progress=100)
-        case ReportFailed():
-            status.update(progress=shown_progress("failed", 0), error=event.error)
+def report_status(event: ReportEvent, base: dict[str, Any], standing: Standing) -> dict[str, Any]:
+    """The `report_status` frame after `event`: the report's standing then (the status and progress the report
+    view gives it), error, problems."""
+    status = {"type": "report_status", **base, "status": standing.status}
+    if isinstance(event, SectionCompleted | ReportCompleted):
+        status["progress"] = standing.progress
+    if isinstance(event, ReportFailed):
+        status.update(progress=shown_progress(standing.status, standing.progress), error=event.error)
     if isinstance(event, SectionCompleted | ReportCompleted) and event.problems:
         status["problems"] = event.problems
     return status

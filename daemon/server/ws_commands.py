@@ -14,7 +14,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from simreportd.daemon import actions
-from simreportd.daemon.chat import answer_frame, chat_target, step_frame
+from simreportd.daemon.chat_answers import answer_frame, chat_target, step_frame
 from simreportd.daemon.host import Host
 from simreportd.errors import SimreportdError
 from simreportd.events.models import ChatEvent

@@ -17,12 +17,16 @@ from simreportd.events.models import (
     LLMRequested,
     LLMResponded,
     ToolCalled,
+    ToolFailed,
     ToolObserved,
 )
 
 from .providers import Completion
 
 VOLATILE = ("latency_ms",)  # measured, not decided: never part of a comparison
+# Copied by the runner from the request or call a step answers, so it follows from the events before it;
+# reports recorded before steps carried it have none, and replay them without a divergence.
+COPIED = (LLMResponded, LLMFailed, ToolObserved, ToolFailed)  # their `iteration`
 
 
 class ReplayProvider:
@@ -95,4 +99,4 @@ class RecordedOrder:
 
 def decided(event: DomainEvent) -> dict[str, Any]:
     """What an event says, without what was measured rather than decided: the part a replay compares."""
-    return event.model_dump(mode="json", exclude={"type", *VOLATILE})
+    return event.model_dump(mode="json", exclude={"type", *VOLATILE, *(("iteration",) if isinstance(event, COPIED) else ())})

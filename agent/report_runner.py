@@ -43,8 +43,8 @@ from .stance_labels import BATCH
 from .state import ReportState
 from .tools import SimulationTools
 
-log = logging.getLogger("simreportd.agent.runner")
-outcome_log = logging.getLogger("simreportd.agent.runner.outcome")  # a report's end: commands that print
+log = logging.getLogger("simreportd.agent.report_runner")
+outcome_log = logging.getLogger("simreportd.agent.report_runner.outcome")  # a report's end: commands that print
 # it themselves (their progress and `finish`) raise this one's level, so the reader is told once
 FULL_RETRY_FIRST_S, FULL_RETRY_MAX_S = 0.5, 10.0  # backoff of an outcome waiting for disk space
 
@@ -190,6 +190,7 @@ class ReportRunner:
             await self.sleep(effect.delay_s)
         request = effect.request
         assert s.request is not None
+        iteration = s.lane(request.section_index).requests  # the request opened it: the lane has counted it
         started = time.perf_counter()
         try:
             completion = await self.writers(s.request.provider).complete(request, effect.messages, effect.attempt)
@@ -197,11 +198,11 @@ class ReportRunner:
             log.debug("report %s: %s attempt %d failed: %s", s.report_id, request.call_id, effect.attempt, exc)
             return LLMFailed(report_id=s.report_id, call_id=request.call_id, attempt=effect.attempt, kind=exc.kind,
                              message=exc.message, status_code=exc.status_code, retry_after_s=exc.retry_after_s,
-                             retryable=exc.retryable, tools_refused=exc.tools_refused)
+                             retryable=exc.retryable, tools_refused=exc.tools_refused, iteration=iteration)
         return LLMResponded(report_id=s.report_id, call_id=request.call_id, attempt=effect.attempt,
                             content=completion.content, tool_calls=completion.tool_calls, usage=completion.usage,
                             latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                            finish_reason=completion.finish_reason)
+                            finish_reason=completion.finish_reason, iteration=iteration)
 
     async def _run_tool(self, s: ReportState, effect: effects.RunTool) -> list[DomainEvent]:
         call = effect.call
@@ -212,9 +213,9 @@ class ReportRunner:
                                           labels=s.labels)
         except ToolError as exc:
             return [ToolFailed(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
-                               tool=call.tool, error=str(exc))]
+                               tool=call.tool, error=str(exc), iteration=call.iteration)]
         observed = ToolObserved(report_id=s.report_id, section_index=call.section_index, call_id=call.call_id,
-                                tool=call.tool, result=result,
+                                tool=call.tool, result=result, iteration=call.iteration,
                                 latency_ms=round((time.perf_counter() - started) * 1000, 3))
         return [*interview_events(s, call.call_id, result), observed] if call.tool == "interview_agents" \
             else [observed]

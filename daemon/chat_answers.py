@@ -9,14 +9,14 @@ from typing import Any
 
 from simreportd.agent.chat import check_history, check_question
 from simreportd.agent.chat_runner import ChatRunner, ChatWriter, chat_settings
-from simreportd.agent.runner import settings_for
+from simreportd.agent.report_runner import settings_for
 from simreportd.agent.toolspec import REPORT_TOOLS
 from simreportd.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import ChatAnswered, ChatEvent, ChatLLMRequested, ChatToolCalled
 from simreportd.projections import report_queries, simulation_queries
-from simreportd.projections.report import mirofish_status
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading
+from simreportd.projections.standing import mirofish_status
 
 from .client_json import checked
 from .config import Config

@@ -25,14 +25,14 @@ from typing import Any
 
 import anyio
 
-from simreportd.agent.replay import (
+from simreportd.agent.replay_provider import (
     RecordedEnvironment,
     RecordedInterviews,
     RecordedOrder,
     ReplayProvider,
     decided,
 )
-from simreportd.agent.runner import ReportRunner
+from simreportd.agent.report_runner import ReportRunner
 from simreportd.agent.tools import SimulationTools
 from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound, UsageError

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simreportd.errors import UsageError
-from simreportd.simulator.mirofish import TRUTH_FILE as MIROFISH_TRUTH
-from simreportd.simulator.mirofish import write_mirofish
+from simreportd.simulator.mirofish_folder import TRUTH_FILE as MIROFISH_TRUTH
+from simreportd.simulator.mirofish_folder import write_mirofish
 from simreportd.simulator.simulate import simulate as write_simulation
 
 from .say import say

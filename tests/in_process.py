@@ -1,0 +1,136 @@
+"""The daemon's ASGI app called in this process: a route test without a port, uvicorn or a fold child.
+
+`InProcess` opens a real `Daemon` on a store and read models under tmp_path and runs its background work
+(the report scheduler, the exporter, and the fold as a task of its own: `[service] fold = "inline"`, no
+child process), builds the app the server serves (`daemon/server/asgi.py`, `build_app`) and hands
+requests to it as ASGI messages: the edge, the guard, CORS and the routes run as they do behind uvicorn.
+What only a socket shows (uvicorn's parsing, connection limits, websockets, slow clients) stays in the
+tests that start a server (tests/test_server.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import anyio
+
+from simreportd.daemon.config import Config
+from simreportd.daemon.server.asgi import build_app
+from simreportd.daemon.server.fanout import Fanout
+from simreportd.daemon.service import Daemon
+
+from .conftest import TIMEOUT, make_config
+
+HOST = "127.0.0.1:8765"  # the Host a client of the default [server] sends
+
+
+def in_process_config(tmp_path: Path, **sections: dict) -> Config:
+    """make_config's, folding inline: no fold child; reports are written only when asked for."""
+    return make_config(tmp_path, **{"reports": {"auto": False}, "service": {"fold": "inline"}, **sections})
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode()
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Sent:
+    """What the app sent for one request, as uvicorn would have written it."""
+
+    status: int = 0
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    body: bytearray = field(default_factory=bytearray)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class InProcess:
+    """A daemon's parts open on tmp_path, and its ASGI app to call; an async context manager."""
+
+    def __init__(self, config: Config, folders: list[Path]) -> None:
+        self.config, self.folders = config, folders
+
+    async def __aenter__(self) -> InProcess:
+        self._stack = contextlib.AsyncExitStack()
+        self.daemon = await self._stack.enter_async_context(Daemon(self.config, self.folders))
+        await self.daemon.watcher.rescan()
+        tasks = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.callback(tasks.cancel_scope.cancel)  # runs first: the work stops, then the daemon closes
+        tasks.start_soon(functools.partial(self.daemon.run, ingest=False))
+        await self.folded()  # what was ingested is in the read models before the first request
+        self.app = build_app(self.daemon, Fanout(self.daemon), self.config.server)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.__aexit__(*exc)
+
+    async def folded(self) -> None:
+        """Wait until the read models hold what the log holds now (a route's answer reads them)."""
+        await self.daemon.views.wait_for(await self.daemon.store.last_position(), timeout=TIMEOUT)
+
+    async def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
+                      raw_headers: list[tuple[str, str]] | None = None) -> Answer:
+        """One HTTP request to the app: `body` is sent as JSON; `raw_headers` are sent as given (doubled ones too)."""
+        data = b"" if body is None else json.dumps(body).encode()
+        sent_headers = {"host": HOST, **({"content-type": "application/json"} if body is not None else {}),
+                        **{k.lower(): v for k, v in (headers or {}).items()}}
+        listed = [*sent_headers.items(), *((k.lower(), v) for k, v in raw_headers or [])]
+        if data:
+            listed.append(("content-length", str(len(data))))
+        where, _, query = path.partition("?")
+        scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"}, "http_version": "1.1",
+                 "method": method, "scheme": "http", "path": unquote(where), "raw_path": where.encode(),
+                 "query_string": query.encode(), "root_path": "", "client": ("127.0.0.1", 50000),
+                 "server": ("127.0.0.1", 8765), "state": {},
+                 "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in listed]}
+        sent = Sent()
+        messages = [{"type": "http.request", "body": data, "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop(0)
+            await sent.done.wait()  # the client is there until the answer is whole
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                sent.status, sent.headers = message["status"], list(message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                sent.body += message.get("body", b"")
+                if not message.get("more_body", False):
+                    sent.done.set()
+
+        await self.app(scope, receive, send)
+        named = {k.decode("latin-1").title(): v.decode("latin-1") for k, v in sent.headers}
+        return Answer(sent.status, named, bytes(sent.body))
+
+    async def get(self, path: str, **headers: str) -> Answer:
+        return await self.request("GET", path, headers=headers)
+
+    async def post(self, path: str, body: Any) -> Answer:
+        return await self.request("POST", path, body)
+
+
+def copy_of(template: Path, tmp_path: Path, **sections: dict) -> Config:
+    """A config on a copy of `template`'s store, read models and report folders, under tmp_path, watching the
+    template's simulations where they are (a report written once serves every test that only reads it)."""
+    for part in ("state", "reports"):
+        shutil.copytree(template / part, tmp_path / part)
+    config = in_process_config(tmp_path, **sections)
+    return config.model_copy(update={"watch": config.watch.model_copy(update={"roots": [template / "sims"]})})
