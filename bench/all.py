@@ -554,7 +554,7 @@ def main() -> None:
     parser.add_argument("actions", type=int, nargs="?", default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tiny", action="store_true", help="one pass of everything, tool calls and appends few: "
-                        "to check the script runs (tests/test_bench_scripts.py), not to measure")
+                        "to check the script runs (tests/stories/test_bench_scripts.py), not to measure")
     parser.add_argument("--daemon-only", action="store_true", help="the floors, `simreportd run`, `rebuild` and the "
                         "library path only: the issue's 1M actions in minutes")
     parser.add_argument("--against", metavar="PYTHON", help="an interpreter with another simreportd installed (say "

@@ -37,7 +37,7 @@ from simreportd.events.codec import encode
 from simreportd.events.models import AgentActed, Source
 
 BATCH, BATCHES, CONCURRENT, ROUNDS, SINGLES, REPEAT = 1000, 20, 64, 40, 2000, 3
-# `--tiny`: every row in a second or two, to check the script runs (tests/test_bench_scripts.py); no figure means much
+# `--tiny`: every row in a second or two, to check the script runs (tests/stories/test_bench_scripts.py); no figure means much
 TINY = {"BATCH": 50, "BATCHES": 2, "ROUNDS": 2, "SINGLES": 20, "REPEAT": 1}
 
 

@@ -21,7 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
 
-from .codec import encode
+from .codec import Encoded, encode
 from .contract import AppendResult, NewEvent
 from .positions import Position
 
@@ -99,27 +99,27 @@ def _plan_one(
 ) -> tuple[list[Row], AppendResult] | Outcome:
     """Rows and result for one append, or the error it gets; updates `versions` and `known`."""
     ids = [e.event_id for e in pending.events]
-    seen = [known[i] for i in ids if i in known]
-    if seen:
+    if known and not known.keys().isdisjoint(ids):
+        seen = [known[i] for i in ids if i in known]
         if len(seen) != len(ids):
             return DuplicateEventMismatch(pending.stream, [i for i in ids if i in known])
         return AppendResult(pending.stream, tuple(Position(p) for p, _ in seen), max(v for _, v in seen),
                             duplicate=True)
-    current = versions[pending.stream]
+    stream, current = pending.stream, versions[pending.stream]
     if pending.expected_version is not None and pending.expected_version != current:
-        return ConcurrencyConflict(pending.stream, pending.expected_version, current)
+        return ConcurrencyConflict(stream, pending.expected_version, current)
     rows = []
     meta: tuple[dict[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
-    for offset, new in enumerate(pending.events, start=1):
+    position, version = head, current
+    for new in pending.events:
         event = new.event
-        position, version = head + offset, current + offset
-        known[new.event_id] = (position, version)
+        position, version = position + 1, version + 1
         if new.meta is not meta[0]:
             meta = (new.meta, json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
-        rows.append(
-            (position, new.event_id, pending.stream, version, event.type_name, event.SCHEMA_VERSION,
-             recorded_at, encode(event), meta[1])
-        )
-    versions[pending.stream] = current + len(rows)
-    positions = tuple(Position(r[0]) for r in rows)
+        rows.append((position, new.event_id, stream, version, event.type_name, event.SCHEMA_VERSION, recorded_at,
+                     event.data if type(event) is Encoded else encode(event), meta[1]))
+    known.update(zip(ids, zip(range(head + 1, position + 1), range(current + 1, version + 1), strict=True),
+                     strict=True))
+    versions[stream] = version
+    positions = tuple(map(Position, range(head + 1, position + 1)))
     return rows, AppendResult(pending.stream, positions, versions[pending.stream])

@@ -15,9 +15,9 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import aiosqlite
 import anyio
@@ -33,6 +33,8 @@ from .positions import Position
 __all__ = ["ANY_VERSION", "POLL_SECONDS", "AppendResult", "CaughtUp", "NewEvent", "SQLiteEventStore"]
 
 log = logging.getLogger("simreportd.events.store")
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -92,7 +94,8 @@ class SQLiteEventStore(EventLog):
         self.path, self.create = Path(path), create  # without `create`, a missing file is refused, not made
         self.where = str(self.path)
         self.synchronous = synchronous
-        self._writer: aiosqlite.Connection | None = None
+        self._writer: sqlite3.Connection | None = None  # used by one thread at a time, under `_writing`
+        self._writing = anyio.CapacityLimiter(1)
         self._reader: aiosqlite.Connection | None = None
         self._wal = self.path.with_name(self.path.name + "-wal")
         self._wal_limit = self.WAL_TRUNCATE_BYTES
@@ -103,8 +106,7 @@ class SQLiteEventStore(EventLog):
             raise StoreUnusable(self.path, "it does not exist")  # thread that may outlive the event loop
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = await self._connect()
-            await self._writer.executescript(SCHEMA)
+            self._writer = await self._on_writer(self._connect_writer)
             self._reader = await self._connect()
         except OSError as exc:
             raise read_only_or(exc, self.path) from exc
@@ -121,15 +123,36 @@ class SQLiteEventStore(EventLog):
             return None
         return stat.st_dev, stat.st_ino
 
-    async def _connect(self) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(f"{self.path.resolve().as_uri()}?mode={'rwc' if self.create else 'rw'}",
-                                       uri=True, isolation_level=None)
+    def _uri(self) -> str:
+        return f"{self.path.resolve().as_uri()}?mode={'rwc' if self.create else 'rw'}"
+
+    def _pragmas(self) -> list[str]:
+        return ["PRAGMA journal_mode=WAL", f"PRAGMA synchronous={'FULL' if self.synchronous == 'FULL' else 'NORMAL'}",
+                f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}", f"PRAGMA cache_size=-{CACHE_KIB}",
+                f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}"]
+
+    def _connect_writer(self) -> sqlite3.Connection:
+        """The writer's connection, with the schema (in a worker thread): a plain sqlite3 one, so that a group is
+        planned, inserted and committed in one call on its thread, not one hop of the event loop a statement."""
+        conn = sqlite3.connect(self._uri(), uri=True, isolation_level=None, check_same_thread=False)
         try:
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'FULL' else 'NORMAL'}")
-            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            await conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-            await conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+            for pragma in self._pragmas():
+                conn.execute(pragma)
+            conn.executescript(SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def _on_writer(self, work: Callable[..., T], *args: object) -> T:
+        """Run `work(*args)` on the writer's connection's thread; a cancelled caller waits for it to end."""
+        return await anyio.to_thread.run_sync(work, *args, limiter=self._writing)
+
+    async def _connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self._uri(), uri=True, isolation_level=None)
+        try:
+            for pragma in self._pragmas():
+                await conn.execute(pragma)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await conn.close()  # else its worker thread would keep the process from exiting
@@ -138,9 +161,10 @@ class SQLiteEventStore(EventLog):
 
     async def _close_connections(self) -> None:
         with anyio.CancelScope(shield=True):
-            for conn in (self._writer, self._reader):
-                if conn is not None:
-                    await conn.close()
+            if self._reader is not None:
+                await self._reader.close()
+            if self._writer is not None:
+                await self._on_writer(self._writer.close)
             self._writer = self._reader = None
 
     def _reader_conn(self) -> aiosqlite.Connection:
@@ -156,7 +180,17 @@ class SQLiteEventStore(EventLog):
         return super()._translate(exc)
 
     async def _commit_group(self, group: list[Pending]) -> None:
-        """One transaction for the whole group, planned optimistically against cached versions.
+        """One transaction for the whole group, planned, inserted and committed in one call on the writer's thread
+        (`_commit_on_writer`); then the head moves, the subscribers wake and the callers get their outcomes."""
+        versions, rows, outcomes = await self._on_writer(self._commit_on_writer, group)
+        self._versions = versions
+        self._committed_rows(rows)
+        settle(group, outcomes)
+        await self._bound_wal()
+
+    def _commit_on_writer(self, group: list[Pending]) -> tuple[dict[str, int], list[Row], list[Outcome]]:
+        """Plan the group optimistically against the cached versions and head, insert and commit (on the writer's
+        thread).
 
         The fast path trusts the cached head position and stream versions and looks up no
         event ids: if another process appended meanwhile, or an append is a retry of one
@@ -165,36 +199,33 @@ class SQLiteEventStore(EventLog):
         """
         conn = self._writer
         assert conn is not None
-        await self._fill_versions(conn, {p.stream for p in group})
+        self._fill_versions(conn, {p.stream for p in group})
         versions = dict(self._versions)
         rows, outcomes = plan_group(group, versions, {}, self._db_head)
         try:
             if any(isinstance(o, ConcurrencyConflict) for o in outcomes):
                 raise Replan
-            await conn.execute("BEGIN IMMEDIATE")
+            conn.execute("BEGIN IMMEDIATE")
             if rows:
-                await conn.executemany(INSERT, rows)
+                conn.executemany(INSERT, rows)
         except (sqlite3.IntegrityError, Replan):
             if conn.in_transaction:
-                await conn.execute("ROLLBACK")
-            await conn.execute("BEGIN IMMEDIATE")
-            versions, rows, outcomes = await self._replan(conn, group)
+                conn.execute("ROLLBACK")
+            conn.execute("BEGIN IMMEDIATE")
+            versions, rows, outcomes = self._replan(conn, group)
             if rows:
-                await conn.executemany(INSERT, rows)
+                conn.executemany(INSERT, rows)
         except BaseException:
-            await self._abandon(conn)
+            self._abandon(conn)
             raise
         try:
-            await conn.execute("COMMIT")
+            conn.execute("COMMIT")
         except BaseException:
-            await self._abandon(conn)
+            self._abandon(conn)
             raise
-        self._versions = versions
-        self._committed_rows(rows)
-        settle(group, outcomes)
-        await self._bound_wal(conn)
+        return versions, rows, outcomes
 
-    async def _bound_wal(self, conn: aiosqlite.Connection) -> None:
+    async def _bound_wal(self) -> None:
         """Truncate the WAL once it passes `_wal_limit` (the group is settled: a failure here is no caller's)."""
         try:
             size = os.stat(self._wal).st_size
@@ -203,11 +234,7 @@ class SQLiteEventStore(EventLog):
         if size <= self._wal_limit:
             return
         try:
-            await conn.execute(f"PRAGMA busy_timeout={WAL_TRUNCATE_WAIT_MS}")
-            try:
-                busy = int(list(await conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)"))[0][0])
-            finally:
-                await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            busy = await self._on_writer(self._truncate_wal)
             why = "a reader held on" if busy else None
         except (OSError, sqlite3.Error) as exc:
             why = f"it failed: {exc}"
@@ -218,28 +245,38 @@ class SQLiteEventStore(EventLog):
         log.warning("the WAL of %s holds %d MB and could not be truncated (%s); trying again past %d MB", self.path,
                     size >> 20, why, self._wal_limit >> 20)
 
-    async def _replan(self, conn: aiosqlite.Connection, group: list[Pending]) -> tuple[
+    def _truncate_wal(self) -> int:
+        """Checkpoint and empty the WAL, waiting at most WAL_TRUNCATE_WAIT_MS for readers; non-zero if one held on."""
+        conn = self._writer
+        assert conn is not None
+        conn.execute(f"PRAGMA busy_timeout={WAL_TRUNCATE_WAIT_MS}")
+        try:
+            return int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+    def _replan(self, conn: sqlite3.Connection, group: list[Pending]) -> tuple[
             dict[str, int], list[Row], list[Outcome]]:
         """Plan the group again, inside the write transaction, from what the database holds."""
         self._versions = {}
-        self._db_head = await _scalar(conn, "SELECT coalesce(max(position), 0) FROM events")
-        await self._fill_versions(conn, {p.stream for p in group})
+        self._db_head = _scalar(conn, "SELECT coalesce(max(position), 0) FROM events")
+        self._fill_versions(conn, {p.stream for p in group})
         versions = dict(self._versions)
-        known = await _known_ids(conn, [e.event_id for p in group for e in p.events])
+        known = _known_ids(conn, [e.event_id for p in group for e in p.events])
         rows, outcomes = plan_group(group, versions, known, self._db_head)
         return versions, rows, outcomes
 
-    async def _abandon(self, conn: aiosqlite.Connection) -> None:
+    def _abandon(self, conn: sqlite3.Connection) -> None:
         """Roll back and distrust the version cache (a stale head is caught by the constraints)."""
         self._versions = {}
         if conn.in_transaction:
-            await conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK")
 
-    async def _fill_versions(self, conn: aiosqlite.Connection, streams: set[str]) -> None:
+    def _fill_versions(self, conn: sqlite3.Connection, streams: set[str]) -> None:
         """Cache the versions of streams not seen yet (a stale cache is caught by the constraints)."""
         missing = sorted(streams - self._versions.keys())
         if missing:
-            rows = await conn.execute_fetchall(
+            rows = conn.execute(
                 "SELECT stream, max(version) FROM events WHERE stream IN (SELECT value FROM json_each(?))"
                 " GROUP BY stream", (json.dumps(missing),))
             self._versions.update({**dict.fromkeys(missing, 0), **{stream: version for stream, version in rows}})
@@ -274,9 +311,10 @@ class SQLiteEventStore(EventLog):
         return [Recorded(*row) for row in await conn.execute_fetchall(READ_ALL, params)]
 
     async def _read_head(self) -> Position:
-        conn = self._reader or self._writer
+        conn = self._reader
         assert conn is not None
-        return Position(await _scalar(conn, "SELECT coalesce(max(position), 0) FROM events"))
+        rows = list(await conn.execute_fetchall("SELECT coalesce(max(position), 0) FROM events"))
+        return Position(int(rows[0][0]) if rows else 0)
 
     async def stream_summaries(self) -> list[tuple[str, int, int]]:
         """`(stream, version, last position)` for every stream, by stream name."""
@@ -297,13 +335,13 @@ def _writable(path: Path) -> bool:
     return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
-async def _known_ids(conn: aiosqlite.Connection, ids: list[str]) -> dict[str, tuple[int, int]]:
-    rows = await conn.execute_fetchall(
+def _known_ids(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, int]]:
+    rows = conn.execute(
         "SELECT event_id, position, version FROM events WHERE event_id IN (SELECT value FROM json_each(?))",
         (json.dumps(ids),))
     return {event_id: (position, version) for event_id, position, version in rows}
 
 
-async def _scalar(conn: aiosqlite.Connection, sql: str) -> int:
-    rows = list(await conn.execute_fetchall(sql))
+def _scalar(conn: sqlite3.Connection, sql: str) -> int:
+    rows = conn.execute(sql).fetchall()
     return int(rows[0][0]) if rows else 0

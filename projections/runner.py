@@ -80,6 +80,9 @@ class ProjectionRunner:
         self.listened_types: set[str] | None = set()  # the types the listeners look at (None: every type)
         self._rebuilds = 0  # a reading of the checkpoint taken before a rebuild is stale after it
         self._made_because: str | None = None  # why opening made the read models anew (`created`, `changed`)
+        # Where the projections' memory of their own folds ends (what `apply_batch` keeps, as the simulation
+        # model's authors); a fold from any other checkpoint makes them `forget` it first. -1: held by no file.
+        self._memory_at = Position(-1)
         self.fingerprint = hashlib.sha256("\n".join(p.schema for p in self.projections).encode()).hexdigest()
 
     async def __aenter__(self) -> ProjectionRunner:
@@ -349,6 +352,7 @@ class ProjectionRunner:
             raise  # locked, disk full, read-only: the store's trouble, not one event's
         except Exception:  # noqa: BLE001 (a poison event: fold the page again, each event on its own)
             conn.execute("ROLLBACK TO page")
+            self._forget()  # memory holds what was rolled back, and the guarded fold does not keep it
             done = self._fold_batch(conn, batch, guarded=True)
         conn.execute("RELEASE page")
         return done if done < self._position else max(done, batch[-1].position)
@@ -358,6 +362,8 @@ class ProjectionRunner:
         done = self._read_checkpoint()  # another process may have folded some: never twice
         if done < self._position:  # another process rebuilt the read models: fold again from there
             return done
+        if done != self._memory_at:
+            self._forget()
         for projection in self.projections:
             events = [r for r in batch if r.position > done and r.type in projection.types]
             if guarded:
@@ -370,7 +376,15 @@ class ProjectionRunner:
             " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
             (NAME, batch[-1].position),
         )
+        self._memory_at = Position(-1) if guarded else max(done, batch[-1].position)
         return done
+
+    def _forget(self) -> None:
+        """Let the projections drop what they hold in memory of their own folds (the file holds others now)."""
+        for projection in self.projections:
+            if (forget := getattr(projection, "forget", None)) is not None:
+                forget()
+        self._memory_at = Position(-1)
 
     @staticmethod
     def _fold(conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:

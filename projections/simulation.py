@@ -2,8 +2,9 @@
 
 Per simulation generation: platforms, rounds, agents and profiles, posts/comments/quotes
 with an FTS5 index, interaction edges (undone ones marked), activity counts. A pure fold:
-each event becomes parameterised SQL writes; look-ups (who wrote post 42?) are
-subqueries, so the fold itself reads nothing.
+each event becomes parameterised SQL writes; look-ups (who wrote post 42?) are answered by
+what the batch fold holds of its own folds (`authors.py`), else by subqueries, so the fold
+itself reads nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from simreportd.events.models import (
 )
 from simreportd.events.positions import Position
 
+from .authors import UNKNOWN, Authors
 from .projection import Write, by_type_name
 from .tallies import Sayings, Tally, citation
 
@@ -138,6 +140,14 @@ class SimulationModel:
     deferred_indexes = ("sim_posts_by_agent", "sim_posts_by_engagement", "sim_posts_by_row", "sim_links_by_dst",
                         "sim_links_follows")
 
+    def __init__(self) -> None:
+        self.authors = Authors()  # what `apply_batch` folded, for the edges' targets (authors.py)
+
+    def forget(self) -> None:
+        """The file holds folds this object did not make (another process's, a rollback, a rebuild): let go of
+        what `apply_batch` holds in memory, so that it asks the file instead."""
+        self.authors.forget()
+
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         d = recorded.data
         return self.HANDLERS[recorded.type](self, d, (d["simulation_id"], d["generation"]), recorded.position)
@@ -148,7 +158,7 @@ class SimulationModel:
         the edges of each run of actions added to their links and targets by one statement each, and the run's
         posts and their search rows written together (`Posts`), each statement once for the run."""
         writes: list[Write] = []
-        tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(), Sayings()
+        tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(self.authors), Sayings()
         acted = AgentActed.TYPE  # bound once: a pydantic class's attribute costs ~50 ns a lookup, most events are actions
         for recorded in batch:
             d, pos = recorded.data, recorded.position
@@ -156,6 +166,7 @@ class SimulationModel:
             if recorded.type != acted:
                 if recorded.type in WRITES_POSTS:  # its posts take the ids after the run's
                     writes += [*posts.writes(), *edges.counts()]
+                    self.authors.started(key, d.get("agents", []))
                 writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
                 continue
             kind, args = acted_action(d)
@@ -284,10 +295,11 @@ class Posts:
     """The posts of a run of events, written together by `writes()`; their authors, by post id, for the edges
     that target them before then (the table holds every post written before the run)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory: Authors | None = None) -> None:
         self.rows: list[tuple[Any, ...]] = []
         self.texts: list[str] = []
         self.authors: dict[tuple[Any, ...], int] = {}
+        self.memory = memory  # the fold's, told every post as it is added (None: a fold of one event)
 
     def add(self, key: tuple[str, int], p: str, ref: str, kind: str, post_id: Any, parent: Any, agent: int,
             r: int | None, content: Any, quoted: Any, quoted_author: Any, pos: Position) -> None:
@@ -298,6 +310,8 @@ class Posts:
         self.texts.append(text)
         if post_id is not None and kind in ("post", "quote"):
             self.authors.setdefault((*key, p, post_id), agent)
+            if self.memory is not None:
+                self.memory.posted(key, p, post_id, agent)
 
     def author(self, key: tuple[str, int], p: str, post_id: Any) -> int | None:
         """The agent of the run's first post or quote with this id, if the run has one."""
@@ -322,6 +336,7 @@ def han_spaced(text: str) -> str:
 
 
 EDGE = (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, ?, {AGENT_NAMED}, ?), ?, ?, 0)")
+EDGE_KNOWN = "INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"  # its target found in memory
 
 
 def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dict[str, Any],
@@ -333,8 +348,18 @@ def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dic
     name = str(args.get(name_key) or "") if name_key else ""
     target_ref = citation("post", p, target_id, Position(0)) if isinstance(target_id, int) else None
     edges.add(pos, (*key, p, target_id, target_ref) if target_ref is not None else None)
+    if posts.memory is not None and (dst := _known_target(posts.memory, key, p, target_id, name)) is not UNKNOWN:
+        return EDGE_KNOWN, (pos, *key, p, r, edge, agent, _target_agent(edge, args) if dst is None else dst, name,
+                            target_ref)
     return EDGE, (pos, *key, p, r, edge, agent, *key, p, target_id, posts.author(key, p, target_id), *key, name,
                   _target_agent(edge, args), name, target_ref)
+
+
+def _known_target(memory: Authors, key: tuple[str, int], p: str, target_id: Any, name: str) -> int | None | object:
+    """What `EDGE`'s coalesce of the target post's author and the agent named would give, from memory (the run's
+    posts are in it too, after the file's); `UNKNOWN` where memory cannot say."""
+    author = memory.author(key, p, target_id)
+    return memory.named(key, name) if author is None else author
 
 
 SHARES, COMMENTS, LIKES = ("repost", "quote"), ("comment",), ("like", "like_comment")

@@ -138,7 +138,7 @@ def standing_of(events: Iterable[DomainEvent], report_id: str = "") -> Standing:
 
 
 # The same rule over the report view's columns (`planned`, `verdict`, `error`, `sections_total`,
-# `completed_sections`): the view stores status and progress with these, `tests/test_standing.py` holds
+# `completed_sections`): the view stores status and progress with these, `tests/daemon/test_standing.py` holds
 # them equal to `Standing.status` and `Standing.progress` on every row of its table.
 STATUS_SQL = ("CASE WHEN error IS NOT NULL THEN 'failed' WHEN verdict IS NOT NULL THEN verdict"
               " WHEN sections_total > 0 THEN 'generating' WHEN planned THEN 'planning' ELSE 'pending' END")

@@ -56,6 +56,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     workers take tests from the end of the others' shares, so the long ones must not come last: a torture
     that starts two minutes in ends the run two minutes later than one that starts it.
     """
+    for item in items:
+        if "stories" in item.path.parts:  # tests/stories/ is where the tests that start real processes live
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: (first_rank(item.path.name), item.get_closest_marker("slow") is None))
 
 

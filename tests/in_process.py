@@ -5,7 +5,7 @@
 child process), builds the app the server serves (`daemon/server/asgi.py`, `build_app`) and hands
 requests to it as ASGI messages: the edge, the guard, CORS and the routes run as they do behind uvicorn.
 What only a socket shows (uvicorn's parsing, connection limits, websockets, slow clients) stays in the
-tests that start a server (tests/test_server.py).
+tests that start a server (tests/daemon/test_server.py).
 """
 
 from __future__ import annotations

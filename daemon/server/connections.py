@@ -19,7 +19,7 @@ sent uncompressed are the same bytes on every connection (a server does not mask
 
 All three subclass uvicorn's classes and use attributes it does not document (`conn`, `transport`, `cycle`,
 `server_state`...): uvicorn is pinned to a minor range in pyproject.toml for that reason, and
-tests/test_uvicorn.py lists every one relied on, so an upgrade that moves one fails there, by name.
+tests/daemon/test_uvicorn.py lists every one relied on, so an upgrade that moves one fails there, by name.
 """
 
 from __future__ import annotations
