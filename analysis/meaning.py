@@ -24,12 +24,21 @@ from .embedders import Vectors, normalised
 
 SAME_ARGUMENT = 0.08  # blended likeness at which two groups say the same thing (bench/analysis_quality.py)
 MEANING_SHARE = 0.35  # of the blend, the embeddings' part; the rest is the shared rare words'
+SAME_CAMP_ARGUMENT = 0.05  # blended likeness at which two groups one camp holds say the same thing
+CAMP_HELD = 0.6  # of a group's authors, those of one stance that make it that camp's
+SMALL_GROUP = 5  # statements a group holds at most to be joined to a larger one it is alike (`_small_joined`)
+SMALL_JOINS = 0.03  # blended likeness from which such a group joins the larger one most like it
 SAID_BY_MANY = 2  # a wording said this often is an argument already: two such never merge, others may join them
 OFF_TOPIC_SHARE = 0.15  # of a run's wordings, the furthest in meaning from its requirement may be off its topic
 HELD_BY = 0.7  # a group whose authors hold one stance this much is an argument, however far from the topic
 UNDECIDED = frozenset({"neutral", "observer"})  # MiroFish's stances that argue no side (docs/formats.md#simulation-config)
 CENTRE_FROM = 8  # statements a run needs before its mean is taken out (fewer: the mean is one of them)
 QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|^>.*$', re.M)
+SENTENCE_END = re.compile(r"(?<=[.!?。！？…])\s*|\n+")
+LETTERS = re.compile(r"[\u3400-\u9fff]|[^\W\d_\u3400-\u9fff]+", re.U)  # a Han character, or a run of other letters
+SENTENCE_WORDS = 2  # words (Han characters) a sentence needs to be searched on its own: "cc", "+1." say nothing
+HUB_NEIGHBOURS = 10  # nearest sentences whose mean likeness says how much a sentence is like everything
+HUB_SAMPLE = 1000  # sentences a sentence is compared with to find that (evenly spread over the run)
 DECORATION = re.compile(r"@\w+|#\w+|https?://\S+")
 WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+", re.U)
 HAN = re.compile(r"[\u3400-\u9fff]")
@@ -41,6 +50,32 @@ def gist(text: str) -> str:
     kept = DECORATION.sub(" ", QUOTED.sub(" ", text))
     kept = "".join(c for c in kept if unicodedata.category(c) not in ("So", "Sk", "Cs", "Co"))
     return " ".join(kept.split()) or text.strip()
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a statement's gist worth searching on their own (the gist itself if none is)."""
+    parts = [p.strip() for p in SENTENCE_END.split(text) if p and p.strip()]
+    return [p for p in parts if len(LETTERS.findall(p)) >= SENTENCE_WORDS] or [text]
+
+
+def hubness(vectors: Vectors, said: Sequence[int]) -> Vectors:
+    """How alike each row is to its nearest others among the sentences as said (`said`: the row of each
+    sentence said, so a line repeated across statements is near its own copies): a generic, short or
+    stock sentence is near every question, in any language, and this is subtracted from its likeness to
+    one, so that a detail said once is found by the question about it."""
+    rows = np.asarray(said, dtype=int)
+    if len(rows) > HUB_SAMPLE:
+        rows = rows[np.linspace(0, len(rows) - 1, HUB_SAMPLE).astype(int)]
+    k = min(HUB_NEIGHBOURS, max(len(rows) - 1, 1))
+    out = np.zeros(len(vectors), dtype=np.float32)
+    first = {int(r): i for i, r in reversed(list(enumerate(rows)))}
+    for start in range(0, len(vectors), 1000):
+        alike = vectors[start:start + 1000] @ vectors[rows].T
+        for r in range(start, min(start + 1000, len(vectors))):
+            if r in first:  # a sentence is not its own neighbour; its other copies are
+                alike[r - start, first[r]] = -1.0
+        out[start:start + 1000] = np.sort(alike, axis=1)[:, -k:].mean(axis=1)
+    return out
 
 
 def centred(vectors: Vectors) -> Vectors:
@@ -76,17 +111,35 @@ def likeness(vectors: Vectors, texts: Sequence[str]) -> np.ndarray:
     return np.asarray(MEANING_SHARE * (x @ x.T) + (1 - MEANING_SHARE) * (words @ words.T), dtype=np.float64)
 
 
-def groups(vectors: Vectors, texts: Sequence[str], weights: Sequence[int], threshold: float = SAME_ARGUMENT) -> list[int]:
+def groups(vectors: Vectors, texts: Sequence[str], weights: Sequence[int], threshold: float = SAME_ARGUMENT,
+           stances: Sequence[Counter[str]] | None = None) -> list[int]:
     """A group number per statement (rows of `vectors`, their `texts`): the index of the group's representative,
-    the statement said most often (`weights`), then the one most like the rest of its group."""
+    the statement said most often (`weights`), then the one most like the rest of its group. With the stances
+    of each statement's authors (`stances`), two groups one camp holds merge from SAME_CAMP_ARGUMENT on."""
     if len(texts) == 0:
         return []
     alike = likeness(vectors, texts)
     repeated = np.asarray(weights) >= SAID_BY_MANY
     apart = alike.copy()
     apart[np.ix_(repeated, repeated)] = -np.inf  # agents who repeat a sentence verbatim have named their argument
-    label = _merged(apart, threshold)
-    return _by_representative(alike, label, np.asarray(weights, dtype=np.float64))
+    label = _merged(apart.copy(), threshold)
+    if stances is not None:
+        label = _merged_within_camps(apart, label, stances)
+    return _by_representative(alike, _small_joined(apart, label), np.asarray(weights, dtype=np.float64))
+
+
+def _small_joined(alike: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Each group of at most SMALL_GROUP statements joined to the larger group it is most alike (average
+    likeness), from SMALL_JOINS on: a few replies or asides in other words are that argument's, not one of
+    their own, and a larger group's camp is read from more authors."""
+    members = {int(g): np.flatnonzero(label == g) for g in np.unique(label)}
+    large = [g for g, m in members.items() if len(m) > SMALL_GROUP]
+    out = label.copy()
+    for m in (m for m in members.values() if len(m) <= SMALL_GROUP and large):
+        alike_to = [alike[np.ix_(m, members[g])].mean() for g in large]
+        if max(alike_to) >= SMALL_JOINS:
+            out[m] = large[int(np.argmax(alike_to))]
+    return out
 
 
 def _merged(alike: np.ndarray, threshold: float) -> np.ndarray:
@@ -98,12 +151,50 @@ def _merged(alike: np.ndarray, threshold: float) -> np.ndarray:
         i, j = np.unravel_index(int(np.argmax(alike)), alike.shape)
         if alike[i, j] < threshold:
             break
-        alike[i, :] = (alike[i, :] * size[i] + alike[j, :] * size[j]) / (size[i] + size[j])
-        alike[:, i] = alike[i, :]
-        alike[i, i] = alike[j, :] = alike[:, j] = -np.inf
-        size[i] += size[j]
+        _join(alike, size, int(i), int(j))
         label[label == j] = i
     return label
+
+
+def _join(alike: np.ndarray, size: np.ndarray, i: int, j: int) -> None:
+    """Group `j` merged into group `i` of the average-linkage matrix `alike` (rows and columns by group)."""
+    alike[i, :] = (alike[i, :] * size[i] + alike[j, :] * size[j]) / (size[i] + size[j])
+    alike[:, i] = alike[i, :]
+    alike[i, i] = alike[j, :] = alike[:, j] = -np.inf
+    size[i] += size[j]
+
+
+def _merged_within_camps(alike: np.ndarray, label: np.ndarray, stances: Sequence[Counter[str]]) -> np.ndarray:
+    """The groups merged on, closest first by average likeness, from SAME_CAMP_ARGUMENT on, where one stance
+    holds CAMP_HELD of the authors of both: one camp's paraphrases of an argument are alike a little less
+    than the argument's own core, and a camp's arguments are told apart by their words."""
+    names = np.unique(label)
+    member = (label[None, :] == names[:, None]).astype(np.float64)  # a row per group
+    size = member.sum(axis=1)
+    between = member @ np.maximum(alike, -1e9) @ member.T / np.outer(size, size)  # never-merged pairs stay far
+    between[between < -1.0] = -np.inf
+    np.fill_diagonal(between, -np.inf)
+    votes = [sum((stances[int(i)] for i in np.flatnonzero(row)), Counter()) for row in member]
+    camps = sorted({c for v in votes if (c := _camp(v)) is not None})
+    camp = np.array([camps.index(c) if (c := _camp(v)) is not None else -1 for v in votes])
+    while True:
+        masked = np.where((camp[:, None] == camp[None, :]) & (camp[:, None] >= 0), between, -np.inf)
+        i, j = (int(k) for k in np.unravel_index(int(np.argmax(masked)), masked.shape))
+        if masked[i, j] < SAME_CAMP_ARGUMENT:
+            break
+        _join(between, size, i, j)
+        votes[i] = votes[i] + votes[j]
+        held = _camp(votes[i])
+        camp[i], camp[j] = camps.index(held) if held in camps else -1, -1
+        label[label == names[j]] = names[i]
+    return label
+
+
+def _camp(votes: Counter[str]) -> str | None:
+    """The stance CAMP_HELD of a group's authors hold, if one does."""
+    total = sum(votes.values())
+    top = votes.most_common(1)
+    return top[0][0] if top and top[0][1] >= CAMP_HELD * total else None
 
 
 def _by_representative(alike: np.ndarray, label: np.ndarray, weights: np.ndarray) -> list[int]:

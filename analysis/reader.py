@@ -21,9 +21,11 @@ import numpy as np
 
 from simreportd.errors import EmbeddingsUnavailable
 from simreportd.projections import simulation_queries
+from simreportd.projections.tallies import argument_key
 
 from .embedders import Embedder
-from .meaning import gist, groups, off_topic
+from .languages import SAME_QUESTIONS, language_of, means_of, moved, posts_language
+from .meaning import gist, groups, hubness, off_topic, sentences
 from .vectors import VectorCache, embedder_named
 
 log = logging.getLogger("simreportd.analysis")
@@ -52,6 +54,10 @@ class Wordings:
     embedder: str = ""
     meaning: dict[str, str] = field(default_factory=dict)
     off_topic: set[str] = field(default_factory=set)  # wordings that take no side (`meaning.off_topic`)
+    parts: Any = None  # the vectors of the wordings' distinct sentences (`meaning.sentences`), searched one by one
+    part_of: Any = None  # for each wording, the rows of `parts` its sentences are
+    hubs: Any = None  # per row of `parts`, how alike it is to everything (`meaning.hubness`)
+    language: str = "en"  # the language most wordings are in (`languages.posts_language`)
 
 
 class Reader:
@@ -60,6 +66,7 @@ class Reader:
     def __init__(self, embedder: Embedder | None, cache: VectorCache | None = None, max_texts: int = MAX_TEXTS) -> None:
         self.embedder, self.max_texts = embedder, max_texts
         self._down_until = 0.0  # an embedder that failed a search is not asked again before then
+        self._means: dict[str, Any] | None = None  # `languages.means_of`, found at the first question across languages
         self.cache = cache if cache is not None else VectorCache(None, embedder) if embedder else None
 
     def wordings(self, sayings: list[tuple[Any, ...]], about: str = "") -> Wordings:
@@ -77,14 +84,30 @@ class Reader:
             log.warning("%s; the analysis goes on by exact wording and keywords", exc)
             w.note = str(exc)
             return w
+        self._split(w)
+        w.language = posts_language(w.texts)
         if len(w.keys) >= MIN_TEXTS:
-            labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights)
+            labels = groups(w.vectors, [gist(t) for t in w.texts], w.weights, stances=_stances(w, sayings))
             w.meaning = {key: w.keys[label] for key, label in zip(w.keys, labels) if w.keys[label] != key}
             if about.strip():
                 w.off_topic = self._off_topic(w, labels, sayings, about)
         if w.total > len(w.keys):
             w.note = f"{len(w.keys)} of {w.total} distinct wordings were compared by meaning (the most said first)"
         return w
+
+    def _split(self, w: Wordings) -> None:
+        """The wordings' sentences embedded, for search: a question about one detail meets the sentence that
+        holds it, not the average of a paragraph. Without them, search compares whole wordings."""
+        assert self.cache is not None
+        index: dict[str, int] = {}
+        w.part_of = [[index.setdefault(p, len(index)) for p in sentences(gist(t))] for t in w.texts]
+        try:
+            w.parts = self.cache.vectors(list(index))
+        except EmbeddingsUnavailable as exc:
+            log.warning("%s; searches compare whole statements", exc)
+            w.parts = w.part_of = None
+            return
+        w.hubs = hubness(w.parts, [r for rows in w.part_of for r in rows])
 
     def _off_topic(self, w: Wordings, labels: list[int], sayings: list[tuple[Any, ...]], about: str) -> set[str]:
         """The keys of the wordings that take no side (`meaning.off_topic`); none when `about` cannot be
@@ -95,52 +118,93 @@ class Reader:
         except EmbeddingsUnavailable as exc:
             log.warning("%s; every statement is read as taking a side", exc)
             return set()
-        stances: dict[str, Counter[str]] = {}
-        for row in sayings:
-            stances.setdefault(row[1], Counter())[row[3]] += 1
-        return {w.keys[i] for i in off_topic(w.vectors, asked, labels, [stances.get(k, Counter()) for k in w.keys])}
+        return {w.keys[i] for i in off_topic(w.vectors, asked, labels, _stances(w, sayings))}
 
     def search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
                kinds: tuple[str, ...] | None, wordings: Wordings | None) -> list[dict[str, Any]]:
         """Keyword and vector rankings fused (reciprocal rank), so a question finds the statements that answer
-        it in other words or another language; keywords alone without vectors. Where the words matched, the
-        vectors add at most half of the answer: a name asked for is not buried under its nearest strangers,
-        and a small model's context is not filled with them."""
+        it in other words or another language; keywords alone without vectors. The statements that share the
+        question's words come closest in meaning first (any one shared word makes a match). Where the words
+        matched, the vectors add at most half of the answer: a name asked for is not buried under its nearest
+        strangers, and a small model's context is not filled with them; a question in another language than
+        the posts is answered by meaning first."""
         keyword = simulation_queries.search(conn, key, query, max(limit, 50), kinds)
-        nearest = self._nearest(query, wordings, kinds, limit) if wordings is not None and query.strip() else []
-        if not nearest:
+        close = self._closeness(query, wordings) if wordings is not None and query.strip() else None
+        if close is None or wordings is None:
             return keyword[:limit]
+        keyword = _by_meaning(keyword, close, wordings)
+        nearest = _nearest(close, wordings, kinds, limit)
         scores: dict[str, float] = {}
         for ranking in ([h["ref"] for h in keyword], nearest):
             for rank, ref in enumerate(ranking):
                 scores[ref] = scores.get(ref, 0.0) + 1.0 / (FUSION_K + rank + 1)
         known = {h["ref"]: h for h in keyword}
         ranked = sorted(scores, key=lambda r: (-scores[r], r))
-        room = limit if not keyword else max(1, limit // 2)  # meaning fills in; it does not crowd out the words
+        across = language_of(query) != wordings.language
+        room = limit if not keyword or across else max(1, limit // 2)  # meaning fills in; it does not crowd out the words
         added = set([r for r in ranked if r not in known][:room])
-        best = [r for r in ranked if r in known or r in added][:limit]
+        best = [r for r in ([r for r in ranked if r in added] if across else ranked) if r in known or r in added]
+        best = (best + [r for r in ranked if r in known and r not in best])[:limit]
         fetched = {p["ref"]: p for p in simulation_queries.posts_by_refs(conn, key, [r for r in best if r not in known])}
         return [hit for r in best if (hit := known.get(r) or fetched.get(r)) is not None]
 
-    def _nearest(self, query: str, w: Wordings, kinds: tuple[str, ...] | None, limit: int) -> list[str]:
-        """Citation ids of the statements whose wordings are closest to the query, closest first: at most
-        `limit` wordings, none much further than the closest (a search for one thing is not a list of all)."""
-        if w.vectors is None or not len(w.keys) or self.cache is None:
-            return []
+    def _closeness(self, query: str, w: Wordings) -> Any:
+        """How close each wording is to the query (`_closeness`), or None without vectors or when the
+        embedder fails (told once, then searches go by keywords until the pause ends)."""
+        if w.vectors is None or not len(w.keys) or self.cache is None or time.monotonic() < self._down_until:
+            return None
         try:
-            if time.monotonic() < self._down_until:
-                return []
-            asked = self.cache.vectors([query], query=True)[0]
-        except EmbeddingsUnavailable as exc:  # told once, then searches go by keywords until the pause ends
+            asked = self._asked(query, w.language)
+        except EmbeddingsUnavailable as exc:
             self._down_until = time.monotonic() + PAUSE_S
             log.warning("%s; searches go by keywords for the next %d s", exc, PAUSE_S)
-            return []
-        sims = w.vectors @ asked
-        order = [i for i in np.argsort(-sims, kind="stable")[:min(limit, VECTOR_CANDIDATES)]
-                 if sims[i] >= sims.max() - NEAR_BEST]
-        wanted = {"post", "quote"} if kinds and "comment" not in kinds else None
-        refs = [ref for i in order for ref in w.refs[int(i)]]
-        return list(dict.fromkeys(r for r in refs if wanted is None or r.startswith("post:")))
+            return None
+        return _closeness(w, asked)
+
+    def _asked(self, query: str, posts: str) -> Any:
+        """The query's vector, moved into the posts' language when it is asked in another one."""
+        assert self.cache is not None
+        asked = self.cache.vectors([query], query=True)[0]
+        source = language_of(query)
+        if source == posts:
+            return asked
+        if self._means is None:
+            self._means = means_of(self.cache.vectors([*SAME_QUESTIONS["en"], *SAME_QUESTIONS["zh"]], query=True))
+        return moved(asked, self._means, source, posts)
+
+
+def _nearest(close: Any, w: Wordings, kinds: tuple[str, ...] | None, limit: int) -> list[str]:
+    """Citation ids of the statements whose wordings are closest (`close`), closest first: at most `limit`
+    wordings, none much further than the closest (a search for one thing is not a list of all)."""
+    order = [i for i in np.argsort(-close, kind="stable")[:min(limit, VECTOR_CANDIDATES)] if close[i] >= close.max() - NEAR_BEST]
+    wanted = {"post", "quote"} if kinds and "comment" not in kinds else None
+    refs = [ref for i in order for ref in w.refs[int(i)]]
+    return list(dict.fromkeys(r for r in refs if wanted is None or r.startswith("post:")))
+
+
+def _by_meaning(hits: list[dict[str, Any]], close: Any, w: Wordings) -> list[dict[str, Any]]:
+    """Keyword hits, the closest in meaning first (their wording's `close`); those of wordings not compared
+    after them, in their keyword order."""
+    index = {k: i for i, k in enumerate(w.keys)}
+    rank = [float(close[i]) if (i := index.get(argument_key(h.get("content") or ""))) is not None else -np.inf for h in hits]
+    return [hits[i] for i in sorted(range(len(hits)), key=lambda i: -rank[i])]
+
+
+def _stances(w: Wordings, sayings: list[tuple[Any, ...]]) -> list[Counter[str]]:
+    """For each wording, the stated stances of the agents who said it (one vote an agent)."""
+    stances: dict[str, Counter[str]] = {}
+    for row in sayings:
+        stances.setdefault(row[1], Counter())[row[3]] += 1
+    return [stances.get(k, Counter()) for k in w.keys]
+
+
+def _closeness(w: Wordings, asked: Any) -> Any:
+    """How close each wording is to a question: its closest sentence, less how close that sentence is to
+    everything (`meaning.hubness`); the whole wording's cosine when its sentences were not embedded."""
+    if w.parts is None:
+        return w.vectors @ asked
+    near = w.parts @ asked - w.hubs
+    return np.array([near[rows].max() for rows in w.part_of])
 
 
 def _chosen(sayings: list[tuple[Any, ...]], limit: int) -> list[tuple[str, tuple[str, int, list[str]]]]:

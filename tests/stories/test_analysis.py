@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from simreportd.agent.camps import camps_from_sayings, statement_stances
-from simreportd.analysis import Reader, VectorCache, embedder_from
+from simreportd.analysis import Reader, VectorCache, embedder_from, meaning
 from simreportd.analysis.embedders import BundledE5
-from simreportd.analysis.meaning import gist, groups, off_topic
+from simreportd.analysis.meaning import gist, groups, hubness, off_topic, sentences
 from simreportd.analysis.vectors import CachedOnly
 from simreportd.errors import EmbeddingsUnavailable
 from simreportd.simulator.simulate import simulate
@@ -180,3 +180,61 @@ def test_far_talk_no_camp_holds_takes_no_side_and_a_far_argument_one_camp_holds_
     assert "opposing" in camps_from_sayings(rows)["arguments"]
     camps = camps_from_sayings(rows, off_topic={"soup again"})
     assert "opposing" not in camps["arguments"] and statement_stances(rows, off_topic={"soup again"})[(1, "soup again")] == ""
+
+
+CHARGE = ["The congestion charge is a tax on people who have no train to take. Scrap it.",
+          "Twelve pounds a day to drive to work? Families on the edge cannot pay that.",
+          "Cleaner air for the kids on Market Street is worth a small charge, honestly.",
+          "The buses got faster during the trial. Keep the charge and fund more routes.",
+          "Who decided the boundary? My street is split in half by the zone.",
+          "Shops in the centre will die if nobody can afford to drive in. Small businesses are already struggling.",
+          "Honestly the charge is killing the high street and nobody on the council cares. Talked to the owner of "
+          "Rosie's Bakery yesterday, she says weekend takings fell by a third. Shops in the centre can't take "
+          "another year of this. #ScrapTheCharge",
+          "Ambulances got through town quicker in the trial week, the paramedics said so.",
+          "Anyone else get soaked on the way in this morning? Umbrella broke twice.",
+          "Fix the potholes first, then talk to us about charging drivers.",
+          "The cafe by the station has lost its lunchtime regulars since the charge came in, I'm told."]
+
+
+def charge_rows() -> list[tuple[object, ...]]:
+    """Rows as `simulation_queries.sayings` gives them: one agent a statement, each said once."""
+    return [(i, text.lower(), f"A{i}", "opposing" if i % 2 else "supportive", 1, 1, f"post:twitter:{i}", i, text, 1,
+             f"post:twitter:{i}", i, 1, 1, f"post:twitter:{i}", i, text) for i, text in enumerate(CHARGE)]
+
+
+def test_a_question_in_another_language_finds_the_detail_one_sentence_of_a_post_holds(tmp_path: Path) -> None:
+    reader = Reader(BundledE5(), VectorCache(tmp_path / "v.sqlite3", BundledE5()))
+    w = reader.wordings(charge_rows())
+    assert w.language == "en" and w.parts is not None and len(w.parts) > len(CHARGE)  # searched sentence by sentence
+    bakery = w.refs.index(["post:twitter:6"])
+    for question in ("哪家面包店说收费以后生意变差了？", "Which bakery said the charge cost it customers?"):
+        assert int(np.argmax(reader._closeness(question, w))) == bakery, question  # second unless moved across
+
+
+def test_a_sentence_said_in_many_statements_is_near_everything_and_discounted() -> None:
+    vectors = np.eye(3, dtype=np.float32)
+    hubs = hubness(vectors, [0, 0, 0, 1, 2])  # sentence 0 said three times: near its own copies
+    assert hubs[0] > hubs[1] == hubs[2]
+
+
+def test_sentences_worth_searching_leave_out_what_says_nothing() -> None:
+    assert sentences("cc. I got flagged for reading aloud! +1.") == ["I got flagged for reading aloud!"]
+    assert sentences("视频里的清运车把四个桶倒进了一个车斗。好。") == ["视频里的清运车把四个桶倒进了一个车斗。"]
+    assert sentences("+1") == ["+1"]  # nothing else: the text as it was
+
+
+def test_groups_one_camp_holds_merge_and_a_small_group_joins_the_larger_it_is_like() -> None:
+    alike = np.full((8, 8), 0.0)
+    alike[:2, :2] = alike[2:4, 2:4] = 0.5
+    alike[:2, 2:4] = alike[2:4, :2] = 0.06  # below SAME_ARGUMENT, above SAME_CAMP_ARGUMENT
+    label = np.array([0, 0, 2, 2, 4, 5, 6, 7])
+    one_camp = [Counter({"opposing": 1})] * 4 + [Counter()] * 4
+    assert len(set(meaning._merged_within_camps(alike, label.copy(), one_camp)[:4])) == 1
+    two_camps = [Counter({"opposing": 1})] * 2 + [Counter({"supportive": 1})] * 2 + [Counter()] * 4
+    assert len(set(meaning._merged_within_camps(alike, label.copy(), two_camps)[:4])) == 2
+    big = np.full((8, 8), 0.2)
+    big[7, :7] = big[:7, 7] = 0.04  # one aside, a little like the argument of seven
+    joined = meaning._small_joined(big, np.array([0] * 7 + [7]))
+    assert set(joined) == {0}
+    assert set(meaning._small_joined(big * 0.5, np.array([0] * 7 + [7]))) == {0, 7}  # too unlike: its own
