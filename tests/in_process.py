@@ -14,6 +14,8 @@ import contextlib
 import functools
 import json
 import shutil
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,3 +136,30 @@ def copy_of(template: Path, tmp_path: Path, **sections: dict) -> Config:
         shutil.copytree(template / part, tmp_path / part)
     config = in_process_config(tmp_path, **sections)
     return config.model_copy(update={"watch": config.watch.model_copy(update={"roots": [template / "sims"]})})
+
+
+async def acall(target: InProcess | str, path: str, body: Any = None,
+                method: str | None = None) -> tuple[int, Any, dict[str, str]]:
+    """(status, parsed JSON or text, headers) of one request: to the app in this process, or over HTTP to the
+    server at `target` (host:port) for the tests that need a real one."""
+    method = method or ("POST" if body is not None else "GET")
+    if isinstance(target, str):
+        status, headers, raw = await anyio.to_thread.run_sync(_over_http, target, path, body, method)
+    else:
+        answer = await target.request(method, path, body)
+        status, headers, raw = answer.status, answer.headers, answer.body
+    try:
+        return status, json.loads(raw), headers
+    except ValueError:
+        return status, raw.decode(), headers
+
+
+def _over_http(base: str, path: str, body: Any, method: str) -> tuple[int, dict[str, str], bytes]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://{base}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()

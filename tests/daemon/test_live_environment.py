@@ -19,7 +19,7 @@ from simreportd.daemon.interviews.rpc import INTERVIEW_PREFIX
 from simreportd.daemon.service import Daemon
 
 from ..conftest import TIMEOUT, make_config
-from ..stories.test_mirofish_routes import acall
+from ..in_process import acall
 from .test_server import Running
 
 pytestmark = pytest.mark.anyio

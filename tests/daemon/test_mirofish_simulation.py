@@ -18,10 +18,21 @@ import pytest
 
 from ..conftest import TIMEOUT, make_config
 from ..fake_llm import FakeLLM
-from ..stories.test_mirofish_routes import acall, written  # noqa: F401 (written is a fixture)
-from .test_server import Running
+from ..in_process import acall
+from .test_server import Running, server_config
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def written(tmp_path: Path, small_sim: Path):  # noqa: ANN201
+    """A daemon serving over real HTTP (its interviews write to the folder), with one completed report of
+    small_sim: (running, report_id)."""
+    async with Running(server_config(tmp_path), [small_sim]) as running:
+        report_id = await running.daemon.reports.request(small_sim.name)
+        await running.daemon.reports.wait(report_id)  # the running daemon's own scheduler writes it
+        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
+        yield running, report_id
 
 
 def action_lines(folder: Path) -> list[dict[str, Any]]:
@@ -30,7 +41,7 @@ def action_lines(folder: Path) -> list[dict[str, Any]]:
     return [line for line in lines if "agent_id" in line]
 
 
-async def test_the_run_is_read_in_mirofish_shapes_by_either_id(written, small_sim: Path) -> None:  # noqa: F811
+async def test_the_run_is_read_in_mirofish_shapes_by_either_id(written, small_sim: Path) -> None:
     running, _ = written
     base, config = running.base, json.loads((small_sim / "simulation_config.json").read_text())
     for given in (small_sim.name, config["simulation_id"]):
@@ -61,7 +72,7 @@ async def test_the_run_is_read_in_mirofish_shapes_by_either_id(written, small_si
     assert history["data"][0]["simulation_requirement"] == config["simulation_requirement"]
 
 
-async def test_actions_timeline_and_stats_count_every_action_ingested(written, small_sim: Path) -> None:  # noqa: F811
+async def test_actions_timeline_and_stats_count_every_action_ingested(written, small_sim: Path) -> None:
     running, _ = written
     base, lines = running.base, action_lines(small_sim)
     _, run, _ = await acall(base, f"/api/simulation/{small_sim.name}/run-status")
@@ -88,7 +99,7 @@ def action_lines_of(folder: Path, platform: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / platform / "actions.jsonl").open() if '"agent_id"' in line]
 
 
-async def test_posts_and_comments_are_pages_of_what_was_written(written, small_sim: Path) -> None:  # noqa: F811
+async def test_posts_and_comments_are_pages_of_what_was_written(written, small_sim: Path) -> None:
     running, _ = written
     base = running.base
     reddit = action_lines_of(small_sim, "reddit")
@@ -100,7 +111,7 @@ async def test_posts_and_comments_are_pages_of_what_was_written(written, small_s
     assert comments["data"]["count"] == sum(1 for a in reddit if a["action_type"] == "CREATE_COMMENT")
 
 
-async def test_step_five_interviews_one_agent_and_a_batch_and_each_is_recorded(written, small_sim: Path) -> None:  # noqa: F811
+async def test_step_five_interviews_one_agent_and_a_batch_and_each_is_recorded(written, small_sim: Path) -> None:
     running, report_id = written
     base = running.base
     _, env, _ = await acall(base, "/api/simulation/env-status", {"simulation_id": small_sim.name})
@@ -125,7 +136,7 @@ async def test_step_five_interviews_one_agent_and_a_batch_and_each_is_recorded(w
                                                          results["reddit_0"]["interview_id"]}
 
 
-async def test_interviews_refuse_bad_requests_in_mirofish_shape(written, small_sim: Path) -> None:  # noqa: F811
+async def test_interviews_refuse_bad_requests_in_mirofish_shape(written, small_sim: Path) -> None:
     running, _ = written
     base, sim = running.base, small_sim.name
     for body, why in [({"agent_id": 1, "prompt": "x"}, "simulation_id"),
@@ -142,7 +153,7 @@ async def test_interviews_refuse_bad_requests_in_mirofish_shape(written, small_s
     assert status == 400 and "agent_id" in answer["error"]
 
 
-async def test_orchestration_routes_answer_501_naming_mirofish_backend(written) -> None:  # noqa: F811
+async def test_orchestration_routes_answer_501_naming_mirofish_backend(written) -> None:
     running, _ = written
     for path, body in [("/api/simulation/create", {"project_id": "p"}), ("/api/simulation/start", {}),
                        ("/api/simulation/prepare", {}), ("/api/simulation/stop", {}),
@@ -181,7 +192,7 @@ async def test_chat_answers_about_a_simulation_whose_report_failed(tmp_path: Pat
     assert "No report has been written" in opening and "congestion charge" in opening  # the run's requirement
 
 
-async def test_the_tools_find_the_simulation_by_the_graph_id_mirofish_sends(written, small_sim: Path) -> None:  # noqa: F811
+async def test_the_tools_find_the_simulation_by_the_graph_id_mirofish_sends(written, small_sim: Path) -> None:
     running, _ = written
     graph = json.loads((small_sim / "simulation_config.json").read_text())["graph_id"]
     status, found, _ = await acall(running.base, "/api/report/tools/search",

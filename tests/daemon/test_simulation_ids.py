@@ -17,7 +17,7 @@ from simreportd.events.streams import simulation_stream
 from simreportd.simulator.simulate import simulate
 
 from ..conftest import TIMEOUT, make_config
-from ..stories.test_mirofish_routes import acall
+from ..in_process import acall
 from .test_server import Running, frames_until, server_config
 
 pytestmark = pytest.mark.anyio

@@ -26,19 +26,10 @@ from simreportd.simulator.simulate import simulate
 
 from ..conftest import TIMEOUT
 from ..fake_llm import FakeLLM
-from ..in_process import InProcess, copy_of, in_process_config
+from ..in_process import InProcess, acall, copy_of, in_process_config
 from ..processes import wait_until
 
 pytestmark = pytest.mark.anyio
-
-
-async def acall(app: InProcess, path: str, body: Any = None, method: str | None = None) -> tuple[int, Any, dict[str, str]]:
-    """(status, parsed JSON or text, headers) of one request to the daemon's app, in this process."""
-    answer = await app.request(method or ("POST" if body is not None else "GET"), path, body)
-    try:
-        return answer.status, answer.json(), answer.headers
-    except ValueError:
-        return answer.status, answer.text, answer.headers
 
 
 @pytest.fixture(scope="module")
