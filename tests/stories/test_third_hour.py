@@ -207,7 +207,7 @@ def test_a_report_only_queued_says_what_writes_it(tmp_path: Path) -> None:
 
 
 def test_a_report_stopped_mid_way_says_the_next_run_continues_it(tmp_path: Path) -> None:
-    from ..daemon.test_second_hour import openai_config
+    from .test_second_hour import openai_config
 
     simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
     db = tmp_path / "state" / "events.sqlite3"

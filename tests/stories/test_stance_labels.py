@@ -34,7 +34,7 @@ from simreportd.simulator.truth import FILE as GROUND_TRUTH
 
 from ..conftest import PYTHON, ROOT, TIMEOUT, WITH_EMBEDDINGS, make_config
 from ..fake_llm import FakeLLM
-from ..stories.test_weak_model import replay_report_in
+from .test_weak_model import replay_report_in
 
 pytestmark = pytest.mark.anyio
 

@@ -24,8 +24,8 @@ from simreportd.simulator.truth import FILE
 
 from ..conftest import write_config
 from ..fake_llm import FakeLLM
-from ..stories.test_cli import simreportd
-from ..stories.test_first_hour import running_simulation
+from .test_cli import simreportd
+from .test_first_hour import running_simulation
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
