@@ -158,9 +158,12 @@ async def test_generate_returns_the_runs_report_and_fifty_forced_at_once_write_o
         for _ in range(50):
             tasks.start_soon(ask)
     await base.folded()
-    assert all(a[0] == 200 for a in answers), [a[:2] for a in answers if a[0] != 200][:3]
-    new = {a[1]["data"]["report_id"] for a in answers}
-    assert len(new) == 1 and report_id not in new and all(a[0] == 200 for a in answers)
+    # Asked while the new report runs, a force returns it; asked once it has completed (an offline report is
+    # quick in this process), the same client's force is past its limit: 429 naming it, never a third report.
+    refused = [a for a in answers if a[0] != 200]
+    assert all(a[0] == 429 and a[1]["code"] == "limit_reached" for a in refused), [a[:2] for a in refused][:3]
+    new = {a[1]["data"]["report_id"] for a in answers if a[0] == 200}
+    assert len(new) == 1 and report_id not in new and len(refused) < len(answers)
     [new_id] = new
     _, task, _ = await acall(base, "/api/report/generate/status", {"task_id": new_id})
     assert task["data"]["task_id"] == new_id and task["data"]["status"] in ("pending", "processing", "completed")
