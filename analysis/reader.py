@@ -125,11 +125,12 @@ class Reader:
     def search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
                kinds: tuple[str, ...] | None, wordings: Wordings | None) -> list[dict[str, Any]]:
         """Keyword and vector rankings fused (reciprocal rank), so a question finds the statements that answer
-        it in other words or another language; keywords alone without vectors. A question (`asked_in_words`)
-        is answered by meaning first, the keyword ranking weighing KEYWORD_SHARE of it: its shared words are
-        mostly the topic's and its function words, any one of which makes a keyword hit. A few words (a name,
-        a term) keep the keyword hits, the closest in meaning first, and the vectors add at most half of the
-        answer: a name asked for is not buried under its nearest strangers."""
+        it in other words or another language; keywords alone without vectors. A question (`asked_in_words`),
+        or a query in another language than most posts, is answered by meaning first, the keyword ranking
+        weighing KEYWORD_SHARE of it: its shared words are mostly the topic's and function words, any one of
+        which makes a keyword hit. A few words (a name, a term) keep the keyword hits, the closest in meaning
+        first, and the vectors add at most half of the answer: a name asked for is not buried under its
+        nearest strangers."""
         keyword = simulation_queries.search(conn, key, query, max(limit, 50), kinds)
         close = self._closeness(query, wordings) if wordings is not None and query.strip() else None
         if close is None or wordings is None:
