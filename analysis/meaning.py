@@ -33,8 +33,7 @@ OFF_TOPIC_SHARE = 0.15  # of a run's wordings, the furthest in meaning from its 
 HELD_BY = 0.7  # a group whose authors hold one stance this much is an argument, however far from the topic
 UNDECIDED = frozenset({"neutral", "observer"})  # MiroFish's stances that argue no side (docs/formats.md#simulation-config)
 CENTRE_FROM = 8  # statements a run needs before its mean is taken out (fewer: the mean is one of them)
-# others' words quoted: a ’ followed by a letter is an apostrophe ("don’t"), not the quote's end
-QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|‘[^‘\n]*?’(?!\w)|「[^」\n]*」|『[^』\n]*』|^>.*$', re.M)
+QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|^>.*$', re.M)
 SENTENCE_END = re.compile(r"(?<=[.!?。！？…])\s*|\n+")
 LETTERS = re.compile(r"[\u3400-\u9fff]|[^\W\d_\u3400-\u9fff]+", re.U)  # a Han character, or a run of other letters
 SENTENCE_WORDS = 2  # words (Han characters) a sentence needs to be searched on its own: "cc", "+1." say nothing
