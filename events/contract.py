@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from .codec import Encoded, Recorded
-from .ids import new_event_id, new_event_ids
+from .ids import new_event_id, new_event_id_bytes
 from .models import DomainEvent
 from .positions import Position
 
@@ -24,11 +24,11 @@ ANY_VERSION: None = None  # `expected_version` that accepts whatever version the
 class NewEvent:
     """An event ready to append, with the id that makes a retried append idempotent. Read-only by convention:
     one is made for every ingested line, and a frozen dataclass's `__init__` (a guarded `object.__setattr__` a
-    field) is slower than the rest of planning its row."""
+    field) is slower than the rest of planning its row. The id is its text form or its 16 bytes (ids.py)."""
 
     __slots__ = ("event", "event_id", "meta")
 
-    def __init__(self, event: DomainEvent | Encoded, event_id: str | None = None,
+    def __init__(self, event: DomainEvent | Encoded, event_id: str | bytes | None = None,
                  meta: dict[str, Any] | None = None) -> None:
         self.event = event
         self.event_id = new_event_id() if event_id is None else event_id
@@ -51,7 +51,7 @@ def caused(events: Sequence[DomainEvent | Encoded], correlation_id: str, causati
     `causation_id` is the id of the event they answer (the step before, the run that completed).
     """
     meta = {"correlation_id": correlation_id, **({"causation_id": causation_id} if causation_id else {})}
-    return [NewEvent(e, event_id, meta) for e, event_id in zip(events, new_event_ids(len(events)), strict=True)]
+    return [NewEvent(e, event_id, meta) for e, event_id in zip(events, new_event_id_bytes(len(events)), strict=True)]
 
 
 @dataclass(frozen=True)

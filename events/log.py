@@ -26,7 +26,7 @@ from simreportd.errors import AppendFailed, SimreportdError, StoreClosed, StoreF
 from .codec import Encoded, Recorded
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent, caused
 from .group_commit import Pending, Row, gather_group
-from .ids import new_event_ids
+from .ids import new_event_id_bytes
 from .models import DomainEvent
 from .positions import Position
 
@@ -204,7 +204,7 @@ class EventLog(ABC):
         self._check_open()
         # The batch's ids in one call, not NewEvent's default of a call an event: each call takes the lock and
         # the clock and draws its own random bytes.
-        fresh = iter(new_event_ids(sum(not isinstance(e, NewEvent) for e in events)))
+        fresh = iter(new_event_id_bytes(sum(not isinstance(e, NewEvent) for e in events)))
         wrapped = [e if isinstance(e, NewEvent) else NewEvent(e, next(fresh)) for e in events]
         if not wrapped:
             raise ValueError("append needs at least one event")
