@@ -345,8 +345,11 @@ def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dic
     target post's author: the first such post written, else the first of the run's posts not written yet."""
     edge, id_key, name_key = EDGES[kind]
     target_id = args.get(id_key) if id_key else None
+    # One rule for the batch fold and the fold of one event: only a number names a post, as `Posts.add` keeps
+    # them. A post id in text ("4") would match post 4 in SQL (by the column's affinity) but not in memory.
+    target_id = target_id if isinstance(target_id, int) else None
     name = str(args.get(name_key) or "") if name_key else ""
-    target_ref = citation("post", p, target_id, Position(0)) if isinstance(target_id, int) else None
+    target_ref = citation("post", p, target_id, Position(0)) if target_id is not None else None
     edges.add(pos, (*key, p, target_id, target_ref) if target_ref is not None else None)
     if posts.memory is not None and (dst := _known_target(posts.memory, key, p, target_id, name)) is not UNKNOWN:
         return EDGE_KNOWN, (pos, *key, p, r, edge, agent, _target_agent(edge, args) if dst is None else dst, name,
