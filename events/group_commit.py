@@ -107,7 +107,7 @@ def full_rows(pending: Pending, position: int, version: int, recorded_at: str) -
         position, version = position + 1, version + 1
         if new.meta is not meta[0]:
             meta = (new.meta, encode_meta(new.meta))
-        rows.append((position, id_text(new.event_id), pending.stream, version, event.type_name,
+        rows.append((position, id_text(new.raw_id), pending.stream, version, event.type_name,
                      event.SCHEMA_VERSION, recorded_at, event.data if type(event) is Encoded else encode(event),
                      meta[1]))
     return rows
@@ -126,7 +126,7 @@ def _plan_one(
     id_key: Callable[[str | bytes], Any],
 ) -> Outcome:
     """The result of one append, or the error it gets; updates `versions` and `known`."""
-    ids = [id_key(e.event_id) for e in pending.events]
+    ids = [id_key(e.raw_id) for e in pending.events]
     if known and not known.keys().isdisjoint(ids):
         seen = [known[i] for i in ids if i in known]
         if len(seen) != len(ids):

@@ -23,7 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from simreportd.errors import AppendFailed, SimreportdError, StoreClosed, StoreFull, StoreReplaced, WaitTimeout
 
-from .codec import Encoded, Recorded
+from .codec import Encoded, Recorded, RecordedRow
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent, caused
 from .group_commit import Pending, Row, gather_group
 from .ids import new_event_id_bytes
@@ -96,6 +96,12 @@ class EventLog(ABC):
                        streams: Sequence[str] | None = None, until: int | None = None) -> list[Recorded]:
         """Up to `limit` events after global position `after` (and up to `until`), optionally of some
         types or streams."""
+
+    async def read_rows(self, after: int = 0, limit: int = 1000) -> list[RecordedRow]:
+        """`read_all` as plain tuples in `Recorded`'s argument order, the data not parsed: for a fold of every
+        event, which needs no object an event. A backend may read them without making any."""
+        return [(r.position, r.stream, r.version, r.type, r.schema_version, r.event_id, r.recorded_at, r.raw_data,
+                 r.raw_meta) for r in await self.read_all(after, limit)]
 
     @abstractmethod
     async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,

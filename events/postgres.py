@@ -26,7 +26,6 @@ from simreportd.errors import StoreFull, StoreNotEmpty, StoreUnusable
 
 from .codec import Recorded
 from .group_commit import ROW_COLUMNS, Pending, plan_group, settle
-from .ids import id_text
 from .log import EventLog, redacted_url
 from .positions import Position
 
@@ -130,7 +129,7 @@ class PostgresEventStore(EventLog):
         conn = self._writer
         assert conn is not None
         streams = sorted({p.stream for p in group})
-        ids = [id_text(e.event_id) for p in group for e in p.events]
+        ids = [e.event_id for p in group for e in p.events]
         async with conn.transaction():
             await conn.execute(f"LOCK TABLE {TABLE} IN EXCLUSIVE MODE")
             head = await conn.fetchval(f"SELECT coalesce(max(position), 0) FROM {TABLE}")

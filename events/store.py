@@ -24,7 +24,7 @@ import anyio
 
 from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreReadOnly, StoreUnusable
 
-from .codec import Encoded, Recorded, encode
+from .codec import Encoded, Recorded, RecordedRow, encode
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent
 from .group_commit import Outcome, Pending, Replan, Row, RowsFor, encode_meta, plan_group, settle
 from .ids import id_bytes
@@ -261,7 +261,7 @@ class SQLiteEventStore(EventLog):
         def rows_for(pending: Pending, position: int, version: int, recorded_at: str) -> list[Row]:
             stream, rows, meta = ids[pending.stream], [], None
             for new in pending.events:
-                event, event_id = new.event, id_bytes(new.event_id)
+                event, event_id = new.event, id_bytes(new.raw_id)
                 position, version = position + 1, version + 1
                 if meta is None or (new.meta is not meta and new.meta != meta):  # an append starts a batch
                     meta = new.meta
@@ -352,6 +352,12 @@ class SQLiteEventStore(EventLog):
         names = await self._stream_names({row[1] for row in rows})
         return [Recorded(p, names[s], v, t, sv, i, at, d, m) for p, s, v, t, sv, i, at, d, m in rows]
 
+    async def read_rows(self, after: int = 0, limit: int = 1000) -> list[RecordedRow]:
+        """Up to `limit` events after `after` as the rows SQLite gives, the stream named: no object an event."""
+        rows = await self._reader_conn().execute_fetchall(READ_ALL, (after, None, None, limit, None))
+        names = await self._stream_names({row[1] for row in rows})
+        return [(p, names[s], v, t, sv, i, at, d, m) for p, s, v, t, sv, i, at, d, m in rows]
+
     async def _stream_names(self, numbers: set[int]) -> dict[int, str]:
         """The readers' map of stream numbers to names, read again when it lacks one of `numbers` (a new stream)."""
         if not numbers <= self._names.keys():
@@ -390,9 +396,9 @@ def _known_ids(conn: sqlite3.Connection, group: list[Pending]) -> dict[Any, tupl
     first event's id among the batches, then its events' ids are compared one by one."""
     known: dict[Any, tuple[int, int]] = {}
     for pending in group:
-        ids = {id_bytes(e.event_id) for e in pending.events}
+        ids = {id_bytes(e.raw_id) for e in pending.events}
         found = conn.execute("SELECT position FROM batches WHERE first_id = ?",
-                             (id_bytes(pending.events[0].event_id),)).fetchone()
+                             (id_bytes(pending.events[0].raw_id),)).fetchone()
         if found is not None:
             rows = conn.execute("SELECT event_id, position, version FROM event_log WHERE position >= ?1"
                                 " AND position < ?1 + ?2", (found[0], len(pending.events)))

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from simreportd.events.codec import Recorded
+from simreportd.events.codec import Recorded, RecordedRow, loads
 from simreportd.events.models import (
     AgentActed,
     AgentInterviewed,
@@ -153,21 +153,30 @@ class SimulationModel:
         return self.HANDLERS[recorded.type](self, d, (d["simulation_id"], d["generation"]), recorded.position)
 
     def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
-        """The writes of a whole batch: those of `apply`, event by event, but the counters of every action
-        tallied in memory and written last, a row each (they commute with every other write: see tallies.ROUND_ACTIONS),
+        """`apply_rows` of events read as `Recorded`."""
+        return self._fold_run((r.type, r.data, r.position) for r in batch)
+
+    def apply_rows(self, rows: Iterable[RecordedRow]) -> Iterable[Write]:
+        """`apply_batch` of plain rows (`codec.RecordedRow`), as the runner reads every event."""
+        # Raw: a `Recorded` an event, and its lazy data, cost more than folding most actions; the data is decoded
+        # here once (codec.loads, what `Recorded.data` reads it with).
+        return self._fold_run((r[3], loads(r[7]), Position(r[0])) for r in rows)
+
+    def _fold_run(self, batch: Iterable[tuple[str, dict[str, Any], Position]]) -> list[Write]:
+        """The writes of a batch of (type, data, position): those of `apply`, event by event, but the counters of every
+        action tallied in memory and written last, a row each (they commute with every other write: see tallies.ROUND_ACTIONS),
         the edges of each run of actions added to their links and targets by one statement each, and the run's
         posts and their search rows written together (`Posts`), each statement once for the run."""
         writes: list[Write] = []
         tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(self.authors), Sayings()
         acted = AgentActed.TYPE  # bound once: a pydantic class's attribute costs ~50 ns a lookup, most events are actions
-        for recorded in batch:
-            d, pos = recorded.data, recorded.position
+        for kind_of_event, d, pos in batch:
             key = (d["simulation_id"], d["generation"])
-            if recorded.type != acted:
-                if recorded.type in WRITES_POSTS:  # its posts take the ids after the run's
+            if kind_of_event != acted:
+                if kind_of_event in WRITES_POSTS:  # its posts take the ids after the run's
                     writes += [*posts.writes(), *edges.counts()]
                     self.authors.started(key, d.get("agents", []))
-                writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
+                writes.extend(self.HANDLERS[kind_of_event](self, d, key, pos))
                 continue
             kind, args = acted_action(d)
             if kind in UNDO or (kind in CREATES_POST and edges.targets(_created_post(d["platform"], kind, args, pos))):

@@ -112,7 +112,7 @@ async def test_a_fold_that_resumes_after_another_process_folded_asks_the_file(
             for turn in range(head // 40 + 1):  # the two take turns, a page each, as a parent and its fold child
                 folding = (here, there)[turn % 2]
                 folding._position = runner.Position(position)
-                if batch := await store.read_all(position, 40):
+                if batch := await store.read_rows(position, 40):
                     await folding._fold_pages(batch)
                     position = folding.position
             assert position == head
