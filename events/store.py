@@ -313,9 +313,9 @@ class SQLiteEventStore(EventLog):
         """Number the streams not numbered yet (a new one gets its number in this transaction) and cache the
         versions of those not seen yet (a stale cache is caught by the constraints)."""
         for stream in streams - self._stream_ids.keys():
-            found = conn.execute("SELECT id FROM streams WHERE name = ?", (stream,)).fetchone()
-            self._stream_ids[stream] = found[0] if found else \
-                conn.execute("INSERT INTO streams (name) VALUES (?)", (stream,)).lastrowid
+            found = conn.execute("SELECT id FROM streams WHERE name = ?", (stream,)).fetchone() or \
+                conn.execute("INSERT INTO streams (name) VALUES (?) RETURNING id", (stream,)).fetchone()
+            self._stream_ids[stream] = int(found[0])
         for stream in streams - self._versions.keys():
             self._versions[stream] = _scalar(conn, "SELECT coalesce(max(version), 0) FROM event_log WHERE stream = ?",
                                              self._stream_ids[stream])
