@@ -19,11 +19,11 @@ from typing import Any
 
 import anyio
 
-from simreportd.agent import core
-from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
-from simreportd.agent.report_runner import ReportRunner, settings_for
-from simreportd.agent.state import ReportState
-from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.agent.llm.budget import DEFAULT_CONTEXT_TOKENS
+from simreportd.agent.report import core
+from simreportd.agent.report.report_runner import ReportRunner, settings_for
+from simreportd.agent.report.state import ReportState
+from simreportd.agent.tools.toolspec import REPORT_TOOLS
 from simreportd.errors import (
     ConcurrencyConflict,
     NotFound,

@@ -13,9 +13,9 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from simreportd.agent.chat_runner import ChatRunner
-from simreportd.agent.report_runner import ReportRunner
-from simreportd.agent.tools import SimulationTools
+from simreportd.agent.chat.chat_runner import ChatRunner
+from simreportd.agent.report.report_runner import ReportRunner
+from simreportd.agent.tools.simulation_tools import SimulationTools
 from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.interviewer import Interviewer

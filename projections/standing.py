@@ -3,7 +3,7 @@
 `Standing.after` folds one event of a `report-<id>` stream; every status and progress shown anywhere is
 this rule's answer: the report view stores it (`STATUS_SQL` and `PROGRESS_SQL` say the same rule over the
 view's columns, and a test holds the two to one table), the CLI follows a report with it, websocket frames
-carry it and the exported files show it. The agent's own fold (`agent/state.py`) decides what to do next;
+carry it and the exported files show it. The agent's own fold (`agent/report/state.py`) decides what to do next;
 this one only what a report shows.
 """
 

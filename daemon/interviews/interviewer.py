@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 import anyio
 
-from simreportd.agent import core
-from simreportd.agent.chat import check_question
-from simreportd.agent.language import language_of
-from simreportd.agent.prompts import DATA_RULE, delimit
-from simreportd.agent.providers import LLMProvider
+from simreportd.agent.chat.chat_core import check_question
+from simreportd.agent.findings.language import language_of
+from simreportd.agent.llm.providers import LLMProvider
+from simreportd.agent.report import core
+from simreportd.agent.report.prompts import DATA_RULE, delimit
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
 from simreportd.events import EventStore
 from simreportd.events.models import InterviewAnswered, InterviewRequested, InterviewUnlocked, LLMRequested

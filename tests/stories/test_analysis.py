@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simreportd.agent.camps import camps_from_sayings, statement_stances
+from simreportd.agent.tools.camps import camps_from_sayings, statement_stances
 from simreportd.analysis import Reader, VectorCache, embedder_from, meaning
 from simreportd.analysis.embedders import BundledE5
 from simreportd.analysis.meaning import gist, groups, hubness, off_topic, sentences

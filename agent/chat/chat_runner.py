@@ -1,6 +1,6 @@
 """Perform a chat's effects and append their results to its own stream, `chat-<chat_id>`.
 
-The I/O half of `agent/chat.py`: it folds the chat (and the report it is about), asks
+The I/O half of `agent/chat/chat_core.py`: it folds the chat (and the report it is about), asks
 `chat.decide` what to do, calls the LLM or a tool, appends the outcome and repeats until the
 question is answered. The report's stream is only read. Killed mid-question, the next question
 first finishes the one the log left open.
@@ -37,12 +37,15 @@ from simreportd.events.models import (
 )
 from simreportd.events.streams import chat_stream, report_stream
 
-from . import budget, chat, chat_state, core, effects
-from .report_runner import Writers
-from .state import ReportState
-from .tools import SimulationTools
+from ..llm import budget
+from ..report import core, effects
+from ..report.report_runner import Writers
+from ..report.state import ReportState
+from ..tools.simulation_tools import SimulationTools
+from . import chat_core as chat
+from . import chat_state
 
-log = logging.getLogger("simreportd.agent.chat")
+log = logging.getLogger("simreportd.agent.chat.chat_core")
 
 OnEvent = Callable[[ChatEvent], Awaitable[None]]
 

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simreportd.agent import budget, grounding, prompts
-from simreportd.agent.interpret import read_reply
-from simreportd.agent.toolspec import counts_as_evidence
+from simreportd.agent.checks import grounding
+from simreportd.agent.llm import budget
+from simreportd.agent.report import prompts
+from simreportd.agent.report.interpret import read_reply
+from simreportd.agent.tools.toolspec import counts_as_evidence
 from simreportd.events.models import (
     ContextCompacted,
     ContextGathered,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .findings.phrases import Phrases, phrases_for
-from .findings.statements import largest_camps, largest_said
+from ..findings.phrases import Phrases, phrases_for
+from ..findings.statements import largest_camps, largest_said
 
 
 @dataclass(frozen=True)
