@@ -54,7 +54,7 @@ from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading
-from simreportd.projections.standing import is_completed
+from simreportd.projections.standing import is_completed, standing_of
 
 from .config import Config
 from .leases import Leases, SoleNode
@@ -272,7 +272,8 @@ class ReportScheduler:
             raise UsageError(f"report {report_id} has completed; nothing to resume (`simreportd fork {report_id} "
                              "--at POSITION` writes it again from one of its steps)")
         if state.failed is None:
-            raise UsageError(f"report {report_id} has not failed (it {state.standing()}); nothing to resume")
+            standing = standing_of([r.event for r in events], report_id).described()
+            raise UsageError(f"report {report_id} has not failed (it {standing}); nothing to resume")
         request = state.request
         assert request is not None
         own = (request.provider, request.model)
