@@ -236,7 +236,7 @@ class Daemon:
         self.provider = self.writers(llm.resolved_provider())
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
-        self.exporter.changed(r.data["report_id"] for r in batch if is_report_stream(r.stream))
+        self.exporter.changed(r.data["report_id"] for r in batch if is_report_stream(r.stream))  # raw: each batch
 
 
 def replaced_or(group: BaseExceptionGroup) -> BaseException:

@@ -84,6 +84,16 @@ class Standing:
             return "completed_degraded" if self.verdict == "completed_degraded" else "completed"
         return "interrupted" if stopped else "running"
 
+    def described(self) -> str:
+        """Where an unfinished report stands, in words a message can follow the report's id with, and what
+        writes it on: `is not finished (2 of 4 sections done; a running daemon writes it: ...)`."""
+        if self.error is not None:
+            return f"failed during {self.stage} (`simreportd resume {self.report_id}` continues it)"
+        done = f"{self.sections_done} of {self.sections_total} sections done" if self.sections_total \
+            else "planning the outline"
+        return f"is not finished ({done}; a running daemon writes it: `simreportd run`, which also continues it " \
+               "after a stop)"
+
     def after(self, event: DomainEvent) -> Standing:
         """The standing after one more event of the report's stream."""
         handler = _AFTER.get(type(event))

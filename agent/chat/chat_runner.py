@@ -36,6 +36,7 @@ from simreportd.events.models import (
     ToolObserved,
 )
 from simreportd.events.streams import chat_stream, report_stream
+from simreportd.projections.standing import standing_of
 
 from ..llm import budget
 from ..report import core, effects
@@ -45,7 +46,7 @@ from ..tools.simulation_tools import SimulationTools
 from . import chat_core as chat
 from . import chat_state
 
-log = logging.getLogger("simreportd.agent.chat.chat_core")
+log = logging.getLogger("simreportd.agent.chat")
 
 OnEvent = Callable[[ChatEvent], Awaitable[None]]
 
@@ -175,7 +176,8 @@ class ChatRunner:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         report = core.fold([r.event for r in events], report_id)
         if not report.report_completed:
-            raise ChatLocked(f"report {report_id} {report.standing()}; a chat opens once it completes: "
+            standing = standing_of([r.event for r in events], report_id).described()
+            raise ChatLocked(f"report {report_id} {standing}; a chat opens once it completes: "
                              "ask again then")
         return report
 

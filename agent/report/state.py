@@ -380,16 +380,6 @@ class ReportState:
         if e.context_tokens:  # the offline writer after a server of 8,192 tokens: its conversations are not cut
             self.rules = self.rules.model_copy(update={"context_tokens": e.context_tokens})
 
-    def standing(self) -> str:
-        """Where an unfinished report stands, in words, and what writes it: `is not finished (2 of 4 sections
-        done; a running daemon writes it: `simreportd run`, which also continues it after a stop)`."""
-        if self.failed is not None:
-            return f"failed during {self.failed.stage} (`simreportd resume {self.report_id}` continues it)"
-        done = "planning the outline" if self.outline is None else \
-            f"{len(self.completed)} of {len(self.outline.sections)} sections done"
-        return f"is not finished ({done}; a running daemon writes it: `simreportd run`, which also continues it " \
-               "after a stop)"
-
     def known_ids(self) -> set[str]:
         """Ids any tool of this report returned: citing one of them is citing the simulation model."""
         return grounding.ids_in([o.result for s in self.sections.values() for o in s.observations])
