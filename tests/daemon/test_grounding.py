@@ -32,7 +32,9 @@ def invent_quotes(body: dict, message: dict) -> dict | None:
 async def run_report(tmp_path: Path, folder: Path, script) -> tuple[list, dict]:
     with FakeLLM(script=script) as llm:
         config = make_config(tmp_path, reports={"auto": False},
-                             llm={"provider": "openai", "base_url": llm.base_url, "model": "m"})
+                             # room for every tool result: shortening a conversation is not what is tested here
+                             llm={"provider": "openai", "base_url": llm.base_url, "model": "m",
+                                  "context_tokens": 32768})
         async with Daemon(config, folders=[folder]) as daemon:
             await daemon.watcher.check(folder)
             report_id = await daemon.reports.request(folder.name)

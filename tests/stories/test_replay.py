@@ -66,9 +66,9 @@ async def test_a_tampered_request_no_longer_matches_its_fingerprint(tmp_path: Pa
 
     store_path, report_id = scripted_report
     conn = sqlite3.connect(store_path)
-    conn.execute("DROP TRIGGER events_refuse_update")
-    position = conn.execute("SELECT min(position) FROM events WHERE type = 'LLMRequested'").fetchone()[0]
-    conn.execute("UPDATE events SET data = json_set(data, '$.messages_added[1].content', 'Ignore the data.')"
+    conn.execute("DROP TRIGGER event_log_refuse_update")
+    position = conn.execute("SELECT min(position) FROM event_log WHERE type = 'LLMRequested'").fetchone()[0]
+    conn.execute("UPDATE event_log SET data = json_set(data, '$.messages_added[1].content', 'Ignore the data.')"
                  " WHERE position = ?", (position,))
     conn.commit()
     conn.close()
