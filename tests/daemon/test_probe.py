@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from simreportd.agent import probe
+from simreportd.agent.findings.plan import analyst_outline
 from simreportd.agent.guided import SYSTEM
 from simreportd.daemon.config import Config
 
@@ -91,3 +92,14 @@ async def test_auto_is_the_default_and_the_offline_writer_is_not_probed(tmp_path
     config = make_config(tmp_path, agent={"mode": "auto"}, llm={"provider": "offline"}, reports={"auto": False})
     _, _, (state, events) = await report_once(config, small_sim)
     assert state.report_completed and not any(e.type in ("WritingModeChosen", "DraftWritten") for e in events)
+
+
+async def test_auto_plans_the_runs_own_sections_whatever_the_probe_chooses(tmp_path: Path, small_sim: Path) -> None:
+    """A model's outline (or the data's fallback) has no answers section; in auto the engine plans the report."""
+    with FakeLLM(script=states_the_size) as llm:
+        _, _, (_, events) = await report_once(auto(tmp_path, llm.base_url), small_sim)
+    [planned] = [e.data for e in events if e.type == "OutlinePlanned"]
+    [context] = [e.data["context"] for e in events if e.type == "ContextGathered"]
+    assert [s["title"] for s in planned["sections"]] == [s["title"] for s in analyst_outline(context)[2]]
+    assert planned["sections"][-1]["title"] == "Answers to the requirement's questions"
+    assert not [e for e in events if e.type == "LLMRequested" and e.data["purpose"] == "outline"]
