@@ -171,10 +171,11 @@ def _whole_items(content: str) -> list[Any]:
     return out
 
 
-def draft(content: str, facts: list[str], ev: claims.Evidence,
-          engine: str = "") -> tuple[str, list[int], ClaimVerdict]:
+def draft(content: str, facts: list[str], ev: claims.Evidence, engine: str = "",
+          asked: str = "") -> tuple[str, list[int], ClaimVerdict]:
     """One draft as kept: the sentences whose claims the evidence supports, marked as the model's, over the
-    engine's analysis (`engine`, from the data; the probe has none and keeps the sentences alone)."""
+    engine's analysis (`engine`, from the data; the probe has none and keeps the sentences alone); those that
+    only copy the engine or restate what was `asked` are not the model's reading."""
     sheet = numbered(facts)
     written = [(FACT_REF.sub("", text).strip(), [n for n in dict.fromkeys(cited) if n in sheet])
                for text, cited in sentences_of(content)]
@@ -186,14 +187,42 @@ def draft(content: str, facts: list[str], ev: claims.Evidence,
         return "", [], verdict
     if not engine:
         return " ".join(t for t, _ in kept), cited, verdict
-    return composed(engine, facts, [(t, c) for t, c in kept if adds(t, engine)]), cited, verdict
+    own = [(" ".join(p for p in claims.sentences(t) if adds(p, engine, asked)), c) for t, c in kept]
+    return composed(engine, facts, [(t, c) for t, c in own if t]), cited, verdict
 
 
-def adds(sentence: str, engine: str) -> bool:
-    """Whether a kept sentence of the model's says something: not a fact of the engine's copied word for word,
-    not a restated question, not a lead-in with nothing after it ("...以下几个方面：")."""
+def adds(sentence: str, engine: str, asked: str = "") -> bool:
+    """Whether a kept sentence of the model's says something: not a fact of the engine's copied (mostly word for
+    word, a tail of another fact's words included), not the question `asked` restated, not a lead-in with nothing
+    after it ("...以下几个方面：")."""
     plain = sentence.strip().rstrip(".。")
-    return bool(plain) and not plain.endswith((":", "：")) and _words(plain) not in _words(engine)
+    return bool(plain) and not plain.endswith((":", "：")) and not copied(plain, engine) and not restates(plain, asked)
+
+
+COPIED = 0.7  # a sentence whose longest run of the engine's words is this share of it copies a fact
+
+
+def copied(sentence: str, engine: str) -> bool:
+    """Whether most of the sentence is one run of the engine's words ("X is neutral by profile, but from round 8
+    on, all 5 of their statements spoke for the opposing camp: Y 2 times" copies a fact and garbles its end)."""
+    words, text = WORDS.findall(sentence.lower()), f" {_words(engine)} "
+    if not words:
+        return False
+    need = max(1, round(COPIED * len(words)))
+    return any(f" {' '.join(words[i:i + need])} " in text for i in range(len(words) - need + 1))
+
+
+RESTATED = 0.8  # a sentence without figures or ids whose content words are this share of the question's
+
+
+def restates(sentence: str, asked: str) -> bool:
+    """Whether the sentence only says the question again ("Residents will react to the proposed charge, which
+    arguments dominate."): no figure or id, and its content words nearly all the question's."""
+    if not asked or any(kind in ("figure", "id") for kind, _ in claims.claims_in(sentence)):
+        return False
+    words = [w for w in WORDS.findall(sentence.lower()) if w not in claims.STOP_WORDS]
+    question = set(WORDS.findall(asked.lower()))
+    return bool(words) and sum(w in question for w in words) >= RESTATED * len(words)
 
 
 def _words(text: str) -> str:

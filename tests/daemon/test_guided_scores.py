@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from simreportd.agent.guided import SYSTEM
 from simreportd.daemon.config import Config
 from simreportd.simulator.quality import Score, score_report
 from simreportd.simulator.simulate import simulate
@@ -68,8 +69,11 @@ def adds_a_reading(body: dict[str, Any], message: dict[str, Any]) -> dict[str, A
     if reply is None:
         return None
     sentences = json.loads(reply["content"])["sentences"][:2]
-    sentences[0]["text"] = "Put plainly: " + sentences[0]["text"]
+    sentences[0]["text"] = OWN_READING
     return {"content": json.dumps({"sentences": sentences})}
+
+
+OWN_READING = "Read together, these facts show where the debate turned."
 
 
 async def test_the_models_own_reading_stands_marked_over_the_data_and_its_copies_do_not(tmp_path: Path,
@@ -78,5 +82,49 @@ async def test_the_models_own_reading_stands_marked_over_the_data_and_its_copies
         _, _, (_, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), small_sim)
     for content in (e.data["content"] for e in events if e.type == "SectionCompleted"):
         reading, data = content.split("From the data:", 1)
-        assert "_The model's reading" in reading and "Put plainly: " in reading
+        assert "_The model's reading" in reading and OWN_READING in reading
         assert reading.count(". ") <= 2  # the copied fact stands once, under the data, not twice
+
+
+# Qwen2.5-Coder-0.5B's sentences on seed 21 (40 agents x 16 rounds), word for word: copies of the engine's facts,
+# one with another fact's tail garbled onto it, and the requirement's questions said again.
+QWEN_SEED_21 = {
+    "The camps": [
+        {"text": "Residents will react to the proposed downtown congestion charge by their profiles, with neutral, "
+                 "supportive, and opposing camps forming. The neutral camp's most repeated argument came up in 12 "
+                 "statements by 8 agents; Tomasz Zhou (agent:4) put it first.", "facts": [1, 3]},
+        {"text": "The supportive camp's most repeated argument came up in 10 statements by 6 agents; Ines Iyer "
+                 "(agent:0) put it first.", "facts": [2, 4]}],
+    "Who drove": [
+        {"text": "Residents will react to the proposed downtown congestion charge, which arguments dominate. The "
+                 "debate will differ between Twitter and Reddit.", "facts": [1, 3]},
+        {"text": "Hana Sato (agent:5) is neutral by profile, but from round 8 on, all 5 of their statements spoke "
+                 "for the opposing camp: Aiko Haddad (agent:21) 2 times.", "facts": [1, 3]},
+        {"text": "Amara Zhou (agent:8) is neutral by profile, but from round 8 on, all 4 of their statements spoke "
+                 "for the opposing camp: Aiko Haddad (agent:21) 3 times.", "facts": [1, 3]}],
+}
+NOT_READINGS = ["The neutral camp's most repeated argument", "The supportive camp's most repeated argument",
+                "which arguments dominate", "The debate will differ", "is neutral by profile"]
+
+
+def qwen_on_seed_21(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    asked = body["messages"][1]["content"]
+    said = next((s for key, s in QWEN_SEED_21.items() if f"Section: {key}" in asked), QWEN_SEED_21["Who drove"][:1])
+    return {"content": json.dumps({"sentences": said}) + "."}
+
+
+async def test_copied_facts_and_restated_questions_are_not_the_models_reading(tmp_path: Path) -> None:
+    folder = tmp_path / "sims" / "sim_seed21"
+    simulate(folder, agents=40, rounds=16, seed=21)
+    with FakeLLM(script=qwen_on_seed_21) as llm:
+        _, _, (_, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), folder)
+    sections = {e.data["title"]: e.data["content"] for e in events if e.type == "SectionCompleted"}
+    drivers = next(c for t, c in sections.items() if t.startswith("Who drove"))
+    assert drivers.startswith("_The model's sentences only restated the data below")
+    for content in sections.values():
+        reading = content.split("From the data:", 1)[0]
+        assert not [s for s in NOT_READINGS if s in reading], reading
+    camps = next(c for t, c in sections.items() if t.startswith("The camps"))
+    assert camps.split("From the data:", 1)[0].count("Residents will react") == 1  # its own words stand, marked
