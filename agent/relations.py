@@ -3,9 +3,9 @@
 Pure text work, no I/O, in English and Chinese. A *relation* is a sentence's claim that names agents,
 camps or platforms in a role: who reacted (most) to whom, who is most active or most reacted to, who
 changed sides (from and to which camp, before or after the trigger), which camp is the largest, which
-platform led. The agents' names are known from the evidence, so they are found as substrings (a Chinese
-name has no capital letters). A relation the evidence does not hold is named, as the claim check names a
-figure it lacks: `unsupported` returns them for one sentence.
+platform led, in which round the trigger landed. The agents' names are known from the evidence, so they are
+found as substrings (a Chinese name has no capital letters). A relation the evidence does not hold is named,
+as the claim check names a figure it lacks: `unsupported` returns them for one sentence.
 """
 
 from __future__ import annotations
@@ -55,6 +55,15 @@ AFTER = re.compile(r"\bafter (?:round (\d+)|the (?:trigger|event|scheduled event
                    r"第(\d+)轮之后|(?:预定)?事件(?:发生)?之后", re.I)
 BEFORE = re.compile(r"\bbefore (?:round (\d+)|the (?:trigger|event|scheduled event|announcement))|"
                     r"第(\d+)轮之前|(?:预定)?事件(?:发生)?之前", re.I)
+
+ORDINALS = {w: n for n, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split(), 1)}
+EVENT = r"(?:the\s+)?(?:scenario'?s\s+)?(?:scheduled\s+event|trigger(?:ing event)?)"
+WHICH_ROUND = r"(?:round\s+(\d+)|the\s+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|final)\s+round)"
+LANDED = r"(?:landed|came|hit|happened|arrived|struck|took place|occurred)"
+TRIGGERED = re.compile(rf"\b(?:in|at|during)\s+{WHICH_ROUND},?\s+{EVENT}\s+{LANDED}|"
+                       rf"\b{EVENT}\s+{LANDED}\s+(?:in|at|during)\s+{WHICH_ROUND}|"
+                       rf"\b{WHICH_ROUND}\s+(?:is|was)\s+when\s+{EVENT}|"
+                       r"(?:预定)?事件(?:发生|出现|到来)(?:在|于)第(\d+)轮|第(\d+)轮(?:发生了|迎来了?|出现了)(?:预定)?事件", re.I)
 
 
 @dataclass(frozen=True)
@@ -155,7 +164,7 @@ def unsupported(sentence: str, rel: Relations) -> list[str]:
     text = _plain(sentence)
     found = _mentions(text, rel.names)
     return list(dict.fromkeys([*_reactions(text, found, rel), *_passive(text, found, rel), *_shifts(text, found, rel),
-                               *_largest(text, rel), *_leads(text, rel)]))
+                               *_largest(text, rel), *_leads(text, rel), *_triggered(text, rel)]))
 
 
 def _plain(sentence: str) -> str:
@@ -307,4 +316,16 @@ def _leads(text: str, rel: Relations) -> list[str]:
             totals = {p: float(v) for p, v in rel.platforms.items()}
         if not totals or totals.get(platform, -1.0) < max(totals.values()):
             out.append(f"{platform} led")
+    return out
+
+
+def _triggered(text: str, rel: Relations) -> list[str]:
+    """`In the first round, the scheduled event landed`: the round the sentence gives the trigger is its round."""
+    out = []
+    for m in TRIGGERED.finditer(text):
+        said = next(g for g in m.groups() if g).lower()
+        last = max((int(r.get("last_round", r["round"])) for r in rel.rounds), default=None)
+        n = int(said) if said.isdigit() else last if said in ("last", "final") else ORDINALS[said]
+        if rel.trigger is not None and n != rel.trigger:
+            out.append(f"the scheduled event in round {n}")
     return out

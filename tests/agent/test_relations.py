@@ -127,3 +127,13 @@ def test_the_sheet_never_cuts_a_fact_inside_a_quotation() -> None:
     assert guided.whole_quotations(claims.SENTENCE.split(text)) == [
         'Ann Lee (agent:1) said \u201cThe memo is fake. Nobody checked it.\u201d in round 5 (post:twitter:9).',
         "Twitter averaged 12.5 actions per round.", 'Bo Chen wrote "Buses first. Stadiums never." in round 6.']
+
+
+def test_the_round_a_sentence_gives_the_trigger_is_its_round() -> None:
+    wrong = "In the first round, the scenario's scheduled event landed with 30 actions."  # Qwen on seed 21
+    assert dropped(wrong, EN) == [["the scheduled event in round 1"]]
+    assert dropped("The scheduled event landed in round 7.", EN) == [["the scheduled event in round 7"]]
+    assert dropped("预定事件发生在第3轮。", EN) == [["the scheduled event in round 3"]]
+    for right in ("Round 5 is when the scenario's scheduled event landed.", "In the fifth round, the trigger hit.",
+                  "预定事件发生在第5轮。", "Before round 5, Twitter averaged 20 actions per round."):
+        assert dropped(right, EN) == [], right

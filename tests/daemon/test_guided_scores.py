@@ -86,9 +86,12 @@ async def test_the_models_own_reading_stands_marked_over_the_data_and_its_copies
         assert reading.count(". ") <= 2  # the copied fact stands once, under the data, not twice
 
 
-# Qwen2.5-Coder-0.5B's sentences on seed 21 (40 agents x 16 rounds), word for word: copies of the engine's facts,
-# one with another fact's tail garbled onto it, and the requirement's questions said again.
+# Qwen2.5-Coder-0.5B's sentences on seed 21 (40 agents x 16 rounds), word for word: the trigger put in the first round,
+# copies of the engine's facts, one with another fact's tail garbled onto it, the requirement's questions said again.
 QWEN_SEED_21 = {
+    "Round 8": [  # its figures are the sheet's (3.23x before the round was corrected); its round is not the trigger's
+        {"text": "In the first round, the scenario's scheduled event landed with 65 actions, which was 3.42x the mean "
+                 "of rounds 5-7 (19.0).", "facts": [1, 3]}],
     "The camps": [
         {"text": "Residents will react to the proposed downtown congestion charge by their profiles, with neutral, "
                  "supportive, and opposing camps forming. The neutral camp's most repeated argument came up in 12 "
@@ -115,7 +118,7 @@ def qwen_on_seed_21(body: dict[str, Any], message: dict[str, Any]) -> dict[str, 
     return {"content": json.dumps({"sentences": said}) + "."}
 
 
-async def test_copied_facts_and_restated_questions_are_not_the_models_reading(tmp_path: Path) -> None:
+async def test_a_wrong_trigger_round_copied_facts_and_restated_questions_are_not_the_models_reading(tmp_path: Path) -> None:
     folder = tmp_path / "sims" / "sim_seed21"
     simulate(folder, agents=40, rounds=16, seed=21)
     with FakeLLM(script=qwen_on_seed_21) as llm:
@@ -126,5 +129,8 @@ async def test_copied_facts_and_restated_questions_are_not_the_models_reading(tm
     for content in sections.values():
         reading = content.split("From the data:", 1)[0]
         assert not [s for s in NOT_READINGS if s in reading], reading
+    assert not [c for c in sections.values() if "In the first round" in c]
+    [dropped] = [e.data["claims"]["unsupported"] for e in events if e.type == "DraftWritten" and e.data["section_index"] == 1]
+    assert dropped[0]["claims"] == ["the scheduled event in round 1"]
     camps = next(c for t, c in sections.items() if t.startswith("The camps"))
     assert camps.split("From the data:", 1)[0].count("Residents will react") == 1  # its own words stand, marked
