@@ -26,6 +26,7 @@ from .tool_answers import PlanningContext, Seen, add_answer
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
+FENCED = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\.?\Z", re.S)  # JSON in a Markdown fence, as small models write it
 ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\d,\s]*\]\s*\}')  # one whole sentence
 QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
 WORDS = re.compile(r"\w+")
@@ -145,6 +146,7 @@ def response_format(kind: str) -> dict[str, Any] | None:
 def sentences_of(content: str) -> list[tuple[str, list[int]]]:
     """The draft's sentences with the facts each cites, from the JSON answer (its complete items, when the
     length limit cut it) or from plain text with [n]."""
+    content = FENCED.sub(r"\1", content.strip())
     try:
         value = json.loads(content)
         items = value.get("sentences") if isinstance(value, dict) else None
@@ -153,6 +155,8 @@ def sentences_of(content: str) -> list[tuple[str, list[int]]]:
     if isinstance(items, list):
         out = []
         for item in items:
+            if isinstance(item, str):  # a sentence without its object: its facts are the [n] it writes
+                item = {"text": item, "facts": []}
             if isinstance(item, dict) and isinstance(item.get("text"), str):
                 cited = [n for n in item.get("facts") or [] if isinstance(n, int)]
                 out.append((item["text"], cited + [int(n) for n in FACT_REF.findall(item["text"])]))
@@ -192,24 +196,30 @@ def draft(content: str, facts: list[str], ev: claims.Evidence, engine: str = "",
 
 
 def adds(sentence: str, engine: str, asked: str = "") -> bool:
-    """Whether a kept sentence of the model's says something: not a fact of the engine's copied (mostly word for
-    word, a tail of another fact's words included), not the question `asked` restated, not a lead-in with nothing
-    after it ("...以下几个方面：")."""
-    plain = sentence.strip().rstrip(".。")
+    """Whether a kept sentence of the model's says something: not the engine's facts copied (spliced or garbled
+    included), not the question `asked` restated, not a lead-in with nothing after it ("...以下几个方面：", or the
+    JSON debris of one: `" Next in the neutral camp (10 statements): ...:",`)."""
+    plain = sentence.strip().strip('",').strip().rstrip(".。")
     return bool(plain) and not plain.endswith((":", "：")) and not copied(plain, engine) and not restates(plain, asked)
 
 
-COPIED = 0.7  # a sentence whose longest run of the engine's words is this share of it copies a fact
+RUN = 4  # words in a row that a sentence must share with the engine's facts for them to count as copied
+COPIED = 0.6  # a sentence this much of which is such runs copies the engine
 
 
 def copied(sentence: str, engine: str) -> bool:
-    """Whether most of the sentence is one run of the engine's words ("X is neutral by profile, but from round 8
-    on, all 5 of their statements spoke for the opposing camp: Y 2 times" copies a fact and garbles its end)."""
+    """Whether the sentence is mostly runs of the engine's words: one fact copied, a fact with another's tail
+    garbled on ("X is neutral by profile, ... spoke for the opposing camp: Y 2 times"), or pieces of two spliced
+    ("On Twitter, they kept the debate going with a 0.17 ... divergence, while on Reddit, they were furthest
+    apart in round 13: ...")."""
     words, text = WORDS.findall(sentence.lower()), f" {_words(engine)} "
-    if not words:
-        return False
-    need = max(1, round(COPIED * len(words)))
-    return any(f" {' '.join(words[i:i + need])} " in text for i in range(len(words) - need + 1))
+    if not words or f" {' '.join(words)} " in text:
+        return bool(words)
+    covered = set()
+    for i in range(len(words) - RUN + 1):
+        if f" {' '.join(words[i:i + RUN])} " in text:
+            covered.update(range(i, i + RUN))
+    return len(covered) >= COPIED * len(words)
 
 
 RESTATED = 0.8  # a sentence without figures or ids whose content words are this share of the question's

@@ -34,6 +34,8 @@ REACTED_TO = re.compile(r"\b(?:drew|received|got|attracted)\s+(?:the\s+)?most\s+
                         r"被回应最多", re.I)
 ACTIVE = re.compile(r"\bmost active\b(?!\s+(?:rounds?|platforms?|periods?|phases?|days?|hours?)\b)|"
                     r"最(?:为)?活跃(?!的(?:一轮|轮次|平台|时段))", re.I)
+DOMINANT = re.compile(r"\bdominat(?:ing|ed|es|e)\b|\bled the (?:debate|discussion|conversation)\b|"
+                      r"主导了?(?:讨论|辩论)?", re.I)
 SHIFTED = re.compile(r"\b(?:changed|switched|swapped|flipped)\s+(?:sides?|camps?|stances?|positions?|"
                      r"(?:his|her|their)\s+(?:stance|position|side|camp|minds?))|"
                      r"\b(?:moved|switched|shifted|defected|crossed over|went over|turned)\s+to\s+the\s+\w+\s+"
@@ -232,10 +234,12 @@ def _reactions(text: str, found: list[Mention], rel: Relations) -> list[str]:
 
 
 def _passive(text: str, found: list[Mention], rel: Relations) -> list[str]:
-    """`B drew the most reactions`, `A was the most active`: the names of the clause (before the cue, or after
-    it when none is before) in the evidence's list."""
+    """`B drew the most reactions`, `A was the most active`, `with A and B dominating`: the names of the clause
+    (before the cue, or after it when none is before) in the evidence's list (the most active or most reacted to,
+    for who dominated)."""
     out = []
-    for pattern, held, role in ((REACTED_TO, rel.engaged, "most reacted to"), (ACTIVE, rel.active, "most active")):
+    for pattern, held, role in ((REACTED_TO, rel.engaged, "most reacted to"), (ACTIVE, rel.active, "most active"),
+                                (DOMINANT, rel.active | rel.engaged, "dominated the debate")):
         for m in pattern.finditer(text):
             before = _between(found, _clause_start(text, m.start(), SOFT), m.start())
             names = before or _between(found, m.end(), _clause_end(text, m.end(), SOFT))

@@ -137,3 +137,12 @@ def test_the_round_a_sentence_gives_the_trigger_is_its_round() -> None:
     for right in ("Round 5 is when the scenario's scheduled event landed.", "In the fifth round, the trigger hit.",
                   "预定事件发生在第5轮。", "Before round 5, Twitter averaged 20 actions per round."):
         assert dropped(right, EN) == [], right
+
+
+def test_who_dominated_is_among_the_most_active_or_most_reacted_to() -> None:
+    wrong = "Residents will react to the proposed charge by 12 statements, with Luis Iyer and Tariq Iyer dominating."
+    assert dropped(wrong, EN) == [["Luis Iyer dominated the debate", "Tariq Iyer dominated the debate"]]
+    assert dropped("朱娟主导了讨论。", ZH) == [["朱娟 dominated the debate"]]
+    for right in ("The debate was dominated by Sofia Mensah and Kofi Sato.", "吴伟主导了讨论。",
+                  "The debate is dominated by a mix of arguments about cleaner air."):
+        assert dropped(right, EN if right.isascii() else ZH) == [], right

@@ -86,51 +86,79 @@ async def test_the_models_own_reading_stands_marked_over_the_data_and_its_copies
         assert reading.count(". ") <= 2  # the copied fact stands once, under the data, not twice
 
 
-# Qwen2.5-Coder-0.5B's sentences on seed 21 (40 agents x 16 rounds), word for word: the trigger put in the first round,
-# copies of the engine's facts, one with another fact's tail garbled onto it, the requirement's questions said again.
+# Qwen2.5-Coder-0.5B's replies on seed 21 (40 agents x 16 rounds), word for word: the trigger put in the first round,
+# copies of the engine's facts (one with another fact's tail garbled on, two spliced into one sentence), the sheet
+# written back in a Markdown fence with a name put to the wrong argument, the side-changers said to dominate, the
+# requirement's questions said again.
 QWEN_SEED_21 = {
-    "Round 8": [  # its figures are the sheet's (3.23x before the round was corrected); its round is not the trigger's
+    "Round 8": json.dumps({"sentences": [  # its figures are the sheet's; its round is not the trigger's
         {"text": "In the first round, the scenario's scheduled event landed with 65 actions, which was 3.42x the mean "
-                 "of rounds 5-7 (19.0).", "facts": [1, 3]}],
-    "The camps": [
-        {"text": "Residents will react to the proposed downtown congestion charge by their profiles, with neutral, "
-                 "supportive, and opposing camps forming. The neutral camp's most repeated argument came up in 12 "
-                 "statements by 8 agents; Tomasz Zhou (agent:4) put it first.", "facts": [1, 3]},
-        {"text": "The supportive camp's most repeated argument came up in 10 statements by 6 agents; Ines Iyer "
-                 "(agent:0) put it first.", "facts": [2, 4]}],
-    "Who drove": [
+                 "of rounds 5-7 (19.0).", "facts": [1, 3]}]}),
+    "The camps": (
+        "```json\n{\n  \"sentences\": [\n    \"[1] By their profiles the 40 agents split into 16 neutral,"
+        " 12 supportive, 10 opposing and 2 observers.\",\n    \"[2] The neutral camp's most repeated a"
+        "rgument came up in 12 statements by 8 agents; Tomasz Zhou (agent:4) put it first:\",\n    \"["
+        "3] Next in the neutral camp (10 statements): Ines Iyer (agent:0) put it first:\",\n    \"[4] "
+        "The supportive camp's most repeated argument came up in 10 statements by 6 agents; Ines Iy"
+        "er (agent:0) put it first:\",\n    \"[5] The opposing camp's most repeated argument came up i"
+        "n 8 statements by 6 agents; Priya Garcia (agent:18) put it first:\",\n    \"[6] Next in the o"
+        "pposing camp (8 statements): Sofia Duarte (agent:17, supportive: 9 actions), Sofia Weber ("
+        "agent:22, supportive: 7 actions) and Liam Karimi (agent:23, supportive: 10 actions).\",\n   "
+        " \"[7] The observer camp's most repeated argument came up in 5 statements by 2 agents; Sofi"
+        "a Aziz (agent:25) put it first:\",\n    \"[8] Next in the observer camp (3 statements): Counc"
+        "il spokesperson: the leaked memo is 'an early draft' and the charge revenue is 'not alloca"
+        "ted'.\",\n    \"[9] The agents behind the statements the question search found include Ines I"
+        "yer (agent:0, supportive: 17 actions), Sofia Duarte (agent:17, supportive: 9 actions), Sof"
+        "ia Weber (agent:22, supportive: 7 actions) and Liam Karimi (agent:23, supportive: 10 actio"
+        "ns).\"\n  ]\n}\n```"),
+    "Where Twitter": (
+        "{\n  \"sentences\": [\n    {\n      \"text\": \"Residents will react to the proposed downtown cong"
+        "estion charge by arguing that it is a waste of money and may not be beneficial for their h"
+        "ealth.\",\n      \"facts\": [1, 2]\n    },\n    {\n      \"text\": \"The debate between Twitter and "
+        "Reddit differs in terms of their overall divergence and after the trigger. On Twitter, the"
+        "y kept the debate going with a 0.17 (|Twitter - Reddit| / total) divergence, while on Redd"
+        "it, they were furthest apart in round 13: 16 actions on Twitter against 4 on Reddit.\",\n   "
+        "   \"facts\": [2, 3]\n    },\n    {\n      \"text\": \"On Reddit the most common actions were CREA"
+        "TE_COMMENT (49), CREATE_POST (43), LIKE_POST (26). On Twitter the most common actions were"
+        " CREATE_POST (75), LIKE_POST (64), REPOST (27).\",\n      \"facts\": [4, 5]\n    }\n  ]\n}"),
+    "Who drove": json.dumps({"sentences": [
         {"text": "Residents will react to the proposed downtown congestion charge, which arguments dominate. The "
                  "debate will differ between Twitter and Reddit.", "facts": [1, 3]},
         {"text": "Hana Sato (agent:5) is neutral by profile, but from round 8 on, all 5 of their statements spoke "
                  "for the opposing camp: Aiko Haddad (agent:21) 2 times.", "facts": [1, 3]},
         {"text": "Amara Zhou (agent:8) is neutral by profile, but from round 8 on, all 4 of their statements spoke "
-                 "for the opposing camp: Aiko Haddad (agent:21) 3 times.", "facts": [1, 3]}],
+                 "for the opposing camp: Aiko Haddad (agent:21) 3 times.", "facts": [1, 3]},
+        {"text": "Residents will react to the proposed downtown congestion charge by 12 statements, with Hana Sato "
+                 "and Amara Zhou dominating.", "facts": [1, 3]}]}),
+    "Answers": (
+        "{\"sentences\": [{\"text\": \"Residents will react to the proposed downtown congestion charge b"
+        "y 12 statements, with Hana Sato and Amara Zhou dominating. The neutral camp's dominant arg"
+        "ument is 10 statements, while the supportive camp's dominant argument is 8 statements.\", \""
+        "facts\": [1, 3]}]}."),
 }
-NOT_READINGS = ["The neutral camp's most repeated argument", "The supportive camp's most repeated argument",
-                "which arguments dominate", "The debate will differ", "is neutral by profile"]
+NOT_READINGS = ["In the first round", "most repeated argument", "which arguments dominate", "The debate will differ",
+                "is neutral by profile", "Ines Iyer (agent:0) put it first", "kept the debate going with a 0.17",
+                "dominating", "dominant argument is 10", "By their profiles"]
 
 
 def qwen_on_seed_21(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
     if body["messages"][0]["content"] != SYSTEM:
         return None
     asked = body["messages"][1]["content"]
-    said = next((s for key, s in QWEN_SEED_21.items() if f"Section: {key}" in asked), QWEN_SEED_21["Who drove"][:1])
-    return {"content": json.dumps({"sentences": said}) + "."}
+    return {"content": next((s for key, s in QWEN_SEED_21.items() if f"Section: {key}" in asked), "{}")}
 
 
-async def test_a_wrong_trigger_round_copied_facts_and_restated_questions_are_not_the_models_reading(tmp_path: Path) -> None:
+async def test_qwens_wrong_sentences_on_seed_21_are_not_the_models_reading(tmp_path: Path) -> None:
     folder = tmp_path / "sims" / "sim_seed21"
     simulate(folder, agents=40, rounds=16, seed=21)
     with FakeLLM(script=qwen_on_seed_21) as llm:
         _, _, (_, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), folder)
     sections = {e.data["title"]: e.data["content"] for e in events if e.type == "SectionCompleted"}
-    drivers = next(c for t, c in sections.items() if t.startswith("Who drove"))
-    assert drivers.startswith("_The model's sentences only restated the data below")
-    for content in sections.values():
-        reading = content.split("From the data:", 1)[0]
-        assert not [s for s in NOT_READINGS if s in reading], reading
-    assert not [c for c in sections.values() if "In the first round" in c]
+    readings = [p for c in sections.values() for p in c.split("\n\n") if p.startswith("_The model's reading")]
+    assert not [(s, r) for s in NOT_READINGS for r in readings if s in r]
+    for title in ("The camps", "Who drove"):  # nothing of its own was left: the section says so
+        [content] = [c for t, c in sections.items() if t.startswith(title)]
+        assert content.startswith("_The model's sentences only restated the data below")
     [dropped] = [e.data["claims"]["unsupported"] for e in events if e.type == "DraftWritten" and e.data["section_index"] == 1]
     assert dropped[0]["claims"] == ["the scheduled event in round 1"]
-    camps = next(c for t, c in sections.items() if t.startswith("The camps"))
-    assert camps.split("From the data:", 1)[0].count("Residents will react") == 1  # its own words stand, marked
+    assert [s for s in sections.values() if s.startswith("_The model's reading")]  # what is its own still stands
