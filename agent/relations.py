@@ -3,9 +3,10 @@
 Pure text work, no I/O, in English and Chinese. A *relation* is a sentence's claim that names agents,
 camps or platforms in a role: who reacted (most) to whom, who is most active or most reacted to, who
 changed sides (from and to which camp, before or after the trigger), which camp is the largest, which
-platform led, in which round the trigger landed. The agents' names are known from the evidence, so they are
-found as substrings (a Chinese name has no capital letters). A relation the evidence does not hold is named,
-as the claim check names a figure it lacks: `unsupported` returns them for one sentence.
+platform led, in which round the trigger landed, whose id a name is given. The agents' names are known
+from the evidence, so they are found as substrings (a Chinese name has no capital letters). A relation the
+evidence does not hold is named, as the claim check names a figure it lacks: `unsupported` returns them
+for one sentence.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class Relations:
     platforms: Mapping[str, int] = field(default_factory=dict)
     rounds: tuple[Mapping[str, Any], ...] = ()
     trigger: int | None = None
+    agents: Mapping[str, str] = field(default_factory=dict)  # "agent:7" -> the agent's name
 
 
 @dataclass
@@ -107,6 +109,7 @@ class RelationCollector:
     platforms: dict[str, int] = field(default_factory=dict)
     rounds: list[Mapping[str, Any]] = field(default_factory=list)
     trigger: int | None = None
+    agents: dict[str, str] = field(default_factory=dict)
 
     def add(self, value: Any) -> None:
         if isinstance(value, list):
@@ -143,6 +146,10 @@ class RelationCollector:
         for key in ("name", "from_name", "to_name"):
             if isinstance(value.get(key), str) and len(value[key]) > 1:
                 self.names.add(value[key])
+        for ref, name in ((value.get("ref"), value.get("name")), (value.get("from"), value.get("from_name")),
+                          (value.get("to"), value.get("to_name"))):
+            if isinstance(ref, str) and ref.startswith("agent:") and isinstance(name, str):
+                self.agents[ref] = name
         if isinstance(value.get("from_name"), str) and isinstance(value.get("to_name"), str):
             self.chains.add((value["from_name"], value["to_name"]))
         agent = value.get("agent")
@@ -153,7 +160,7 @@ class RelationCollector:
     def relations(self) -> Relations:
         return Relations(frozenset(self.names), frozenset(self.engaged), frozenset(self.active), dict(self.shifts),
                          self.shifts_known, frozenset(self.chains), tuple(self.sizes), dict(self.platforms),
-                         tuple(self.rounds), self.trigger)
+                         tuple(self.rounds), self.trigger, dict(self.agents))
 
 
 def _names_of(agents: Any) -> set[str]:
@@ -165,8 +172,9 @@ def unsupported(sentence: str, rel: Relations) -> list[str]:
     """The relations `sentence` states that the evidence does not hold, each in a few words."""
     text = _plain(sentence)
     found = _mentions(text, rel.names)
-    return list(dict.fromkeys([*_reactions(text, found, rel), *_passive(text, found, rel), *_shifts(text, found, rel),
-                               *_largest(text, rel), *_leads(text, rel), *_triggered(text, rel)]))
+    return list(dict.fromkeys([*_misnamed(sentence, rel), *_reactions(text, found, rel), *_passive(text, found, rel),
+                               *_shifts(text, found, rel), *_largest(text, rel), *_leads(text, rel),
+                               *_triggered(text, rel)]))
 
 
 def _plain(sentence: str) -> str:
@@ -178,6 +186,18 @@ def _plain(sentence: str) -> str:
 
 
 Mention = tuple[int, int, str]  # start, end, name
+NAMED_ID = re.compile(r"(\w[\w' -]*?)\s*[(（]\s*(agent:\d+)")
+
+
+def _misnamed(sentence: str, rel: Relations) -> list[str]:
+    """`Tariq Karimi (agent:23)` where agent:23 is another agent: the name before an id must be that id's."""
+    out = []
+    for m in NAMED_ID.finditer(sentence):
+        name, ref = m.group(1).strip(), m.group(2)
+        known = rel.agents.get(ref)
+        if known and not name.endswith(known) and any(n != known and name.endswith(n) for n in rel.names):
+            out.append(f"{name.split(', ')[-1]} is not {ref}")
+    return out
 
 
 def _mentions(text: str, names: frozenset[str]) -> list[Mention]:

@@ -93,7 +93,7 @@ def test_the_chinese_invented_relation_is_dropped_sentence_by_sentence() -> None
     assert [u.claims for u in verdict.unsupported] == [["吴伟 changed sides", "刘静 changed sides"]]
     assert claims.keep(text, verdict) == "朱娟和张超改变了立场。最活跃的参与者是吴伟和刘静。其他人回应最多的是王芳 (agent:2)。"
     assert dropped("王芳最活跃。吴伟回应了王芳。", ZH) == [["王芳 most active"], ["吴伟 reacted to 王芳"]]
-    assert dropped("反对方人数最多。朱娟 (agent:2，档案立场为支持方) 自第6轮起为支持方发声。", ZH) == [
+    assert dropped("反对方人数最多。朱娟 (agent:3，档案立场为支持方) 自第6轮起为支持方发声。", ZH) == [
         ["the opposing camp is the largest"], ["朱娟 changed to supportive"]]
 
 
@@ -146,3 +146,12 @@ def test_who_dominated_is_among_the_most_active_or_most_reacted_to() -> None:
     for right in ("The debate was dominated by Sofia Mensah and Kofi Sato.", "吴伟主导了讨论。",
                   "The debate is dominated by a mix of arguments about cleaner air."):
         assert dropped(right, EN if right.isascii() else ZH) == [], right
+
+
+def test_a_name_before_an_id_is_that_agents() -> None:
+    result = json.dumps({"most_active_agents": [{"ref": "agent:23", "name": "Jonas Tanaka"},
+                                                {"ref": "agent:32", "name": "Tariq Karimi"}]})
+    wrong = ("The agents behind the statements the question search found include Mateo Weber (agent:2, neutral: 12 "
+             "actions), Tariq Karimi (agent:23) and Hana Okafor (agent:30)), together from round 13.")  # Qwen, seed 22
+    assert "Tariq Karimi is not agent:23" in dropped(wrong, result)[0]
+    assert dropped("Tariq Karimi (agent:32) and Jonas Tanaka (agent:23) were the most active.", result) == []

@@ -162,3 +162,43 @@ async def test_qwens_wrong_sentences_on_seed_21_are_not_the_models_reading(tmp_p
     [dropped] = [e.data["claims"]["unsupported"] for e in events if e.type == "DraftWritten" and e.data["section_index"] == 1]
     assert dropped[0]["claims"] == ["the scheduled event in round 1"]
     assert [s for s in sections.values() if s.startswith("_The model's reading")]  # what is its own still stands
+
+
+# Its camps section on seed 22, word for word: facts spliced, Tariq Karimi given Jonas Tanaka's id (agent:23).
+QWEN_SEED_22_CAMPS = (
+    "{\n  \"sentences\": [\n    {\n      \"text\": \"Students and staff react to AI-proctored coursewor"
+    "k replacing exams, with Twitter and Reddit part ways. The agents split into two2 supportiv"
+    "e, 9 opposing, 5 observers and 4 neutral camps.\",\n      \"facts\": [1, 3]\n    },\n    {\n     "
+    " \"text\": \"The supportive camp's most repeated argument came up in 18 statements by 11 agen"
+    "ts; Noor Ivanov (agent:6) put it first\",\n      \"facts\": [2]\n    },\n    {\n      \"text\": \"Ne"
+    "xt in the supportive camp (17 statements):\"\n      \"facts\": [3]\n    },\n    {\n      \"text\": "
+    "\"The opposing camp's most repeated argument came up in 9 statements by 6 agents; Hana Byrn"
+    "e (agent:16) put it first\",\n      \"facts\": [4]\n    },\n    {\n      \"text\": \"The observer ca"
+    "mp's most repeated argument came up in 6 statements by 4 agents; Jonas Silva (agent:5) put"
+    " it first\",\n      \"facts\": [5]\n    },\n    {\n      \"text\": \"Next in the observer camp (9 st"
+    "atements):\"\n      \"facts\": [6]\n    },\n    {\n      \"text\": \"The neutral camp's most repeate"
+    "d argument came up in 6 statements by 4 agents; Mateo Weber (agent:2) put it first\",\n     "
+    " \"facts\": [7]\n    },\n    {\n      \"text\": \"Next in the neutral camp (3 statements):\"\n      "
+    "\"facts\": [8]\n    },\n    {\n      \"text\": \"The agents behind the statements the question sea"
+    "rch found include Mateo Weber (agent:2, neutral: 12 actions), Tariq Karimi (agent:23) and "
+    "Hana Okafor (agent:30)), together from round 13; 3 opposing agents (Kofi Rossi (agent:1), "
+    "Ravi Duarte (agent:4) and Priya Weber (agent:39)), together from round 14.\",\n      \"facts\""
+    ": [9, 11]\n    }\n  ]\n}")
+
+
+def qwen_on_seed_22(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    return {"content": QWEN_SEED_22_CAMPS if "Section: The camps" in body["messages"][1]["content"] else "{}"}
+
+
+async def test_a_name_given_another_agents_id_is_dropped(tmp_path: Path) -> None:
+    folder = tmp_path / "sims" / "sim_seed22"
+    simulate(folder, agents=40, rounds=16, seed=22)
+    truth = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
+    with FakeLLM(script=qwen_on_seed_22) as llm:
+        _, _, (_, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), folder)
+    [camps] = [e.data for e in events if e.type == "DraftWritten" and e.data["section_index"] == 2]
+    assert any("Tariq Karimi is not agent:23" in u["claims"] for u in camps["claims"]["unsupported"])
+    assert "Tariq Karimi (agent:23)" not in markdown_of(events)
+    assert not score_report(markdown_of(events), truth).hallucinated
