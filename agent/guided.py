@@ -196,11 +196,19 @@ def draft(content: str, facts: list[str], ev: claims.Evidence, engine: str = "",
 
 
 def adds(sentence: str, engine: str, asked: str = "") -> bool:
-    """Whether a kept sentence of the model's says something: not the engine's facts copied (spliced or garbled
-    included), not the question `asked` restated, not a lead-in with nothing after it ("...以下几个方面：", or the
-    JSON debris of one: `" Next in the neutral camp (10 statements): ...:",`)."""
+    """Whether a kept sentence of the model's says something checked: a claim the check read (a figure, id, name or
+    term: "Residents will react by arguing that it will lead to increased air quality" holds none, so nothing of it
+    was checked), not the engine's facts copied (spliced or garbled included), not the question `asked` restated,
+    not a lead-in with nothing after it ("...以下几个方面：", or the JSON debris of one)."""
     plain = sentence.strip().strip('",').strip().rstrip(".。")
-    return bool(plain) and not plain.endswith((":", "：")) and not copied(plain, engine) and not restates(plain, asked)
+    return bool(plain) and not plain.endswith((":", "：")) and checkable(plain) and not copied(plain, engine) \
+        and not restates(plain, asked)
+
+
+def checkable(sentence: str) -> bool:
+    """Whether the claim check read something in the sentence it could hold against the data (a platform alone
+    is no finding: "In Twitter, they are neutral on posts ... while in Reddit, they are neutral by profile")."""
+    return any(kind in ("figure", "id", "name", "term") for kind, _ in claims.claims_in(sentence))
 
 
 RUN = 4  # words in a row that a sentence must share with the engine's facts for them to count as copied

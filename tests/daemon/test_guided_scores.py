@@ -5,6 +5,7 @@ scripted model server over real HTTP, an English story and a Chinese one."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,11 +70,12 @@ def adds_a_reading(body: dict[str, Any], message: dict[str, Any]) -> dict[str, A
     if reply is None:
         return None
     sentences = json.loads(reply["content"])["sentences"][:2]
-    sentences[0]["text"] = OWN_READING
+    figure = re.search(r"\d+", sentences[0]["text"])
+    sentences[0]["text"] = OWN_READING + (f" ({figure.group(0)})." if figure else ".")
     return {"content": json.dumps({"sentences": sentences})}
 
 
-OWN_READING = "Read together, these facts show where the debate turned."
+OWN_READING = "Read together, these facts show the figure where the debate turned"
 
 
 async def test_the_models_own_reading_stands_marked_over_the_data_and_its_copies_do_not(tmp_path: Path,
@@ -89,7 +91,7 @@ async def test_the_models_own_reading_stands_marked_over_the_data_and_its_copies
 # Qwen2.5-Coder-0.5B's replies on seed 21 (40 agents x 16 rounds), word for word: the trigger put in the first round,
 # copies of the engine's facts (one with another fact's tail garbled on, two spliced into one sentence), the sheet
 # written back in a Markdown fence with a name put to the wrong argument, the side-changers said to dominate, the
-# requirement's questions said again.
+# requirement's questions said again, claims no check can read ("a waste of money").
 QWEN_SEED_21 = {
     "Round 8": json.dumps({"sentences": [  # its figures are the sheet's; its round is not the trigger's
         {"text": "In the first round, the scenario's scheduled event landed with 65 actions, which was 3.42x the mean "
@@ -138,7 +140,7 @@ QWEN_SEED_21 = {
 }
 NOT_READINGS = ["In the first round", "most repeated argument", "which arguments dominate", "The debate will differ",
                 "is neutral by profile", "Ines Iyer (agent:0) put it first", "kept the debate going with a 0.17",
-                "dominating", "dominant argument is 10", "By their profiles"]
+                "dominating", "dominant argument is 10", "By their profiles", "waste of money"]
 
 
 def qwen_on_seed_21(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
@@ -161,7 +163,8 @@ async def test_qwens_wrong_sentences_on_seed_21_are_not_the_models_reading(tmp_p
         assert content.startswith("_The model's sentences only restated the data below")
     [dropped] = [e.data["claims"]["unsupported"] for e in events if e.type == "DraftWritten" and e.data["section_index"] == 1]
     assert dropped[0]["claims"] == ["the scheduled event in round 1"]
-    assert [s for s in sections.values() if s.startswith("_The model's reading")]  # what is its own still stands
+    said_none = ("_The model's sentences only restated the data below", "_No draft of the model survived")
+    assert all(s.startswith(said_none) for s in sections.values())  # nothing checked of its own: each section says so
 
 
 # Its camps section on seed 22, word for word: facts spliced, Tariq Karimi given Jonas Tanaka's id (agent:23).
