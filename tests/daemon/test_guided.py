@@ -54,8 +54,8 @@ async def test_guided_sections_keep_only_what_the_sheet_supports_and_the_best_of
     guided_requests = [r for r in llm.requests if r["messages"][0]["content"] == SYSTEM]
     assert guided_requests and all(r["response_format"]["type"] == "json_object" for r in guided_requests)
     assert all("tools" not in r for r in guided_requests)  # the engine called the tools, not the model
-    assert state.verdict is not None  # degraded: each section had a sentence removed
-    assert any("removed" in p for p in state.verdict.problems)
+    # each section had a sentence removed: named in its verdict (above), never shown, so the report stands
+    assert state.verdict is not None and state.verdict.status == "completed" and not state.verdict.problems
     assert (await replay_report_in(tmp_path, report_id)).divergence is None  # recorded drafts replay exactly
 
 
