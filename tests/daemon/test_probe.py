@@ -65,17 +65,39 @@ def states_the_size(body: dict[str, Any], message: dict[str, Any]) -> dict[str, 
         {"text": "The run was a 6-round simulation with 12 agents.", "facts": [1]}]})}
 
 
-def states_the_findings(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+def copies_the_findings(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """Qwen2.5-Coder-0.5B on seed 21: the sheet written back word for word."""
     if body["messages"][0]["content"] != SYSTEM:
         return None
     return {"content": json.dumps({"sentences": [{"text": t, "facts": [int(n)]} for n, t in sheet_of(body).items()]})}
+
+
+def own_words(fact: str) -> str:
+    """A probe fact as a model that reads it says it, in words of its own."""
+    if m := re.match(r"The (\w+) camp is the largest", fact):
+        return f"Counting profiles, {m.group(1)} agents outnumber every other side."
+    if m := re.match(r"The (\w+) and (\w+) camps are tied", fact):
+        return f"Neither {m.group(1)} nor {m.group(2)} agents outnumber the other: a tie at the top."
+    if m := re.match(r"(\w+) led the run with \d+ actions against (\d+) on (\w+)", fact):
+        return f"{m.group(3)} trailed {m.group(1)}, with only {m.group(2)} actions."
+    if m := re.match(r"The scheduled event landed in (round \d+)", fact):
+        return f"Everything turned in {m.group(1)}."
+    return fact
+
+
+def states_the_findings(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    return {"content": json.dumps({"sentences": [{"text": own_words(t), "facts": [int(n)]}
+                                                 for n, t in sheet_of(body).items()]})}
 
 
 def auto(tmp_path: Path, base_url: str) -> Config:
     return guided_config(tmp_path, base_url, mode="auto")
 
 
-@pytest.mark.parametrize("script, mode", [(states_the_size, "guided"), (states_the_findings, "react")])
+@pytest.mark.parametrize("script, mode", [(states_the_size, "guided"), (copies_the_findings, "guided"),
+                                          (states_the_findings, "react")])
 async def test_auto_writes_react_only_for_a_model_that_states_the_findings(tmp_path: Path, small_sim: Path,
                                                                          script: Any, mode: str) -> None:
     with FakeLLM(script=script) as llm:
