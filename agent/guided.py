@@ -223,7 +223,7 @@ def copied(sentence: str, engine: str) -> bool:
     words, text = WORDS.findall(sentence.lower()), f" {_words(engine)} "
     if not words or f" {' '.join(words)} " in text:
         return bool(words)
-    covered = set()
+    covered: set[int] = set()
     for i in range(len(words) - RUN + 1):
         if f" {' '.join(words[i:i + RUN])} " in text:
             covered.update(range(i, i + RUN))
