@@ -37,7 +37,7 @@ QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|
 SENTENCE_END = re.compile(r"(?<=[.!?。！？…])\s*|\n+")
 LETTERS = re.compile(r"[\u3400-\u9fff]|[^\W\d_\u3400-\u9fff]+", re.U)  # a Han character, or a run of other letters
 SENTENCE_WORDS = 2  # words (Han characters) a sentence needs to be searched on its own: "cc", "+1." say nothing
-HUB_NEIGHBOURS = 10  # nearest sentences whose mean likeness says how much a sentence is like everything
+HUB_NEIGHBOURS = 3  # nearest sentences whose mean likeness says how much a sentence is like everything
 HUB_SAMPLE = 1000  # sentences a sentence is compared with to find that (evenly spread over the run)
 DECORATION = re.compile(r"@\w+|#\w+|https?://\S+")
 WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+", re.U)
@@ -122,7 +122,7 @@ def groups(vectors: Vectors, texts: Sequence[str], weights: Sequence[int], thres
     repeated = np.asarray(weights) >= SAID_BY_MANY
     apart = alike.copy()
     apart[np.ix_(repeated, repeated)] = -np.inf  # agents who repeat a sentence verbatim have named their argument
-    label = _merged(apart.copy(), threshold)
+    label = _merged(apart.copy(), threshold, stances)
     if stances is not None:
         label = _merged_within_camps(apart, label, stances)
     return _by_representative(alike, _small_joined(apart, label), np.asarray(weights, dtype=np.float64))
@@ -142,18 +142,32 @@ def _small_joined(alike: np.ndarray, label: np.ndarray) -> np.ndarray:
     return out
 
 
-def _merged(alike: np.ndarray, threshold: float) -> np.ndarray:
-    """Average linkage: the two most alike groups merge while their mean likeness reaches `threshold`."""
+def _merged(alike: np.ndarray, threshold: float, stances: Sequence[Counter[str]] | None = None) -> np.ndarray:
+    """Average linkage: the two most alike groups merge while their mean likeness reaches `threshold`. With
+    the stances of each statement's authors, two groups of more than SMALL_GROUP statements that different
+    camps hold never merge: the news of a scandal and a camp's outcry over it share every topical word."""
     n = len(alike)
     np.fill_diagonal(alike, -np.inf)
     size, label = np.ones(n), np.arange(n)
+    votes = [Counter(s) for s in stances] if stances is not None else None
     while n > 1:
-        i, j = np.unravel_index(int(np.argmax(alike)), alike.shape)
+        i, j = (int(k) for k in np.unravel_index(int(np.argmax(alike)), alike.shape))
         if alike[i, j] < threshold:
             break
-        _join(alike, size, int(i), int(j))
+        if votes is not None and min(size[i], size[j]) > SMALL_GROUP and _camps_differ(votes[i], votes[j]):
+            alike[i, j] = alike[j, i] = -np.inf  # kept apart, and so is what either later takes in
+            continue
+        _join(alike, size, i, j)
+        if votes is not None:
+            votes[i] = votes[i] + votes[j]
         label[label == j] = i
     return label
+
+
+def _camps_differ(a: Counter[str], b: Counter[str]) -> bool:
+    """Whether two groups are each held by a camp (`_camp`), and not by the same one."""
+    held = _camp(a), _camp(b)
+    return None not in held and held[0] != held[1]
 
 
 def _join(alike: np.ndarray, size: np.ndarray, i: int, j: int) -> None:

@@ -25,7 +25,7 @@ from simreportd.projections.tallies import argument_key
 
 from .embedders import Embedder
 from .languages import SAME_QUESTIONS, language_of, means_of, moved, posts_language
-from .meaning import gist, groups, hubness, off_topic, sentences
+from .meaning import HAN, LETTERS, gist, groups, hubness, off_topic, sentences
 from .vectors import VectorCache, embedder_named
 
 log = logging.getLogger("simreportd.analysis")
@@ -34,6 +34,8 @@ MIN_TEXTS = 60  # distinct wordings a run needs before they are grouped by meani
 # words and the run's mean direction too little to stand on (a 12-agent run merged unlike catalogue lines)
 MAX_TEXTS = 1500  # distinct wordings a run's analysis embeds at most (each agent's most said first)
 FUSION_K = 60  # reciprocal-rank fusion's constant: a rank-1 hit scores 1/61
+KEYWORD_SHARE = 0.25  # a question's keyword ranking, weighed against its vector ranking (bench/analysis_quality.py)
+QUESTION_WORDS = 4  # words from which a query is a question searched by meaning first
 VECTOR_CANDIDATES = 200  # nearest wordings a search takes from the vector ranking
 PAUSE_S = 60  # seconds searches go by keywords alone after the embedder failed one
 NEAR_BEST = 0.05  # cosine below the closest wording past which a wording is not a match
@@ -123,28 +125,21 @@ class Reader:
     def search(self, conn: sqlite3.Connection, key: tuple[str, int], query: str, limit: int,
                kinds: tuple[str, ...] | None, wordings: Wordings | None) -> list[dict[str, Any]]:
         """Keyword and vector rankings fused (reciprocal rank), so a question finds the statements that answer
-        it in other words or another language; keywords alone without vectors. The statements that share the
-        question's words come closest in meaning first (any one shared word makes a match). Where the words
-        matched, the vectors add at most half of the answer: a name asked for is not buried under its nearest
-        strangers, and a small model's context is not filled with them; a question in another language than
-        the posts is answered by meaning first."""
+        it in other words or another language; keywords alone without vectors. A question (`asked_in_words`),
+        or a query in another language than most posts, is answered by meaning first, the keyword ranking
+        weighing KEYWORD_SHARE of it: its shared words are mostly the topic's and function words, any one of
+        which makes a keyword hit. A few words (a name, a term) keep the keyword hits, the closest in meaning
+        first, and the vectors add at most half of the answer: a name asked for is not buried under its
+        nearest strangers."""
         keyword = simulation_queries.search(conn, key, query, max(limit, 50), kinds)
         close = self._closeness(query, wordings) if wordings is not None and query.strip() else None
         if close is None or wordings is None:
             return keyword[:limit]
-        keyword = _by_meaning(keyword, close, wordings)
-        nearest = _nearest(close, wordings, kinds, limit)
-        scores: dict[str, float] = {}
-        for ranking in ([h["ref"] for h in keyword], nearest):
-            for rank, ref in enumerate(ranking):
-                scores[ref] = scores.get(ref, 0.0) + 1.0 / (FUSION_K + rank + 1)
+        if asked_in_words(query) or language_of(query) != wordings.language:
+            best = _fused([_ranked(close, wordings, kinds), [h["ref"] for h in keyword]], [1.0, KEYWORD_SHARE])[:limit]
+        else:
+            best = _keywords_first(_by_meaning(keyword, close, wordings), _nearest(close, wordings, kinds, limit), limit)
         known = {h["ref"]: h for h in keyword}
-        ranked = sorted(scores, key=lambda r: (-scores[r], r))
-        across = language_of(query) != wordings.language
-        room = limit if not keyword or across else max(1, limit // 2)  # meaning fills in; it does not crowd out the words
-        added = set([r for r in ranked if r not in known][:room])
-        best = [r for r in ([r for r in ranked if r in added] if across else ranked) if r in known or r in added]
-        best = (best + [r for r in ranked if r in known and r not in best])[:limit]
         fetched = {p["ref"]: p for p in simulation_queries.posts_by_refs(conn, key, [r for r in best if r not in known])}
         return [hit for r in best if (hit := known.get(r) or fetched.get(r)) is not None]
 
@@ -173,13 +168,51 @@ class Reader:
         return moved(asked, self._means, source, posts)
 
 
+def asked_in_words(query: str) -> bool:
+    """Whether a query is a question put in words (QUESTION_WORDS or more, two Han characters a word), not a
+    name or a term."""
+    letters = LETTERS.findall(query)
+    han = sum(1 for t in letters if HAN.fullmatch(t))
+    return len(letters) - han + han / 2 >= QUESTION_WORDS
+
+
+def _fused(rankings: list[list[str]], weights: list[float]) -> list[str]:
+    """Citation ids by their weighted reciprocal-rank score over `rankings`, best first (ties by id)."""
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, ref in enumerate(ranking):
+            scores[ref] = scores.get(ref, 0.0) + weight / (FUSION_K + rank + 1)
+    return sorted(scores, key=lambda r: (-scores[r], r))
+
+
+def _keywords_first(keyword: list[dict[str, Any]], nearest: list[str], limit: int) -> list[str]:
+    """The keyword hits and the nearest in meaning fused, the hits kept: the vectors add at most half of
+    `limit`, and all of it when nothing matched the words."""
+    known = {h["ref"] for h in keyword}
+    ranked = _fused([[h["ref"] for h in keyword], nearest], [1.0, 1.0])
+    room = limit if not keyword else max(1, limit // 2)
+    added = set([r for r in ranked if r not in known][:room])
+    best = [r for r in ranked if r in known or r in added]
+    return (best + [r for r in ranked if r in known and r not in best])[:limit]
+
+
+def _ranked(close: Any, w: Wordings, kinds: tuple[str, ...] | None) -> list[str]:
+    """Citation ids of the statements of the VECTOR_CANDIDATES wordings closest (`close`), closest first."""
+    order = np.argsort(-close, kind="stable")[:VECTOR_CANDIDATES]
+    return _of_kinds([ref for i in order for ref in w.refs[int(i)]], kinds)
+
+
+def _of_kinds(refs: list[str], kinds: tuple[str, ...] | None) -> list[str]:
+    """`refs` without repeats, only posts and quotes when `kinds` leaves comments out."""
+    wanted = {"post", "quote"} if kinds and "comment" not in kinds else None
+    return list(dict.fromkeys(r for r in refs if wanted is None or r.startswith("post:")))
+
+
 def _nearest(close: Any, w: Wordings, kinds: tuple[str, ...] | None, limit: int) -> list[str]:
     """Citation ids of the statements whose wordings are closest (`close`), closest first: at most `limit`
     wordings, none much further than the closest (a search for one thing is not a list of all)."""
     order = [i for i in np.argsort(-close, kind="stable")[:min(limit, VECTOR_CANDIDATES)] if close[i] >= close.max() - NEAR_BEST]
-    wanted = {"post", "quote"} if kinds and "comment" not in kinds else None
-    refs = [ref for i in order for ref in w.refs[int(i)]]
-    return list(dict.fromkeys(r for r in refs if wanted is None or r.startswith("post:")))
+    return _of_kinds([ref for i in order for ref in w.refs[int(i)]], kinds)
 
 
 def _by_meaning(hits: list[dict[str, Any]], close: Any, w: Wordings) -> list[dict[str, Any]]:

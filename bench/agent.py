@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent.providers import Completion, estimate_tokens
-from simreportd.agent.report_runner import ReportRunner, settings_for
-from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.agent.llm.providers import Completion, estimate_tokens
+from simreportd.agent.report.report_runner import ReportRunner, settings_for
+from simreportd.agent.tools.toolspec import REPORT_TOOLS
 from simreportd.daemon.config import Config
 from simreportd.events import SQLiteEventStore
 from simreportd.events.models import (

@@ -117,7 +117,7 @@ def read_floor(store_path: Path) -> int:
     """Select the store's events in position order and decode each one's data with orjson: the least a fold
     can spend before it writes anything. Returns the events read."""
     with contextlib.closing(sqlite3.connect(store_path)) as conn:
-        rows, events = conn.execute("SELECT position, stream, type, data FROM events ORDER BY position"), 0
+        rows, events = conn.execute(f"SELECT position, stream, type, data FROM {log_table(conn)} ORDER BY position"), 0
         while page := rows.fetchmany(FLOOR_ROWS):
             for row in page:
                 orjson.loads(row[3])
@@ -218,13 +218,21 @@ class RunningDaemon:
         self.log.close()
 
 
+def log_table(conn: sqlite3.Connection) -> str:
+    """The table a store's events are rows of: `event_log` (the compact row), `events` in a store of before it
+    (`--against` an older simreportd)."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_log'").fetchone()
+    return "event_log" if found else "events"
+
+
 def head_and_folded(store: Path) -> tuple[int, int, bool]:
     """The store's head, the read models' checkpoint, and whether the run's SimulationCompleted is stored."""
     with contextlib.closing(sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True)) as log, \
             contextlib.closing(sqlite3.connect(f"{views_path_for(store).as_uri()}?mode=ro", uri=True)) as views:
-        head = log.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0]
+        table = log_table(log)
+        head = log.execute(f"SELECT coalesce(max(position), 0) FROM {table}").fetchone()[0]
         # the newest rows only: a scan of the whole type column every sample would cost the machine
-        done = log.execute("SELECT count(*) FROM events WHERE position > ?1 - 64 AND type = 'SimulationCompleted'",
+        done = log.execute(f"SELECT count(*) FROM {table} WHERE position > ?1 - 64 AND type = 'SimulationCompleted'",
                            (head,)).fetchone()[0] > 0
         folded = views.execute("SELECT coalesce(max(position), 0) FROM projection_checkpoint").fetchone()[0]
     return head, folded, done

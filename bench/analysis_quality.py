@@ -28,9 +28,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent import stance_labels
-from simreportd.agent.camps import camps_from_sayings, statement_stances
-from simreportd.agent.tools import SimulationTools, labelled_by_wording
+from simreportd.agent.report import stance_labels
+from simreportd.agent.tools.camps import camps_from_sayings, statement_stances
+from simreportd.agent.tools.simulation_tools import SimulationTools, labelled_by_wording
 from simreportd.daemon.cli.local import running
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.service import Daemon

@@ -67,7 +67,11 @@ async def fold(folder, path):
 def floor(folder, path, row):
     import orjson
     from simreportd.events.ids import new_event_ids
-    from simreportd.events.store import INSERT, SCHEMA
+    # The row of before the compact one, both unique indexes: what this floor has always timed
+    SCHEMA = ("CREATE TABLE events (position INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL,"
+              " version INTEGER NOT NULL, type TEXT NOT NULL, schema_version INTEGER NOT NULL, recorded_at TEXT NOT NULL,"
+              " data TEXT NOT NULL, meta TEXT NOT NULL, UNIQUE (stream, version))")
+    INSERT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")

@@ -55,7 +55,7 @@ async def one_report(base: Path, folder: Path, url: str, parallel: int, concurre
         report_id = await daemon.reports.request(folder.name)
         state = await generate(daemon, report_id)
         elapsed = time.perf_counter() - started
-    assert state.report_completed, state.standing()
+    assert state.report_completed, f"report {state.report_id} did not complete"
     return elapsed, len(state.completed)
 
 

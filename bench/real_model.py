@@ -32,7 +32,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent.prompts import ECHOES
+from simreportd.agent.report.prompts import ECHOES
 from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon

@@ -24,9 +24,9 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore  # n
 from ingest import write_big_folder  # noqa: E402  (bench/ingest.py)
 
 from agent import NoEnvironment, ScriptedModel  # noqa: E402  (bench/agent.py)
-from simreportd.agent.report_runner import ReportRunner, settings_for  # noqa: E402
-from simreportd.agent.tools import SimulationTools  # noqa: E402
-from simreportd.agent.toolspec import REPORT_TOOLS  # noqa: E402
+from simreportd.agent.report.report_runner import ReportRunner, settings_for  # noqa: E402
+from simreportd.agent.tools.simulation_tools import SimulationTools  # noqa: E402
+from simreportd.agent.tools.toolspec import REPORT_TOOLS  # noqa: E402
 from simreportd.daemon.config import AgentConfig, Config  # noqa: E402
 from simreportd.daemon.ingest.ingestor import SimulationIngestor  # noqa: E402
 from simreportd.daemon.report_replay import replay_report  # noqa: E402
@@ -44,7 +44,7 @@ class LongModel(ScriptedModel):
     """Calls the tools round-robin until 47 calls, then writes the section."""
 
     async def complete(self, request, messages, attempt):  # type: ignore[no-untyped-def]
-        from simreportd.agent.providers import Completion
+        from simreportd.agent.llm.providers import Completion
         from simreportd.events.models import ToolCallRequest
 
         if request.purpose == "outline":

@@ -7,10 +7,10 @@ http://127.0.0.1:8080/v1 --model qwen2.5-coder-0.5b --runs 10` (or `-c config.to
 `ground_truth.json`), ingests it, writes one report and scores it with
 `simreportd.simulator.quality`: facts recovered, wrong numbers, hallucinated names, grounded
 and ungrounded quotes, requirement questions answered. Prints one row per seed and a total, then
-each report's seconds and its kept sentences read back through the claim check (`agent/claims.py`)
+each report's seconds and its kept sentences read back through the claim check (`agent/checks/claims.py`)
 with the evidence of their section: every one should be supported. Then, per seed, what the scorer does not
 read: the report's status (degraded or not), its wrong relations (who reacted to whom, who is most active,
-who changed sides, which camp is largest, which platform led: `agent/relations.py` against every tool result
+who changed sides, which camp is largest, which platform led: `agent/checks/relations.py` against every tool result
 of the report and the run's context), each question answered by the right kind of evidence (a concern by
 an argument's statement, not a round alone; a reaction by statements from the trigger on; platforms by both
 platforms' figures), and the ablation: facts recovered once the model's own sentences (guided mode's
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent import claims, grounding, relations
+from simreportd.agent.checks import claims, grounding, relations
 from simreportd.agent.findings.phrases import EN, ZH
 from simreportd.daemon.cli.local import completed_generation, running
 from simreportd.daemon.config import Config, find_config, load_config

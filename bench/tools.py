@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent.offline import OfflineProvider
-from simreportd.agent.tools import SimulationTools
+from simreportd.agent.offline.offline import OfflineProvider
+from simreportd.agent.tools.simulation_tools import SimulationTools
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.events import SQLiteEventStore

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent.chat import check_history, check_question
-from simreportd.agent.chat_runner import ChatRunner, ChatWriter, chat_settings
-from simreportd.agent.report_runner import settings_for
-from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.agent.chat.chat_core import check_history, check_question
+from simreportd.agent.chat.chat_runner import ChatRunner, ChatWriter, chat_settings
+from simreportd.agent.report.report_runner import settings_for
+from simreportd.agent.tools.toolspec import REPORT_TOOLS
 from simreportd.errors import NotFound, SimreportdError, UsageError
 from simreportd.events.models import ChatAnswered, ChatEvent, ChatLLMRequested, ChatToolCalled
 from simreportd.projections import report_queries, simulation_queries

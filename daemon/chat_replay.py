@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from simreportd.agent.chat_runner import ChatRunner, ChatWriter
-from simreportd.agent.replay_provider import RecordedInterviews, ReplayProvider
-from simreportd.agent.tools import SimulationTools
+from simreportd.agent.chat.chat_runner import ChatRunner, ChatWriter
+from simreportd.agent.llm.replay_provider import RecordedInterviews, ReplayProvider
+from simreportd.agent.tools.simulation_tools import SimulationTools
 from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound
 from simreportd.events import EventStore, NewEvent, SQLiteEventStore

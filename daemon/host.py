@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from simreportd.agent.chat_runner import ChatRunner
-from simreportd.agent.report_runner import ReportRunner
+from simreportd.agent.chat.chat_runner import ChatRunner
+from simreportd.agent.report.report_runner import ReportRunner
 from simreportd.events import EventLog
 from simreportd.projections.runner import ProjectionRunner
 

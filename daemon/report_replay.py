@@ -25,15 +25,15 @@ from typing import Any
 
 import anyio
 
-from simreportd.agent.replay_provider import (
+from simreportd.agent.llm.replay_provider import (
     RecordedEnvironment,
     RecordedInterviews,
     RecordedOrder,
     ReplayProvider,
     decided,
 )
-from simreportd.agent.report_runner import ReportRunner
-from simreportd.agent.tools import SimulationTools
+from simreportd.agent.report.report_runner import ReportRunner
+from simreportd.agent.tools.simulation_tools import SimulationTools
 from simreportd.analysis import recorded_reader
 from simreportd.errors import NotFound, UsageError
 from simreportd.events import EventStore, NewEvent, SQLiteEventStore

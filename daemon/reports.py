@@ -19,11 +19,11 @@ from typing import Any
 
 import anyio
 
-from simreportd.agent import core
-from simreportd.agent.budget import DEFAULT_CONTEXT_TOKENS
-from simreportd.agent.report_runner import ReportRunner, settings_for
-from simreportd.agent.state import ReportState
-from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.agent.llm.budget import DEFAULT_CONTEXT_TOKENS
+from simreportd.agent.report import core
+from simreportd.agent.report.report_runner import ReportRunner, settings_for
+from simreportd.agent.report.state import ReportState
+from simreportd.agent.tools.toolspec import REPORT_TOOLS
 from simreportd.errors import (
     ConcurrencyConflict,
     NotFound,
@@ -54,7 +54,7 @@ from simreportd.events.streams import report_stream, simulation_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.runner import ProjectionRunner
 from simreportd.projections.sqlite import reading
-from simreportd.projections.standing import is_completed
+from simreportd.projections.standing import is_completed, standing_of
 
 from .config import Config
 from .leases import Leases, SoleNode
@@ -272,7 +272,8 @@ class ReportScheduler:
             raise UsageError(f"report {report_id} has completed; nothing to resume (`simreportd fork {report_id} "
                              "--at POSITION` writes it again from one of its steps)")
         if state.failed is None:
-            raise UsageError(f"report {report_id} has not failed (it {state.standing()}); nothing to resume")
+            standing = standing_of([r.event for r in events], report_id).described()
+            raise UsageError(f"report {report_id} has not failed (it {standing}); nothing to resume")
         request = state.request
         assert request is not None
         own = (request.provider, request.model)
@@ -351,13 +352,15 @@ async def runs_so_far(store: EventStore, simulation_id: str) -> dict[int, RunSoF
     rounds: dict[int, dict[str, int]] = {}
     starts: dict[int, int] = {}  # generation -> version of its first event (the actions after it are its own)
     async for recorded in store.iter_stream(stream, types=MILESTONES):
-        d, generation = recorded.data, int(recorded.data["generation"])
+        event = recorded.event
+        assert isinstance(event, SimulationEvent)  # MILESTONES holds simulation events only
+        generation = event.generation
         starts.setdefault(generation, recorded.version)
         rounds.setdefault(generation, {})
-        if recorded.type == SimulationCompleted.TYPE:
+        if isinstance(event, SimulationCompleted):
             completed.add(generation)
-        elif recorded.type == RoundEnded.TYPE:
-            rounds[generation][d["platform"]] = max(rounds[generation].get(d["platform"], 0), d["round"])
+        elif isinstance(event, RoundEnded):
+            rounds[generation][event.platform] = max(rounds[generation].get(event.platform, 0), event.round)
     running = sorted(set(rounds) - completed)
     actions = await _actions_by_generation(store, stream, starts, running[0]) if running else {}
     return {g: None if g in completed else RunSoFar(rounds=r, actions=actions.get(g, 0)) for g, r in rounds.items()}

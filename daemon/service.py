@@ -13,9 +13,9 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from simreportd.agent.chat_runner import ChatRunner
-from simreportd.agent.report_runner import ReportRunner
-from simreportd.agent.tools import SimulationTools
+from simreportd.agent.chat.chat_runner import ChatRunner
+from simreportd.agent.report.report_runner import ReportRunner
+from simreportd.agent.tools.simulation_tools import SimulationTools
 from simreportd.daemon.ingest.snapshots import snapshots_path_for
 from simreportd.daemon.ingest.watcher import Watcher
 from simreportd.daemon.interviews.interviewer import Interviewer
@@ -236,7 +236,7 @@ class Daemon:
         self.provider = self.writers(llm.resolved_provider())
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
-        self.exporter.changed(r.data["report_id"] for r in batch if is_report_stream(r.stream))
+        self.exporter.changed(r.data["report_id"] for r in batch if is_report_stream(r.stream))  # raw: each batch
 
 
 def replaced_or(group: BaseExceptionGroup) -> BaseException:

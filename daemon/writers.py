@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from simreportd.agent.offline import OfflineProvider
-from simreportd.agent.providers import Completion, LLMProvider, OpenAIProvider, Pacer, innermost_reason
+from simreportd.agent.llm.providers import Completion, LLMProvider, OpenAIProvider, Pacer, innermost_reason
+from simreportd.agent.offline.offline import OfflineProvider
 from simreportd.errors import LLMError, UsageError, WriterUnreachable
 from simreportd.events.models import LLMRequested
 

@@ -10,6 +10,7 @@ from pydantic_core import from_json
 
 from simreportd.errors import UnknownEventType
 
+from .ids import id_text
 from .models import EVENT_ADAPTER, EVENT_TYPES, AgentActed, DomainEvent, acted_fields
 from .positions import Position
 
@@ -85,11 +86,17 @@ def decode(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainE
 
 
 def loads(text: str) -> Any:
-    """`json.loads`, by pydantic-core's parser: twice as fast, and the fold decodes every event it reads."""
+    """`json.loads`, by pydantic-core's parser: twice as fast, and the fold decodes every event it reads. Not
+    orjson's, though as fast: it reads an int past 64 bits as a float, and the log keeps what it was given."""
     try:
         return from_json(text)
     except ValueError:  # what only Python's parser takes (a lone surrogate escape): as json.loads reads it
         return json.loads(text)
+
+
+# An event as a plain tuple, in `Recorded`'s argument order: (position, stream, version, type, schema_version,
+# event_id, recorded_at, data, meta), its data and meta as stored text.
+RecordedRow = tuple[int, str, int, str, int, str | bytes, str, str, str]
 
 
 class Recorded:
@@ -99,13 +106,13 @@ class Recorded:
     `data`, a subscriber filtering by type reads neither.
     """
 
-    __slots__ = ("position", "stream", "version", "type", "schema_version", "event_id", "recorded_at",
+    __slots__ = ("position", "stream", "version", "type", "schema_version", "_event_id", "recorded_at",
                  "raw_data", "raw_meta", "_data", "_event")
 
     def __init__(self, position: int, stream: str, version: int, type: str, schema_version: int,  # noqa: A002
-                 event_id: str, recorded_at: str, raw_data: str, raw_meta: str = "{}") -> None:
+                 event_id: str | bytes, recorded_at: str, raw_data: str, raw_meta: str = "{}") -> None:
         self.position, self.stream, self.version, self.type = Position(position), stream, version, type
-        self.schema_version, self.event_id, self.recorded_at = schema_version, event_id, recorded_at
+        self.schema_version, self._event_id, self.recorded_at = schema_version, event_id, recorded_at
         self.raw_data, self.raw_meta = raw_data, raw_meta
         self._data: dict[str, Any] | None = None
         self._event: DomainEvent | None = None
@@ -118,6 +125,14 @@ class Recorded:
             other.position, other.event_id, other.raw_data)
 
     __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def event_id(self) -> str:
+        """The id in its text form (the SQLite store reads its 16 bytes: made text only when asked)."""
+        event_id = self._event_id
+        if isinstance(event_id, bytes):
+            self._event_id = event_id = id_text(event_id)
+        return event_id
 
     @property
     def data(self) -> dict[str, Any]:

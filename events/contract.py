@@ -13,8 +13,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
-from .codec import Encoded, Recorded
-from .ids import new_event_id, new_event_ids
+from .codec import Encoded, Recorded, RecordedRow
+from .ids import id_text, new_event_id, new_event_id_bytes
 from .models import DomainEvent
 from .positions import Position
 
@@ -24,15 +24,20 @@ ANY_VERSION: None = None  # `expected_version` that accepts whatever version the
 class NewEvent:
     """An event ready to append, with the id that makes a retried append idempotent. Read-only by convention:
     one is made for every ingested line, and a frozen dataclass's `__init__` (a guarded `object.__setattr__` a
-    field) is slower than the rest of planning its row."""
+    field) is slower than the rest of planning its row. The id is its text form or its 16 bytes (ids.py)."""
 
-    __slots__ = ("event", "event_id", "meta")
+    __slots__ = ("event", "meta", "raw_id")
 
-    def __init__(self, event: DomainEvent | Encoded, event_id: str | None = None,
+    def __init__(self, event: DomainEvent | Encoded, event_id: str | bytes | None = None,
                  meta: dict[str, Any] | None = None) -> None:
         self.event = event
-        self.event_id = new_event_id() if event_id is None else event_id
+        self.raw_id = new_event_id() if event_id is None else event_id  # as given or made: what the store keeps
         self.meta: dict[str, Any] = {} if meta is None else meta
+
+    @property
+    def event_id(self) -> str:
+        """The id in its text form, as every caller sees it."""
+        return id_text(self.raw_id)
 
     def __repr__(self) -> str:
         return f"NewEvent({self.event!r}, {self.event_id!r}, {self.meta!r})"
@@ -51,7 +56,7 @@ def caused(events: Sequence[DomainEvent | Encoded], correlation_id: str, causati
     `causation_id` is the id of the event they answer (the step before, the run that completed).
     """
     meta = {"correlation_id": correlation_id, **({"causation_id": causation_id} if causation_id else {})}
-    return [NewEvent(e, event_id, meta) for e, event_id in zip(events, new_event_ids(len(events)), strict=True)]
+    return [NewEvent(e, event_id, meta) for e, event_id in zip(events, new_event_id_bytes(len(events)), strict=True)]
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,10 @@ class EventStore(Protocol):
     async def read_all(self, after: int = 0, limit: int = 1000, types: Sequence[str] | None = None,
                        streams: Sequence[str] | None = None, until: int | None = None) -> list[Recorded]:
         """Up to `limit` events after global position `after` (and up to `until`), optionally filtered."""
+        ...
+
+    async def read_rows(self, after: int = 0, limit: int = 1000) -> list[RecordedRow]:
+        """`read_all` as plain tuples (`codec.RecordedRow`), the data not parsed: a fold's read of every event."""
         ...
 
     async def stream_summaries(self) -> list[tuple[str, int, int]]:

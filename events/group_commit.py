@@ -12,6 +12,7 @@ A planned row is the tuple `ROW_COLUMNS` names, the order every backend inserts.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
 
 from .codec import Encoded, encode
 from .contract import AppendResult, NewEvent
+from .ids import id_text
 from .positions import Position
 
 MAX_GROUP_APPENDS = 1024
@@ -68,58 +70,74 @@ def settle(group: list[Pending], outcomes: list[Outcome]) -> None:
         pending.settle(outcome)
 
 
-def plan_group(group: list[Pending], versions: dict[str, int], known: dict[str, tuple[int, int]],
-               head: int) -> tuple[list[Row], list[Outcome]]:
+RowsFor = Callable[[Pending, int, int, str], list[Row]]
+
+
+def plan_group(group: list[Pending], versions: dict[str, int], known: dict[Any, tuple[int, int]],
+               head: int, rows_for: RowsFor | None = None,
+               id_key: Callable[[str | bytes], Any] = id_text) -> tuple[list[Row], list[Outcome]]:
     """Decide which appends of a group succeed and at which positions: the rows to insert and one outcome
     per append.
 
     `versions` holds every stream of the group at its current version and is updated; `known` maps event
-    ids already stored to their (position, version) (a backend may pass {} and replan on a UNIQUE
-    violation); `head` is the highest position committed. A conflicting append fails alone.
+    ids already stored (as `id_key` makes them) to their (position, version) (a backend may pass {} and
+    replan on a UNIQUE violation); `head` is the highest position committed. A conflicting append fails
+    alone. `rows_for(pending, position, version, recorded_at)` makes an append's rows, its first at the
+    position and version after those given: `ROW_COLUMNS` unless a backend stores another shape.
     """
     recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
     rows: list[Row] = []
     outcomes: list[Outcome] = []
+    make = rows_for or full_rows
     for pending in group:
-        outcome = _plan_one(pending, versions, known, head + len(rows), recorded_at)
-        if isinstance(outcome, tuple):
-            rows.extend(outcome[0])
-            outcomes.append(outcome[1])
-        else:
-            outcomes.append(outcome)
+        outcome = _plan_one(pending, versions, known, head + len(rows), id_key)
+        if isinstance(outcome, AppendResult) and not outcome.duplicate:
+            rows.extend(make(pending, outcome.positions[0] - 1, outcome.version - len(pending.events),
+                             recorded_at))
+        outcomes.append(outcome)
     return rows, outcomes
+
+
+def full_rows(pending: Pending, position: int, version: int, recorded_at: str) -> list[Row]:
+    """An append's rows as `ROW_COLUMNS` names them, every fact in every row (PostgreSQL, memory)."""
+    rows = []
+    meta: tuple[dict[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
+    for new in pending.events:
+        event = new.event
+        position, version = position + 1, version + 1
+        if new.meta is not meta[0]:
+            meta = (new.meta, encode_meta(new.meta))
+        rows.append((position, id_text(new.raw_id), pending.stream, version, event.type_name,
+                     event.SCHEMA_VERSION, recorded_at, event.data if type(event) is Encoded else encode(event),
+                     meta[1]))
+    return rows
+
+
+def encode_meta(meta: dict[str, Any]) -> str:
+    """An event's meta as stored: sorted keys, "{}" for none."""
+    return json.dumps(meta, sort_keys=True) if meta else "{}"
 
 
 def _plan_one(
     pending: Pending,
     versions: dict[str, int],
-    known: dict[str, tuple[int, int]],
+    known: dict[Any, tuple[int, int]],
     head: int,
-    recorded_at: str,
-) -> tuple[list[Row], AppendResult] | Outcome:
-    """Rows and result for one append, or the error it gets; updates `versions` and `known`."""
-    ids = [e.event_id for e in pending.events]
+    id_key: Callable[[str | bytes], Any],
+) -> Outcome:
+    """The result of one append, or the error it gets; updates `versions` and `known`."""
+    ids = [id_key(e.raw_id) for e in pending.events]
     if known and not known.keys().isdisjoint(ids):
         seen = [known[i] for i in ids if i in known]
         if len(seen) != len(ids):
-            return DuplicateEventMismatch(pending.stream, [i for i in ids if i in known])
+            return DuplicateEventMismatch(pending.stream, [id_text(i) for i in ids if i in known])
         return AppendResult(pending.stream, tuple(Position(p) for p, _ in seen), max(v for _, v in seen),
                             duplicate=True)
     stream, current = pending.stream, versions[pending.stream]
     if pending.expected_version is not None and pending.expected_version != current:
         return ConcurrencyConflict(stream, pending.expected_version, current)
-    rows = []
-    meta: tuple[dict[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
-    position, version = head, current
-    for new in pending.events:
-        event = new.event
-        position, version = position + 1, version + 1
-        if new.meta is not meta[0]:
-            meta = (new.meta, json.dumps(new.meta, sort_keys=True) if new.meta else "{}")
-        rows.append((position, new.event_id, stream, version, event.type_name, event.SCHEMA_VERSION, recorded_at,
-                     event.data if type(event) is Encoded else encode(event), meta[1]))
-    known.update(zip(ids, zip(range(head + 1, position + 1), range(current + 1, version + 1), strict=True),
-                     strict=True))
-    versions[stream] = version
-    positions = tuple(map(Position, range(head + 1, position + 1)))
-    return rows, AppendResult(pending.stream, positions, versions[pending.stream])
+    count = len(ids)
+    known.update(zip(ids, zip(range(head + 1, head + count + 1), range(current + 1, current + count + 1),
+                              strict=True), strict=True))
+    versions[stream] = current + count
+    return AppendResult(stream, tuple(map(Position, range(head + 1, head + count + 1))), current + count)

@@ -23,10 +23,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from simreportd.errors import AppendFailed, SimreportdError, StoreClosed, StoreFull, StoreReplaced, WaitTimeout
 
-from .codec import Encoded, Recorded
+from .codec import Encoded, Recorded, RecordedRow
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent, caused
 from .group_commit import Pending, Row, gather_group
-from .ids import new_event_ids
+from .ids import new_event_id_bytes
 from .models import DomainEvent
 from .positions import Position
 
@@ -96,6 +96,12 @@ class EventLog(ABC):
                        streams: Sequence[str] | None = None, until: int | None = None) -> list[Recorded]:
         """Up to `limit` events after global position `after` (and up to `until`), optionally of some
         types or streams."""
+
+    async def read_rows(self, after: int = 0, limit: int = 1000) -> list[RecordedRow]:
+        """`read_all` as plain tuples in `Recorded`'s argument order, the data not parsed: for a fold of every
+        event, which needs no object an event. A backend may read them without making any."""
+        return [(r.position, r.stream, r.version, r.type, r.schema_version, r.event_id, r.recorded_at, r.raw_data,
+                 r.raw_meta) for r in await self.read_all(after, limit)]
 
     @abstractmethod
     async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,
@@ -204,7 +210,7 @@ class EventLog(ABC):
         self._check_open()
         # The batch's ids in one call, not NewEvent's default of a call an event: each call takes the lock and
         # the clock and draws its own random bytes.
-        fresh = iter(new_event_ids(sum(not isinstance(e, NewEvent) for e in events)))
+        fresh = iter(new_event_id_bytes(sum(not isinstance(e, NewEvent) for e in events)))
         wrapped = [e if isinstance(e, NewEvent) else NewEvent(e, next(fresh)) for e in events]
         if not wrapped:
             raise ValueError("append needs at least one event")

@@ -354,7 +354,7 @@ class SampledStatement(BaseModel):
     ref: str
     agent_id: int
     round: int
-    text: str  # cut to what a label needs (agent/stance_labels.py, MAX_TEXT)
+    text: str  # cut to what a label needs (agent/report/stance_labels.py, MAX_TEXT)
 
 
 class StatementsSampled(ReportEvent):

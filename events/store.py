@@ -17,16 +17,17 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import aiosqlite
 import anyio
 
 from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreReadOnly, StoreUnusable
 
-from .codec import Recorded
+from .codec import Encoded, Recorded, RecordedRow, encode
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent
-from .group_commit import Outcome, Pending, Replan, Row, plan_group, settle
+from .group_commit import Outcome, Pending, Replan, Row, RowsFor, encode_meta, plan_group, settle
+from .ids import id_bytes
 from .log import POLL_SECONDS, EventLog
 from .positions import Position
 
@@ -36,39 +37,62 @@ log = logging.getLogger("simreportd.events.store")
 
 T = TypeVar("T")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    position INTEGER PRIMARY KEY,
-    event_id TEXT NOT NULL UNIQUE,
-    stream TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    schema_version INTEGER NOT NULL,
-    recorded_at TEXT NOT NULL,
-    data TEXT NOT NULL,
-    meta TEXT NOT NULL,
-    UNIQUE (stream, version)
-);
-CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events
-BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
-BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END;
-"""
+# The row holds what cannot be derived (docs/architecture.md#the-compact-row): the event's id in 16 bytes, its
+# stream as a number (`streams`), its data as written; when it was recorded and its meta live once per batch
+# (`batches`: one an append, or a run of one meta within it), the batch an event belongs to being the last that
+# starts at or before its position. One unique index on the events, (stream, version); a retried append is
+# known by its first event's id, unique among the batches.
+SCHEMA_VERSION = 2
+SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS streams (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS batches (position INTEGER PRIMARY KEY, first_id BLOB NOT NULL UNIQUE,"
+    " recorded_at TEXT NOT NULL, meta TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS event_log (position INTEGER PRIMARY KEY, stream INTEGER NOT NULL,"
+    " version INTEGER NOT NULL, type TEXT NOT NULL, schema_version INTEGER NOT NULL, event_id BLOB NOT NULL,"
+    " data TEXT NOT NULL, UNIQUE (stream, version))",
+    *(f"CREATE TRIGGER IF NOT EXISTS {table}_refuse_{verb.lower()} BEFORE {verb} ON {table}"
+      f" BEGIN SELECT RAISE(ABORT, 'events are append-only: {verb} refused'); END"
+      for table in ("event_log", "batches", "streams") for verb in ("UPDATE", "DELETE")),
+    # What the rows meant before, for a person or a script with the sqlite3 shell: not read by the store.
+    "CREATE VIEW IF NOT EXISTS events AS SELECT e.position,"
+    " lower(substr(hex(e.event_id), 1, 8) || '-' || substr(hex(e.event_id), 9, 4) || '-' ||"
+    " substr(hex(e.event_id), 13, 4) || '-' || substr(hex(e.event_id), 17, 4) || '-' || substr(hex(e.event_id), 21))"
+    " AS event_id, s.name AS stream, e.version, e.type, e.schema_version, b.recorded_at, e.data, b.meta"
+    " FROM event_log e JOIN streams s ON s.id = e.stream"
+    " JOIN batches b ON b.position = (SELECT max(position) FROM batches WHERE position <= e.position)",
+]
+# Schema version 1 (no user_version): one `events` table, every fact in every row, ids as text.
+MIGRATE_FROM_1 = [
+    "ALTER TABLE events RENAME TO events_v1",
+    *SCHEMA,
+    "INSERT INTO streams (name) SELECT stream FROM events_v1 GROUP BY stream ORDER BY min(position)",
+    "INSERT INTO batches (position, first_id, recorded_at, meta) SELECT position, id_bytes(event_id), recorded_at,"
+    " meta FROM (SELECT position, event_id, stream, recorded_at, meta, lag(stream) OVER w AS s0,"
+    " lag(recorded_at) OVER w AS r0, lag(meta) OVER w AS m0 FROM events_v1 WINDOW w AS (ORDER BY position))"
+    " WHERE s0 IS NULL OR s0 != stream OR r0 != recorded_at OR m0 != meta",
+    "INSERT INTO event_log (position, stream, version, type, schema_version, event_id, data)"
+    " SELECT o.position, s.id, o.version, o.type, o.schema_version, id_bytes(o.event_id), o.data"
+    " FROM events_v1 o JOIN streams s ON s.name = o.stream ORDER BY o.position",
+    "DROP TABLE events_v1",
+]
 
-INSERT = (
-    "INSERT INTO events (position, event_id, stream, version, type, schema_version, recorded_at, data, meta)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-SELECT_COLUMNS = "position, stream, version, type, schema_version, event_id, recorded_at, data, meta"
-READ_STREAM = (f"SELECT {SELECT_COLUMNS} FROM events WHERE stream = ?1 AND version > ?2"
-               " AND (?4 IS NULL OR type IN (SELECT value FROM json_each(?4))) ORDER BY version LIMIT ?3")
+INSERT = ("INSERT INTO event_log (position, stream, version, type, schema_version, event_id, data)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?)")
+INSERT_BATCH = "INSERT INTO batches (position, first_id, recorded_at, meta) VALUES (?, ?, ?, ?)"
+# The stream as its number: the reader names it from its own map (`_names`).
+SELECT_FROM = ("SELECT e.position, e.stream, e.version, e.type, e.schema_version, e.event_id, b.recorded_at, e.data,"
+               " b.meta FROM event_log e"
+               " JOIN batches b ON b.position = (SELECT max(position) FROM batches WHERE position <= e.position)")
+READ_STREAM = (f"{SELECT_FROM} WHERE e.stream = (SELECT id FROM streams WHERE name = ?1) AND e.version > ?2"
+               " AND (?4 IS NULL OR e.type IN (SELECT value FROM json_each(?4))) ORDER BY e.version LIMIT ?3")
 READ_ALL = (
-    f"SELECT {SELECT_COLUMNS} FROM events WHERE position > ?"
-    " AND (?2 IS NULL OR type IN (SELECT value FROM json_each(?2)))"
-    " AND (?3 IS NULL OR stream IN (SELECT value FROM json_each(?3)))"
-    " AND position <= coalesce(?5, 9223372036854775807)"
-    " ORDER BY position LIMIT ?4"
+    f"{SELECT_FROM} WHERE e.position > ?1"
+    " AND (?2 IS NULL OR e.type IN (SELECT value FROM json_each(?2)))"
+    " AND (?3 IS NULL OR e.stream IN (SELECT id FROM streams WHERE name IN (SELECT value FROM json_each(?3))))"
+    " AND e.position <= coalesce(?5, 9223372036854775807)"
+    " ORDER BY e.position LIMIT ?4"
 )
+HEAD = "SELECT coalesce(max(position), 0) FROM event_log"
 
 
 # A checkpoint copies the WAL into the file and syncs it: every 1,000 pages (SQLite's default) it was a
@@ -99,6 +123,8 @@ class SQLiteEventStore(EventLog):
         self._reader: aiosqlite.Connection | None = None
         self._wal = self.path.with_name(self.path.name + "-wal")
         self._wal_limit = self.WAL_TRUNCATE_BYTES
+        self._stream_ids: dict[str, int] = {}  # the writer's, as of its open transaction
+        self._names: dict[int, str] = {}  # the readers': a stream's number -> its name (streams are never renamed)
 
     async def _open_connections(self) -> None:
         """Create the file and schema if needed; sqlite3 errors become ours at this boundary."""
@@ -138,7 +164,7 @@ class SQLiteEventStore(EventLog):
         try:
             for pragma in self._pragmas():
                 conn.execute(pragma)
-            conn.executescript(SCHEMA)
+            ensure_schema(conn, self.path)
         except BaseException:
             conn.close()
             raise
@@ -199,31 +225,52 @@ class SQLiteEventStore(EventLog):
         """
         conn = self._writer
         assert conn is not None
-        self._fill_versions(conn, {p.stream for p in group})
-        versions = dict(self._versions)
-        rows, outcomes = plan_group(group, versions, {}, self._db_head)
         try:
-            if any(isinstance(o, ConcurrencyConflict) for o in outcomes):
-                raise Replan
             conn.execute("BEGIN IMMEDIATE")
-            if rows:
-                conn.executemany(INSERT, rows)
-        except (sqlite3.IntegrityError, Replan):
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.execute("BEGIN IMMEDIATE")
-            versions, rows, outcomes = self._replan(conn, group)
-            if rows:
-                conn.executemany(INSERT, rows)
-        except BaseException:
-            self._abandon(conn)
-            raise
-        try:
+            try:
+                versions, rows, outcomes = self._plan(conn, group, {})
+                if any(isinstance(o, ConcurrencyConflict) for o in outcomes):
+                    raise Replan
+            except (sqlite3.IntegrityError, Replan):
+                self._abandon(conn)
+                conn.execute("BEGIN IMMEDIATE")
+                self._db_head = _scalar(conn, HEAD)
+                versions, rows, outcomes = self._plan(conn, group, _known_ids(conn, group))
             conn.execute("COMMIT")
         except BaseException:
             self._abandon(conn)
             raise
         return versions, rows, outcomes
+
+    def _plan(self, conn: sqlite3.Connection, group: list[Pending], known: dict[Any, tuple[int, int]]) -> tuple[
+            dict[str, int], list[Row], list[Outcome]]:
+        """Plan the group and insert its rows and batches, inside the write transaction."""
+        self._fill_versions(conn, {p.stream for p in group})
+        versions = dict(self._versions)
+        batches: list[Row] = []
+        rows, outcomes = plan_group(group, versions, known, self._db_head, self._rows_for(batches), id_bytes)
+        if rows:
+            conn.executemany(INSERT_BATCH, batches)
+            conn.executemany(INSERT, rows)
+        return versions, rows, outcomes
+
+    def _rows_for(self, batches: list[Row]) -> RowsFor:
+        """What makes an append's compact rows, adding the batches they start to `batches`."""
+        ids = self._stream_ids
+
+        def rows_for(pending: Pending, position: int, version: int, recorded_at: str) -> list[Row]:
+            stream, rows, meta = ids[pending.stream], [], None
+            for new in pending.events:
+                event, event_id = new.event, id_bytes(new.raw_id)
+                position, version = position + 1, version + 1
+                if meta is None or (new.meta is not meta and new.meta != meta):  # an append starts a batch
+                    meta = new.meta
+                    batches.append((position, event_id, recorded_at, encode_meta(meta)))
+                rows.append((position, stream, version, event.type_name, event.SCHEMA_VERSION, event_id,
+                             event.data if type(event) is Encoded else encode(event)))
+            return rows
+
+        return rows_for
 
     async def _bound_wal(self) -> None:
         """Truncate the WAL once it passes `_wal_limit` (the group is settled: a failure here is no caller's)."""
@@ -255,31 +302,23 @@ class SQLiteEventStore(EventLog):
         finally:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
-    def _replan(self, conn: sqlite3.Connection, group: list[Pending]) -> tuple[
-            dict[str, int], list[Row], list[Outcome]]:
-        """Plan the group again, inside the write transaction, from what the database holds."""
-        self._versions = {}
-        self._db_head = _scalar(conn, "SELECT coalesce(max(position), 0) FROM events")
-        self._fill_versions(conn, {p.stream for p in group})
-        versions = dict(self._versions)
-        known = _known_ids(conn, [e.event_id for p in group for e in p.events])
-        rows, outcomes = plan_group(group, versions, known, self._db_head)
-        return versions, rows, outcomes
-
     def _abandon(self, conn: sqlite3.Connection) -> None:
-        """Roll back and distrust the version cache (a stale head is caught by the constraints)."""
-        self._versions = {}
+        """Roll back and distrust the caches of versions and stream numbers (a stale head is caught by the
+        constraints)."""
+        self._versions, self._stream_ids = {}, {}
         if conn.in_transaction:
             conn.execute("ROLLBACK")
 
     def _fill_versions(self, conn: sqlite3.Connection, streams: set[str]) -> None:
-        """Cache the versions of streams not seen yet (a stale cache is caught by the constraints)."""
-        missing = sorted(streams - self._versions.keys())
-        if missing:
-            rows = conn.execute(
-                "SELECT stream, max(version) FROM events WHERE stream IN (SELECT value FROM json_each(?))"
-                " GROUP BY stream", (json.dumps(missing),))
-            self._versions.update({**dict.fromkeys(missing, 0), **{stream: version for stream, version in rows}})
+        """Number the streams not numbered yet (a new one gets its number in this transaction) and cache the
+        versions of those not seen yet (a stale cache is caught by the constraints)."""
+        for stream in streams - self._stream_ids.keys():
+            found = conn.execute("SELECT id FROM streams WHERE name = ?", (stream,)).fetchone() or \
+                conn.execute("INSERT INTO streams (name) VALUES (?) RETURNING id", (stream,)).fetchone()
+            self._stream_ids[stream] = int(found[0])
+        for stream in streams - self._versions.keys():
+            self._versions[stream] = _scalar(conn, "SELECT coalesce(max(version), 0) FROM event_log WHERE stream = ?",
+                                             self._stream_ids[stream])
 
     async def read_stream(self, stream: str, after_version: int = 0, limit: int | None = None,
                           types: Sequence[str] | None = None) -> list[Recorded]:
@@ -288,7 +327,8 @@ class SQLiteEventStore(EventLog):
         conn = self._reader_conn()
         params = (stream, after_version, -1 if limit is None else limit,
                   json.dumps(list(types)) if types is not None else None)
-        return [Recorded(*row) for row in await conn.execute_fetchall(READ_STREAM, params)]
+        return [Recorded(p, stream, v, t, sv, i, at, d, m)
+                for p, _, v, t, sv, i, at, d, m in await conn.execute_fetchall(READ_STREAM, params)]
 
     async def read_all(
         self,
@@ -308,18 +348,34 @@ class SQLiteEventStore(EventLog):
             limit,
             until,
         )
-        return [Recorded(*row) for row in await conn.execute_fetchall(READ_ALL, params)]
+        rows = await conn.execute_fetchall(READ_ALL, params)
+        names = await self._stream_names({row[1] for row in rows})
+        return [Recorded(p, names[s], v, t, sv, i, at, d, m) for p, s, v, t, sv, i, at, d, m in rows]
+
+    async def read_rows(self, after: int = 0, limit: int = 1000) -> list[RecordedRow]:
+        """Up to `limit` events after `after` as the rows SQLite gives, the stream named: no object an event."""
+        rows = await self._reader_conn().execute_fetchall(READ_ALL, (after, None, None, limit, None))
+        names = await self._stream_names({row[1] for row in rows})
+        return [(p, names[s], v, t, sv, i, at, d, m) for p, s, v, t, sv, i, at, d, m in rows]
+
+    async def _stream_names(self, numbers: set[int]) -> dict[int, str]:
+        """The readers' map of stream numbers to names, read again when it lacks one of `numbers` (a new stream)."""
+        if not numbers <= self._names.keys():
+            rows = await self._reader_conn().execute_fetchall("SELECT id, name FROM streams")
+            self._names = {int(n): str(name) for n, name in rows}
+        return self._names
 
     async def _read_head(self) -> Position:
         conn = self._reader
         assert conn is not None
-        rows = list(await conn.execute_fetchall("SELECT coalesce(max(position), 0) FROM events"))
+        rows = list(await conn.execute_fetchall(HEAD))
         return Position(int(rows[0][0]) if rows else 0)
 
     async def stream_summaries(self) -> list[tuple[str, int, int]]:
         """`(stream, version, last position)` for every stream, by stream name."""
         conn = self._reader_conn()
-        sql = "SELECT stream, max(version), max(position) FROM events GROUP BY stream ORDER BY stream"
+        sql = ("SELECT s.name, max(e.version), max(e.position) FROM event_log e JOIN streams s ON s.id = e.stream"
+               " GROUP BY e.stream ORDER BY s.name")
         return [(str(s), int(v), int(p)) for s, v, p in await conn.execute_fetchall(sql)]
 
 
@@ -335,13 +391,47 @@ def _writable(path: Path) -> bool:
     return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
-def _known_ids(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, int]]:
-    rows = conn.execute(
-        "SELECT event_id, position, version FROM events WHERE event_id IN (SELECT value FROM json_each(?))",
-        (json.dumps(ids),))
-    return {event_id: (position, version) for event_id, position, version in rows}
+def _known_ids(conn: sqlite3.Connection, group: list[Pending]) -> dict[Any, tuple[int, int]]:
+    """The group's event ids already stored, with their (position, version): a retried append is found by its
+    first event's id among the batches, then its events' ids are compared one by one."""
+    known: dict[Any, tuple[int, int]] = {}
+    for pending in group:
+        ids = {id_bytes(e.raw_id) for e in pending.events}
+        found = conn.execute("SELECT position FROM batches WHERE first_id = ?",
+                             (id_bytes(pending.events[0].raw_id),)).fetchone()
+        if found is not None:
+            rows = conn.execute("SELECT event_id, position, version FROM event_log WHERE position >= ?1"
+                                " AND position < ?1 + ?2", (found[0], len(pending.events)))
+            known.update((event_id, (position, version)) for event_id, position, version in rows if event_id in ids)
+    return known
 
 
-def _scalar(conn: sqlite3.Connection, sql: str) -> int:
-    rows = conn.execute(sql).fetchall()
+def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Make the schema, or bring an older store's to this one in place, once: the first process to open it does,
+    inside a write transaction (another may be trying at the same moment)."""
+    if _scalar(conn, "PRAGMA user_version") == SCHEMA_VERSION:
+        return
+    conn.create_function("id_bytes", 1, id_bytes, deterministic=True)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = _scalar(conn, "PRAGMA user_version")
+        if found > SCHEMA_VERSION:
+            raise StoreUnusable(path, f"it was written by a newer simreportd (schema {found}, this one reads "
+                                      f"{SCHEMA_VERSION})", "Run the newer simreportd, or point this one at another store")
+        if found < SCHEMA_VERSION:
+            old = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
+            if old:
+                log.info("bringing the event store %s to schema %d (once)", path, SCHEMA_VERSION)
+            for sql in MIGRATE_FROM_1 if old else SCHEMA:
+                conn.execute(sql)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _scalar(conn: sqlite3.Connection, sql: str, *params: object) -> int:
+    rows = conn.execute(sql, params).fetchall()
     return int(rows[0][0]) if rows else 0

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from simreportd.events.codec import Recorded
+from simreportd.events.codec import Recorded, RecordedRow
 from simreportd.events.models import DomainEvent
 
 Write = tuple[str, tuple[Any, ...]]
@@ -71,6 +71,15 @@ def index_statement(schema: str, name: str) -> str:
     if found is None:
         raise ValueError(f"the schema creates no index {name!r} (as CREATE INDEX IF NOT EXISTS)")
     return found.group(0)
+
+
+def row_writes(projection: Projection, rows: list[RecordedRow]) -> Iterable[Write]:
+    """The writes that fold a batch of plain rows: the projection's `apply_rows` if it has one (the fold of every
+    action), else `batch_writes` of the rows made `Recorded` (the few events of reports)."""
+    apply_rows = getattr(projection, "apply_rows", None)
+    if apply_rows is not None:
+        return apply_rows(rows)  # type: ignore[no-any-return]
+    return batch_writes(projection, [Recorded(*row) for row in rows])
 
 
 def batch_writes(projection: Projection, batch: list[Recorded]) -> Iterable[Write]:

@@ -22,7 +22,7 @@ import anyio
 
 from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events import EventStore
-from simreportd.events.codec import Recorded
+from simreportd.events.codec import Recorded, RecordedRow
 from simreportd.events.positions import Position
 
 from . import bookkeeping
@@ -37,7 +37,7 @@ from .bookkeeping import (
     update_indexes,
 )
 from .derived import FileIdentity, damaged, identity, set_aside
-from .projection import Projection, Write, batch_writes
+from .projection import Projection, Write, row_writes
 from .sqlite import connect_views, in_thread, probe
 
 log = logging.getLogger("simreportd.projections.runner")
@@ -211,9 +211,9 @@ class ProjectionRunner:
 
     async def catch_up(self) -> Position:
         """Fold everything committed so far; return the position reached."""
-        while batch := await self.store.read_all(self._position, PAGE):
+        while batch := await self.store.read_rows(self._position, PAGE):
             async with self._lock:
-                if batch[0].position <= self._position:  # another caller folded it meanwhile
+                if batch[0][0] <= self._position:  # another caller folded it meanwhile
                     continue
                 listened = await self._fold_pages(batch)
             self._wake_waiters()
@@ -221,7 +221,7 @@ class ProjectionRunner:
                 await self._notify(listened)
         return self._position
 
-    async def _fold_pages(self, batch: list[Recorded]) -> list[Recorded]:
+    async def _fold_pages(self, batch: list[RecordedRow]) -> list[Recorded]:
         """Fold `batch` and, while whole pages keep coming (the fold is behind), more of them up to
         GROUP_PAGES in one transaction; return their events of the types the listeners look at.
 
@@ -233,10 +233,10 @@ class ProjectionRunner:
         try:
             for _ in range(GROUP_PAGES):
                 reached = await self.in_thread(self._fold_page, batch)
-                listened += [r for r in batch if self.listened_types is None or r.type in self.listened_types]
-                if reached < batch[-1].position:  # rebuilt by another process
+                listened += [Recorded(*r) for r in batch if self.listened_types is None or r[3] in self.listened_types]
+                if reached < batch[-1][0]:  # rebuilt by another process
                     break
-                if len(batch) < PAGE or not (batch := await self.store.read_all(reached, PAGE)):
+                if len(batch) < PAGE or not (batch := await self.store.read_rows(reached, PAGE)):
                     # caught up: the queries come next
                     await self.in_thread(create_deferred_indexes, self._require(), self.projections)
                     break
@@ -341,7 +341,7 @@ class ProjectionRunner:
         if conn.in_transaction:  # SQLite itself ends some failed transactions (a full disk)
             conn.execute("ROLLBACK")
 
-    def _fold_page(self, batch: list[Recorded]) -> Position:
+    def _fold_page(self, batch: list[RecordedRow]) -> Position:
         """Fold one page inside the open transaction, rows and checkpoint together; return the position
         the read models reach with it (below this runner's if another process rebuilt them)."""
         conn = self._require()
@@ -355,9 +355,9 @@ class ProjectionRunner:
             self._forget()  # memory holds what was rolled back, and the guarded fold does not keep it
             done = self._fold_batch(conn, batch, guarded=True)
         conn.execute("RELEASE page")
-        return done if done < self._position else max(done, batch[-1].position)
+        return done if done < self._position else Position(max(done, batch[-1][0]))
 
-    def _fold_batch(self, conn: sqlite3.Connection, batch: list[Recorded], guarded: bool) -> Position:
+    def _fold_batch(self, conn: sqlite3.Connection, batch: list[RecordedRow], guarded: bool) -> Position:
         """Fold the events past the checkpoint; return the checkpoint found."""
         done = self._read_checkpoint()  # another process may have folded some: never twice
         if done < self._position:  # another process rebuilt the read models: fold again from there
@@ -365,18 +365,18 @@ class ProjectionRunner:
         if done != self._memory_at:
             self._forget()
         for projection in self.projections:
-            events = [r for r in batch if r.position > done and r.type in projection.types]
+            events = [r for r in batch if r[0] > done and r[3] in projection.types]
             if guarded:
-                for recorded in events:
-                    self._fold_guarded(conn, projection, recorded)
+                for row in events:
+                    self._fold_guarded(conn, projection, Recorded(*row))
             else:
-                _execute(conn, batch_writes(projection, events))
+                _execute(conn, row_writes(projection, events))
         conn.execute(
             "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
             " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
-            (NAME, batch[-1].position),
+            (NAME, batch[-1][0]),
         )
-        self._memory_at = Position(-1) if guarded else max(done, batch[-1].position)
+        self._memory_at = Position(-1) if guarded else Position(max(done, batch[-1][0]))
         return done
 
     def _forget(self) -> None:

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from simreportd.events.codec import Recorded
+from simreportd.events.codec import Recorded, RecordedRow, loads
 from simreportd.events.models import (
     AgentActed,
     AgentInterviewed,
@@ -153,21 +153,30 @@ class SimulationModel:
         return self.HANDLERS[recorded.type](self, d, (d["simulation_id"], d["generation"]), recorded.position)
 
     def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
-        """The writes of a whole batch: those of `apply`, event by event, but the counters of every action
-        tallied in memory and written last, a row each (they commute with every other write: see tallies.ROUND_ACTIONS),
+        """`apply_rows` of events read as `Recorded`."""
+        return self._fold_run((r.type, r.data, r.position) for r in batch)
+
+    def apply_rows(self, rows: Iterable[RecordedRow]) -> Iterable[Write]:
+        """`apply_batch` of plain rows (`codec.RecordedRow`), as the runner reads every event."""
+        # Raw: a `Recorded` an event, and its lazy data, cost more than folding most actions; the data is decoded
+        # here once (codec.loads, what `Recorded.data` reads it with).
+        return self._fold_run((r[3], loads(r[7]), Position(r[0])) for r in rows)
+
+    def _fold_run(self, batch: Iterable[tuple[str, dict[str, Any], Position]]) -> list[Write]:
+        """The writes of a batch of (type, data, position): those of `apply`, event by event, but the counters of every
+        action tallied in memory and written last, a row each (they commute with every other write: see tallies.ROUND_ACTIONS),
         the edges of each run of actions added to their links and targets by one statement each, and the run's
         posts and their search rows written together (`Posts`), each statement once for the run."""
         writes: list[Write] = []
         tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(self.authors), Sayings()
         acted = AgentActed.TYPE  # bound once: a pydantic class's attribute costs ~50 ns a lookup, most events are actions
-        for recorded in batch:
-            d, pos = recorded.data, recorded.position
+        for kind_of_event, d, pos in batch:
             key = (d["simulation_id"], d["generation"])
-            if recorded.type != acted:
-                if recorded.type in WRITES_POSTS:  # its posts take the ids after the run's
+            if kind_of_event != acted:
+                if kind_of_event in WRITES_POSTS:  # its posts take the ids after the run's
                     writes += [*posts.writes(), *edges.counts()]
                     self.authors.started(key, d.get("agents", []))
-                writes.extend(self.HANDLERS[recorded.type](self, d, key, pos))
+                writes.extend(self.HANDLERS[kind_of_event](self, d, key, pos))
                 continue
             kind, args = acted_action(d)
             if kind in UNDO or (kind in CREATES_POST and edges.targets(_created_post(d["platform"], kind, args, pos))):
@@ -345,8 +354,11 @@ def _edge(key: tuple[str, int], p: str, r: int, agent: int, kind: str, args: dic
     target post's author: the first such post written, else the first of the run's posts not written yet."""
     edge, id_key, name_key = EDGES[kind]
     target_id = args.get(id_key) if id_key else None
+    # One rule for the batch fold and the fold of one event: only a number names a post, as `Posts.add` keeps
+    # them. A post id in text ("4") would match post 4 in SQL (by the column's affinity) but not in memory.
+    target_id = target_id if isinstance(target_id, int) else None
     name = str(args.get(name_key) or "") if name_key else ""
-    target_ref = citation("post", p, target_id, Position(0)) if isinstance(target_id, int) else None
+    target_ref = citation("post", p, target_id, Position(0)) if target_id is not None else None
     edges.add(pos, (*key, p, target_id, target_ref) if target_ref is not None else None)
     if posts.memory is not None and (dst := _known_target(posts.memory, key, p, target_id, name)) is not UNKNOWN:
         return EDGE_KNOWN, (pos, *key, p, r, edge, agent, _target_agent(edge, args) if dst is None else dst, name,

@@ -3,7 +3,7 @@
 `Standing.after` folds one event of a `report-<id>` stream; every status and progress shown anywhere is
 this rule's answer: the report view stores it (`STATUS_SQL` and `PROGRESS_SQL` say the same rule over the
 view's columns, and a test holds the two to one table), the CLI follows a report with it, websocket frames
-carry it and the exported files show it. The agent's own fold (`agent/state.py`) decides what to do next;
+carry it and the exported files show it. The agent's own fold (`agent/report/state.py`) decides what to do next;
 this one only what a report shows.
 """
 
@@ -83,6 +83,16 @@ class Standing:
         if self.verdict is not None:
             return "completed_degraded" if self.verdict == "completed_degraded" else "completed"
         return "interrupted" if stopped else "running"
+
+    def described(self) -> str:
+        """Where an unfinished report stands, in words a message can follow the report's id with, and what
+        writes it on: `is not finished (2 of 4 sections done; a running daemon writes it: ...)`."""
+        if self.error is not None:
+            return f"failed during {self.stage} (`simreportd resume {self.report_id}` continues it)"
+        done = f"{self.sections_done} of {self.sections_total} sections done" if self.sections_total \
+            else "planning the outline"
+        return f"is not finished ({done}; a running daemon writes it: `simreportd run`, which also continues it " \
+               "after a stop)"
 
     def after(self, event: DomainEvent) -> Standing:
         """The standing after one more event of the report's stream."""

@@ -1,6 +1,6 @@
 """The camps as a full scan finds them: every statement read in (round, ref) order, each placed on its own.
 
-The reference that `agent/camps.py` (which reads the fold's tally per agent and argument) must match:
+The reference that `agent/tools/camps.py` (which reads the fold's tally per agent and argument) must match:
 it is how the camps were found before the fold kept a tally, and what the docs define them as.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, NamedTuple
 
-from simreportd.agent.camps import Voices, _camp, _tallies
+from simreportd.agent.tools.camps import Voices, _camp, _tallies
 from simreportd.projections.tallies import argument_key
 
 

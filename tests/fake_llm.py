@@ -21,8 +21,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from simreportd.agent import prompts, stance_labels
-from simreportd.agent.offline import OfflineProvider
+from simreportd.agent.offline.offline import OfflineProvider
+from simreportd.agent.report import prompts, stance_labels
 from simreportd.events.models import LLMRequested
 
 Script = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]

@@ -9,7 +9,7 @@ import re
 
 from simreportd.events.base import Platform
 
-from ..tool_answers import Analytics, Camps, Named, PlanningContext, RoundRow, ScheduledEvent, Seen, Statement
+from ..tools.tool_answers import Analytics, Camps, Named, PlanningContext, RoundRow, ScheduledEvent, Seen, Statement
 from .phrases import ENGLISH, Phrases, phrases_for
 
 RESULT_BLOCK = re.compile(r'<tool_result name="(\w+)">\n(.*?)\n</tool_result>', re.S)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..language import Language, language_of
+from .language import Language, language_of
 
 EN: dict[str, str] = {
     "note": "Written by simreportd's offline writer from the simulation data, without a language model.",

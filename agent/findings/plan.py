@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..outline import run_summary, topic_of
-from ..tool_answers import Analytics, PlanningContext, Seen
+from ..report.outline import run_summary, topic_of
+from ..tools.tool_answers import Analytics, PlanningContext, Seen
 from .facts import Facts, questions, spanned
 from .phrases import EN, ZH, phrases_for
 from .statements import largest_said

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from simreportd.events.base import Platform
 
-from ..tool_answers import Chain, Statement
+from ..tools.tool_answers import Chain, Statement
 from .facts import Facts, camp_sizes, cap, covered, last_round, questions, quote, spanned, who
 from .phrases import ENGLISH, Phrases
 

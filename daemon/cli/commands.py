@@ -13,8 +13,8 @@ from pathlib import Path
 
 import anyio
 
-from simreportd.agent.chat import check_question
-from simreportd.agent.chat_runner import CHAT_ID_PREFIX
+from simreportd.agent.chat.chat_core import check_question
+from simreportd.agent.chat.chat_runner import CHAT_ID_PREFIX
 from simreportd.analysis.vectors import vectors_path_for
 from simreportd.daemon import actions
 from simreportd.daemon.chat_replay import replay_chat
@@ -203,7 +203,7 @@ async def replay(args: argparse.Namespace, config: Config) -> int:
     if bool(args.all) == bool(args.report_id):
         raise UsageError("pass either REPORT_ID or --all (`simreportd status` lists the reports)")
     existing_store(config)
-    logging.getLogger("simreportd.agent.report_runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
+    logging.getLogger("simreportd.agent.report.report_runner").setLevel(logging.ERROR)  # recorded LLM failures, served again
     async with config.store.open() as store:
         ids = await anyio.to_thread.run_sync(completed_report_ids, config) if args.all else [args.report_id]
         if not ids:

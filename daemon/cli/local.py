@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from simreportd.agent.chat_runner import ChatRunner
-from simreportd.agent.state import ReportState
+from simreportd.agent.chat.chat_runner import ChatRunner
+from simreportd.agent.report.state import ReportState
 from simreportd.daemon import actions
 from simreportd.daemon.chat_answers import answer_frame, step_frame
 from simreportd.daemon.reports import auto_report_id, run_key_of

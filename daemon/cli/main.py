@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         config = config.model_copy(update={"log": config.log.model_copy(update={"level": console_level(args, config)})})
         setup_logging(config.log.level, config.log.format, journal="JOURNAL_STREAM" in os.environ)
         if args.command != "run" and not getattr(args, "verbose", False):  # they print a report's end themselves
-            logging.getLogger("simreportd.agent.report_runner.outcome").setLevel(logging.ERROR)
+            logging.getLogger("simreportd.agent.report.report_runner.outcome").setLevel(logging.ERROR)
         handler = handler_for(args.command)
         if not inspect.iscoroutinefunction(handler):
             _restore_default_signals()

@@ -54,7 +54,7 @@ async def _why_not(store: EventStore, folder: Path, given: str, claimed: Mapping
     if other is not None and other != folder:
         return f"the folder {other} goes by it"
     first = await store.read_stream(simulation_stream(given), limit=1)
-    recorded = first[0].data.get("folder") if first else None
+    recorded = getattr(first[0].event, "folder", None) if first else None  # a stream begins with its discovery
     if isinstance(recorded, str) and Path(recorded).name != folder.name:
         return f"the folder {recorded} goes by it"
     return ""

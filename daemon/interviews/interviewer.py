@@ -14,17 +14,17 @@ from typing import Any, TypeVar
 
 import anyio
 
-from simreportd.agent import core
-from simreportd.agent.chat import check_question
-from simreportd.agent.language import language_of
-from simreportd.agent.prompts import DATA_RULE, delimit
-from simreportd.agent.providers import LLMProvider
+from simreportd.agent.chat.chat_core import check_question
+from simreportd.agent.findings.language import language_of
+from simreportd.agent.llm.providers import LLMProvider
+from simreportd.agent.report.prompts import DATA_RULE, delimit
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
 from simreportd.events import EventStore
 from simreportd.events.models import InterviewAnswered, InterviewRequested, InterviewUnlocked, LLMRequested
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.sqlite import in_thread, reading
+from simreportd.projections.standing import standing_of
 
 from .environment import FolderEnvironment
 from .persona import held, persona_answer
@@ -223,7 +223,7 @@ class Interviewer:
             events = await self.store.read_stream(report_stream(report_id))
         requested = events[0].data
         if not any(r.type == InterviewUnlocked.TYPE for r in events):
-            standing = core.fold([r.event for r in events], requested["report_id"]).standing()
+            standing = standing_of([r.event for r in events], requested["report_id"]).described()
             raise InterviewLocked(f"report {requested['report_id']} {standing}; interviews unlock when it "
                                   "completes: try again then")
         return requested

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from simreportd.agent.language import language_of
+from simreportd.agent.findings.language import language_of
 
 STANCES_ZH = {"supportive": "支持", "opposing": "反对", "neutral": "中立", "observer": "旁观"}
 PHRASES = {

@@ -193,11 +193,10 @@ async def _asked(daemon: Host, report_id: str) -> list[dict[str, Any]]:
     """The interviews recorded on one report's stream, in MiroFish's history shape (and their mode)."""
     events = await daemon.store.read_stream(report_stream(report_id),
                                             types=[InterviewRequested.TYPE, InterviewAnswered.TYPE])
-    asked = {r.data["interview_id"]: r for r in events if r.type == InterviewRequested.TYPE}
-    return [{"agent_id": r.data["agent_id"], "response": r.data["answer"],
-             "prompt": asked[r.data["interview_id"]].data["question"] if r.data["interview_id"] in asked else "",
-             "timestamp": r.recorded_at, "platform": r.data.get("platform"), "mode": r.data["mode"]}
-            for r in events if r.type == InterviewAnswered.TYPE]
+    asked = {e.interview_id: e.question for r in events if isinstance(e := r.event, InterviewRequested)}
+    return [{"agent_id": e.agent_id, "response": e.answer, "prompt": asked.get(e.interview_id, ""),
+             "timestamp": r.recorded_at, "platform": e.platform, "mode": e.mode}
+            for r in events if isinstance(e := r.event, InterviewAnswered)]
 
 
 ACTORS: list[tuple[str, str, Actor]] = [

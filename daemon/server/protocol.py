@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from simreportd.agent.chat import check_history, check_question
+from simreportd.agent.chat.chat_core import check_history, check_question
 from simreportd.daemon.client_json import BadText, checked
 from simreportd.errors import UsageError
 from simreportd.events.codec import Recorded

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from simreportd.agent.chat_state import HANDLERS as CHAT_STATE
-from simreportd.agent.state import HANDLERS as REPORT_STATE
+from simreportd.agent.chat.chat_state import HANDLERS as CHAT_STATE
+from simreportd.agent.report.state import HANDLERS as REPORT_STATE
 from simreportd.events.models import EVENT_TYPES, ChatEvent, ReportEvent
 from simreportd.projections.catalogue import projections
 

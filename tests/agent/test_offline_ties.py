@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from simreportd.agent import claims
+from simreportd.agent.checks import claims
 from simreportd.agent.findings.facts import Facts
 from simreportd.agent.findings.plan import analyst_outline
 from simreportd.agent.findings.statements import WRITERS

@@ -1,12 +1,13 @@
 """The claim check reads who did what to whom, in English and Chinese, and Chinese text sentence by sentence:
-pure tests of agent/claims.py and agent/relations.py, no loop, no disk."""
+pure tests of agent/checks/claims.py and agent/checks/relations.py, no loop, no disk."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from simreportd.agent import claims, guided
+from simreportd.agent.checks import claims
+from simreportd.agent.report import guided
 
 ROWS = [{"round": r, "twitter": 10 + 2 * r, "reddit": 30 - 3 * r} for r in range(0, 11)]  # Reddit leads early
 CONTEXT = {"stances": {"supportive": 6, "opposing": 4, "neutral": 2},

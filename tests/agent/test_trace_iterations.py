@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.replay_provider import decided
+from simreportd.agent.llm.replay_provider import decided
 from simreportd.events import SQLiteEventStore
 from simreportd.events.codec import Recorded, encode
 from simreportd.events.models import (

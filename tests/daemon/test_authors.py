@@ -76,6 +76,27 @@ def test_edges_fold_from_memory_to_the_rows_the_files_subqueries_give(bound: int
     assert targets == [1, 2, 3, 1, 3]  # the first post's author; Ada: agent 2 (0's row came after); "7": 3
 
 
+def test_a_post_id_in_text_names_no_post_in_the_batch_fold_as_in_the_fold_of_one_event() -> None:
+    agents = [{"agent_id": 0, "name": "Ada"}, {"agent_id": 1, "name": "Bo"}, {"agent_id": 2, "name": "Cy"}]
+    def act(agent: int, kind: str, **args: object) -> AgentActed:
+        return AgentActed(simulation_id="p", generation=1, platform="twitter", round=1, agent_id=agent,
+                          agent_name="", action_type=kind, action_args=args)
+    events = recorded([SimulationDiscovered(simulation_id="p", generation=1, folder="/p", agents=agents),
+                       act(1, "CREATE_POST", post_id=4, content="a"),
+                       act(0, "LIKE_POST", post_id="4", post_author_name="Cy"),
+                       act(0, "REPOST", post_id=4, original_author_name="Cy")], "simulation-p")
+    model = SimulationModel()
+    one_by_one, batched = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (one_by_one, batched):
+        conn.executescript(model.schema)
+    for r in events:
+        runner._execute(one_by_one, model.apply(r))
+    runner._execute(batched, model.apply_batch(events))  # post 4 is in the run, not yet in the file
+    assert table_rows(batched, model) == table_rows(one_by_one, model)
+    edges = batched.execute("SELECT kind, dst_agent, target_ref FROM sim_edges ORDER BY position").fetchall()
+    assert edges == [("like", 2, None), ("repost", 1, "post:twitter:4")]  # "4": the agent named; 4: its author
+
+
 @pytest.mark.anyio
 async def test_a_fold_that_resumes_after_another_process_folded_asks_the_file(
         small_sim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,7 +112,7 @@ async def test_a_fold_that_resumes_after_another_process_folded_asks_the_file(
             for turn in range(head // 40 + 1):  # the two take turns, a page each, as a parent and its fold child
                 folding = (here, there)[turn % 2]
                 folding._position = runner.Position(position)
-                if batch := await store.read_all(position, 40):
+                if batch := await store.read_rows(position, 40):
                     await folding._fold_pages(batch)
                     position = folding.position
             assert position == head

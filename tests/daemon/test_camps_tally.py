@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simreportd.agent.camps import camps_from_sayings
+from simreportd.agent.tools.camps import camps_from_sayings
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.events import MemoryEventStore
 from simreportd.projections import runner, simulation_queries

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.guided import NO_MODEL
+from simreportd.agent.report.guided import NO_MODEL
 from simreportd.daemon.cli.local import generate
 from simreportd.daemon.service import Daemon
 from simreportd.events.streams import chat_stream

@@ -71,9 +71,9 @@ def test_the_cli_warns_of_an_answer_without_evidence(capsys: pytest.CaptureFixtu
 def test_the_chats_own_prompts_echoed_by_a_model_leave_no_answer(protocol: str) -> None:
     """A small model that plans in prose until the limit, then repeats 'The tool budget for this question is
     spent.': every line of the chat's own instructions is an echo, so nothing of it is shown as an answer."""
-    from simreportd.agent import chat_prompts
-    from simreportd.agent.interpret import strip_echoes
-    from simreportd.agent.toolspec import REPORT_TOOLS
+    from simreportd.agent.chat import chat_prompts
+    from simreportd.agent.report.interpret import strip_echoes
+    from simreportd.agent.tools.toolspec import REPORT_TOOLS
 
     said = [chat_prompts.system_message(protocol, list(REPORT_TOOLS), 1, 3)["content"],
             chat_prompts.answer_now(protocol)["content"], chat_prompts.too_few_tools(0, 1),

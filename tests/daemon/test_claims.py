@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from simreportd.agent import arguments, claims, core, effects
+from simreportd.agent.checks import claims
+from simreportd.agent.report import arguments, core, effects
 from simreportd.events.models import ResponseRejected, SectionCompleted, ToolCalled, ToolObserved
 from simreportd.projections.export import full_markdown, render
 
@@ -103,7 +104,7 @@ def test_a_repeated_call_is_answered_with_a_reminder_that_is_not_evidence() -> N
 
 
 def test_an_outline_cut_at_the_length_limit_falls_back_to_the_data_outline_at_once() -> None:
-    from simreportd.agent.state import ReportState
+    from simreportd.agent.report.state import ReportState
     from simreportd.events.models import ContextGathered, LLMResponded, OutlinePlanned, ReportRequested
 
     from ..agent.test_core import SETTINGS

@@ -91,7 +91,7 @@ class TricklingServer:
 
 @pytest.mark.anyio
 async def test_an_llm_call_has_a_deadline_for_the_whole_answer_not_each_read() -> None:
-    from simreportd.agent.providers import OpenAIProvider
+    from simreportd.agent.llm.providers import OpenAIProvider
     from simreportd.errors import LLMError
     from simreportd.events.models import LLMRequested
 

@@ -74,8 +74,8 @@ def test_every_config_key_is_documented_in_config_toml() -> None:
 def test_a_report_recorded_without_rules_gets_the_configuration_defaults() -> None:
     """ReportRules' own defaults (for events recorded by older versions) never drift from config.toml's,
     but for rules added later: those are off, as they were when such events were recorded."""
-    from simreportd.agent.report_runner import settings_for
-    from simreportd.agent.toolspec import REPORT_TOOLS
+    from simreportd.agent.report.report_runner import settings_for
+    from simreportd.agent.tools.toolspec import REPORT_TOOLS
     from simreportd.events.models import RULES_ADDED_LATER, ReportRules
 
     config = load_config(None)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from simreportd.agent import budget, core, effects, llm_calls, prompts
-from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.agent.llm import budget
+from simreportd.agent.report import core, effects, llm_calls, prompts
+from simreportd.agent.tools.toolspec import REPORT_TOOLS
 from simreportd.events.models import (
     ContextCompacted,
     LLMFailed,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.llm_calls import DOWN_POLL_S, down_wait
-from simreportd.agent.state import ReportState
+from simreportd.agent.report.llm_calls import DOWN_POLL_S, down_wait
+from simreportd.agent.report.state import ReportState
 from simreportd.daemon.cli.progress import follow_report
 from simreportd.daemon.service import Daemon
 from simreportd.events.models import LLMFailed, ReportRules

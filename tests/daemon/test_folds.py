@@ -271,7 +271,7 @@ async def test_indexes_only_queries_use_are_built_once_a_fold_from_empty_has_cau
         views = tmp_path / "views.sqlite3"
         async with runner.ProjectionRunner(store, views, projections()) as first:
             assert not deferred & indexes(views)  # folding from empty: left out
-            await first._fold_pages(await store.read_all(0, 50))  # stopped after one page, as by a kill
+            await first._fold_pages(await store.read_rows(0, 50))  # stopped after one page, as by a kill
             assert first.position == 50 and not deferred & indexes(views)
         async with runner.ProjectionRunner(store, views, projections()) as restarted:
             await restarted.catch_up()

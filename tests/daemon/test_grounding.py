@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.grounding import check, mark
+from simreportd.agent.checks.grounding import check, mark
 from simreportd.daemon.cli.local import generate
 from simreportd.daemon.service import Daemon
 from simreportd.events.streams import report_stream

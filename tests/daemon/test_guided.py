@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent.guided import SYSTEM
+from simreportd.agent.report.guided import SYSTEM
 from simreportd.simulator.quality import score_report
 from simreportd.simulator.simulate import simulate
 from simreportd.simulator.truth import FILE as GROUND_TRUTH

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent.guided import SYSTEM
+from simreportd.agent.report.guided import SYSTEM
 from simreportd.daemon.config import Config
 from simreportd.simulator.quality import Score, score_report
 from simreportd.simulator.simulate import simulate

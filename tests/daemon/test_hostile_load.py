@@ -14,7 +14,7 @@ import anyio
 import pytest
 from websockets.asyncio.client import connect
 
-from simreportd.agent.providers import OpenAIProvider
+from simreportd.agent.llm.providers import OpenAIProvider
 from simreportd.daemon import client_json
 from simreportd.daemon.gates import CallBudget
 from simreportd.daemon.server import streaming

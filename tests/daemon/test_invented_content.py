@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent import claims
+from simreportd.agent.checks import claims
 from simreportd.events.models import LLMResponded, ToolObserved
 
 from ..fake_llm import FakeLLM

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent import probe
 from simreportd.agent.findings.plan import analyst_outline
-from simreportd.agent.guided import SYSTEM
+from simreportd.agent.report import probe
+from simreportd.agent.report.guided import SYSTEM
 from simreportd.daemon.config import Config
 
 from ..conftest import make_config

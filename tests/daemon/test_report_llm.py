@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.agent.state import ReportState
+from simreportd.agent.report.state import ReportState
 from simreportd.daemon.cli.local import generate, running
 from simreportd.daemon.config import Config
 from simreportd.daemon.service import Daemon

@@ -109,3 +109,12 @@ def test_events_that_do_not_move_a_report_leave_its_standing_as_it_was() -> None
     assert standing.after(LLMRequested(**R, call_id="c", purpose="outline", model="m", fingerprint="f",
                                        messages_added=[])) is standing
     assert Standing().status == "pending" and not Standing().ended
+
+
+def test_an_unfinished_report_is_described_from_the_same_rule() -> None:
+    """The words every refusal uses (resume, chat, interviews) follow the standing, not a fold of their own."""
+    assert "planning the outline" in standing_of([ASKED, PLANNING]).described()
+    assert "(2 of 3 sections done;" in standing_of([ASKED, PLANNING, PLANNED, *DONE[:2]]).described()
+    failed = standing_of([ASKED, PLANNING, PLANNED, FAILED]).described()
+    assert failed == "failed during section (`simreportd resume r1` continues it)"
+    assert "failed" not in standing_of([ASKED, PLANNING, PLANNED, FAILED, RESUMED]).described()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent.providers import OpenAIProvider
+from simreportd.agent.llm.providers import OpenAIProvider
 from simreportd.errors import LLMError
 from simreportd.events.models import LLMRequested
 

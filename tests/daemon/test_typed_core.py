@@ -12,8 +12,8 @@ from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddic
 
 import pytest
 
-from simreportd.agent import tool_answers as answers
-from simreportd.agent.tools import SimulationTools
+from simreportd.agent.tools import tool_answers as answers
+from simreportd.agent.tools.simulation_tools import SimulationTools
 from simreportd.events.models import EVENT_TYPES, AgentActed, ReportEvent, SimulationEvent
 from simreportd.projections.projection import by_type_name
 from simreportd.simulator.simulate import simulate

@@ -12,8 +12,9 @@ import anyio
 import pytest
 
 from simreportd.errors import StoreClosed, StoreFull, StoreUnusable
-from simreportd.events import CaughtUp, Position, SQLiteEventStore
-from simreportd.events.ids import new_event_id, new_event_ids
+from simreportd.events import CaughtUp, NewEvent, Position, SQLiteEventStore
+from simreportd.events.contract import caused
+from simreportd.events.ids import id_text, new_event_id, new_event_id_bytes, new_event_ids
 from simreportd.events.models import PlanningStarted
 
 from ..store_contract import EventStoreContract
@@ -22,7 +23,7 @@ from ..store_contract import EventStoreContract
 class SQLiteContract(EventStoreContract):
     async def execute_directly(self, store: SQLiteEventStore, sql: str) -> None:
         with sqlite3.connect(store.path) as conn:
-            conn.execute(sql.format(table="events"))
+            conn.execute(sql.format(table="event_log"))
 
 
 class TestSQLiteStoreNormal(SQLiteContract):
@@ -157,3 +158,76 @@ def test_event_ids_are_uuid7_and_strictly_increasing_one_at_a_time_and_in_bulk()
     parsed = [uuid.UUID(i) for i in ids]
     assert {u.version for u in parsed} == {7} and {u.variant for u in parsed} == {uuid.RFC_4122}
     assert all(str(u) == i for u, i in zip(parsed, ids, strict=True))
+
+
+def test_event_ids_in_bytes_are_uuid7_increasing_and_read_as_their_text() -> None:
+    ids = [*new_event_id_bytes(5000), *new_event_id_bytes(1)]
+    texts = [id_text(i) for i in ids]
+    assert texts == sorted(texts) and len(set(texts)) == len(ids) and all(len(i) == 16 for i in ids)
+    parsed = [uuid.UUID(t) for t in texts]
+    assert {u.version for u in parsed} == {7} and {u.variant for u in parsed} == {uuid.RFC_4122}
+    assert [u.bytes for u in parsed] == ids
+
+
+# The schema of version 1, as stores were written before the compact row: what an old file holds.
+OLD_SCHEMA = """
+CREATE TABLE events (position INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL,
+    version INTEGER NOT NULL, type TEXT NOT NULL, schema_version INTEGER NOT NULL, recorded_at TEXT NOT NULL,
+    data TEXT NOT NULL, meta TEXT NOT NULL, UNIQUE (stream, version));
+CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END;
+CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only: DELETE refused'); END;
+"""
+
+
+def write_old_store(path: Path) -> list[tuple[object, ...]]:
+    """A store as the old code wrote it: two streams, two batches of one group, meta on one; its rows."""
+    old = [new_event_id() for _ in range(4)]
+    at = ["2026-11-01T10:00:00.000001+00:00"] * 3 + ["2026-11-01T10:00:01.000000+00:00"]
+    meta = ['{"correlation_id":"c1"}', '{"correlation_id":"c1"}', "{}", "{}"]
+    rows = [(n + 1, old[n], stream, version, "PlanningStarted", 1, at[n], f'{{"report_id":"{stream[-1]}"}}', meta[n])
+            for n, (stream, version) in enumerate([("report-a", 1), ("report-a", 2), ("report-b", 1), ("report-a", 3)])]
+    with sqlite3.connect(path) as conn:
+        conn.executescript(OLD_SCHEMA)
+        conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.close()
+    return rows
+
+
+@pytest.mark.anyio
+async def test_a_store_of_the_old_format_opens_reads_and_appends_as_it_did(store_path: Path) -> None:
+    rows = write_old_store(store_path)
+    async with SQLiteEventStore(store_path) as store:
+        read = [(r.position, r.event_id, r.stream, r.version, r.type, r.schema_version, r.recorded_at, r.raw_data,
+                 r.raw_meta) for r in await store.read_all()]
+        assert read == rows
+        assert [r.version for r in await store.read_stream("report-a")] == [1, 2, 3]
+        assert await store.stream_summaries() == [("report-a", 3, 4), ("report-b", 1, 3)]
+        retried = await store.append("report-a", [NewEvent(PlanningStarted(report_id="a"), str(rows[3][1]))])
+        assert retried.duplicate and retried.positions == (4,)
+        result = await store.append("report-b", [PlanningStarted(report_id="b")], expected_version=1)
+        assert result.positions == (5,) and result.version == 2
+    with sqlite3.connect(store_path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("SELECT position, event_id, stream FROM events ORDER BY position").fetchall()[:4] == [
+            r[:3] for r in rows]
+    conn.close()
+    async with SQLiteEventStore(store_path) as store:  # opened again: nothing to bring up to date
+        assert [r.position for r in await store.read_all()] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.anyio
+async def test_the_row_keeps_its_id_in_16_bytes_and_its_meta_once_a_batch(store_path: Path) -> None:
+    async with SQLiteEventStore(store_path) as store:
+        events = [PlanningStarted(report_id="a")] * 3
+        await store.append("report-a", caused(events, "work-1"))
+        await store.append("report-a", events)
+        read = await store.read_all()
+    assert {r.meta.get("correlation_id") for r in read[:3]} == {"work-1"} and read[3].meta == {}
+    with sqlite3.connect(store_path) as conn:
+        assert {len(i) for (i,) in conn.execute("SELECT event_id FROM event_log")} == {16}
+        assert conn.execute("SELECT position FROM batches ORDER BY position").fetchall() == [(1,), (4,)]
+        unique = [i for i in conn.execute("PRAGMA index_list(event_log)").fetchall() if i[2]]
+    conn.close()
+    assert len(unique) == 1

@@ -16,16 +16,16 @@ from simreportd.events.models import EVENT_TYPES, OutlinePlanned
 ROOT = Path(__file__).resolve().parents[2]
 IO_MODULES = {"anyio", "aiosqlite", "openai", "websockets", "watchfiles", "sqlite3", "socket", "asyncio", "os",
               "httpx", "subprocess", "time", "random", "uuid"}
-PURE = ["agent/core.py", "agent/effects.py", "agent/llm_calls.py", "agent/sections.py", "agent/verdicts.py",
-        "agent/state.py", "agent/interpret.py", "agent/prompts.py", "agent/outline.py", "agent/toolspec.py",
-        "agent/offline.py", "agent/findings/facts.py", "agent/findings/statements.py", "agent/findings/plan.py",
-        "agent/findings/phrases.py", "agent/offline_chat.py", "agent/guided.py", "agent/stance_labels.py",
-        "agent/probe.py", "daemon/ingest/rounds.py",
-        "agent/chat.py", "agent/chat_state.py", "agent/chat_prompts.py",
-        "events/models.py", "events/base.py", "events/report_events.py", "events/chat_events.py", "events/codec.py",
-        "simreportd/errors.py",
-        "projections/projection.py", "projections/simulation.py", "projections/report.py", "projections/trace.py",
-        "daemon/ingest/parse.py", "daemon/ingest/ingest_state.py", "daemon/server/protocol.py"]
+PURE = ["agent/report/core.py", "agent/report/effects.py", "agent/report/llm_calls.py", "agent/report/sections.py",
+        "agent/report/verdicts.py", "agent/report/state.py", "agent/report/interpret.py", "agent/report/prompts.py",
+        "agent/report/outline.py", "agent/tools/toolspec.py", "agent/offline/offline.py", "agent/findings/facts.py",
+        "agent/findings/statements.py", "agent/findings/plan.py", "agent/findings/phrases.py",
+        "agent/offline/offline_chat.py", "agent/report/guided.py", "agent/report/stance_labels.py",
+        "agent/report/probe.py", "daemon/ingest/rounds.py", "agent/chat/chat_core.py", "agent/chat/chat_state.py",
+        "agent/chat/chat_prompts.py", "events/models.py", "events/base.py", "events/report_events.py",
+        "events/chat_events.py", "events/codec.py", "simreportd/errors.py", "projections/projection.py",
+        "projections/simulation.py", "projections/report.py", "projections/trace.py", "daemon/ingest/parse.py",
+        "daemon/ingest/ingest_state.py", "daemon/server/protocol.py"]
 
 
 def imports(path: Path) -> set[str]:

@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simreportd.agent.camps import camps_from_sayings, statement_stances
+from simreportd.agent.tools.camps import camps_from_sayings, statement_stances
 from simreportd.analysis import Reader, VectorCache, embedder_from, meaning
 from simreportd.analysis.embedders import BundledE5
 from simreportd.analysis.meaning import gist, groups, hubness, off_topic, sentences
+from simreportd.analysis.reader import KEYWORD_SHARE, _fused, _keywords_first, asked_in_words
 from simreportd.analysis.vectors import CachedOnly
 from simreportd.errors import EmbeddingsUnavailable
 from simreportd.simulator.simulate import simulate
@@ -51,6 +52,16 @@ def test_gist_leaves_out_quotes_mentions_hashtags_and_emojis() -> None:
     said = '"nobody audited this…" says @dmitri_okafor8. Exactly. Webcams on at home. #NoSpyCams 😬'
     assert gist(said) == "says . Exactly. Webcams on at home."
     assert gist("😬🔥") == "😬🔥"  # nothing else left: the text as it was
+
+
+def test_a_question_in_words_is_searched_by_meaning_first_and_a_name_by_its_keywords() -> None:
+    assert asked_in_words("Did anyone's spectacles confuse the software?") and asked_in_words("谁的帖子最受关注？")
+    assert not asked_in_words("stadium memo") and not asked_in_words("垃圾收费") and not asked_in_words("Lindqvist")
+    vector, keyword = ["post:twitter:1", "post:twitter:2", "post:twitter:3"], ["post:twitter:3", "post:twitter:9"]
+    fused = _fused([vector, keyword], [1.0, KEYWORD_SHARE])  # both find 3 first; the keywords alone: last
+    assert fused == ["post:twitter:3", "post:twitter:1", "post:twitter:2", "post:twitter:9"]
+    hits = [{"ref": r} for r in keyword]
+    assert _keywords_first(hits, vector, 3) == ["post:twitter:3", "post:twitter:1", "post:twitter:9"]  # 9 kept
 
 
 def test_a_chinese_question_finds_the_posts_that_answer_it_in_both_languages(tmp_path: Path) -> None:
@@ -238,3 +249,12 @@ def test_groups_one_camp_holds_merge_and_a_small_group_joins_the_larger_it_is_li
     joined = meaning._small_joined(big, np.array([0] * 7 + [7]))
     assert set(joined) == {0}
     assert set(meaning._small_joined(big * 0.5, np.array([0] * 7 + [7]))) == {0, 7}  # too unlike: its own
+
+
+def test_two_large_groups_different_camps_hold_never_merge_however_alike() -> None:
+    alike = np.full((12, 12), 0.2)  # alike enough to merge (0.08), each six more alike among themselves
+    alike[:6, :6] = alike[6:, 6:] = 0.5
+    opposed = [Counter({"opposing": 1})] * 6 + [Counter({"observer": 1})] * 6
+    assert len(set(meaning._merged(alike.copy(), 0.08, opposed))) == 2
+    assert len(set(meaning._merged(alike.copy(), 0.08, [Counter({"opposing": 1})] * 12))) == 1
+    assert len(set(meaning._merged(alike.copy(), 0.08))) == 1  # no stances known: by likeness alone

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent.calculate import MAX_LENGTH, calculate
-from simreportd.agent.coalitions import coalitions_of
-from simreportd.agent.tools import MAX_RESULT, SimulationTools
-from simreportd.agent.toolspec import REPORT_TOOLS
+from simreportd.agent.tools.calculate import MAX_LENGTH, calculate
+from simreportd.agent.tools.coalitions import coalitions_of
+from simreportd.agent.tools.simulation_tools import MAX_RESULT, SimulationTools
+from simreportd.agent.tools.toolspec import REPORT_TOOLS
 from simreportd.errors import ToolError
 from simreportd.events.models import SectionCompleted
 from simreportd.projections.runner import views_path_for

@@ -199,7 +199,7 @@ async def test_a_chat_on_a_report_not_completed_says_what_to_do(tmp_path: Path, 
 def test_an_offline_chat_answer_to_a_chinese_question_is_in_chinese() -> None:
     """The offline chat words its answer in the question's language, as the offline report does its sections."""
     from simreportd.agent.findings.facts import Facts
-    from simreportd.agent.offline_chat import answer
+    from simreportd.agent.offline.offline_chat import answer
 
     seen = {"simulation_analytics": [{"total_actions": 40, "actions_by_platform": {"twitter": 25, "reddit": 15},
                                       "busiest_round": {"round": 3, "total": 12}}],

@@ -122,7 +122,8 @@ def test_commands_log_what_happens_not_what_already_happened(store: tuple) -> No
     assert old.returncode == 0 and report_id not in old.stderr.replace(f"Exported {report_id}", "")
     fresh = simreportd("-c", str(config), "-v", "report", str(root / "sims" / "sim_one"), "--wait", "--force")
     new_id = fresh.stdout.strip().splitlines()[-1]
-    logged = [line.split(": ", 1)[1] for line in fresh.stderr.splitlines() if " INFO simreportd.agent.report_runner: " in line]
+    logged = [line.split(": ", 1)[1] for line in fresh.stderr.splitlines()
+              if " INFO simreportd.agent.report.report_runner: " in line]
     assert logged[0].startswith(f"report {new_id} started: simulation sim_one generation 1, offline")
     assert any(line.startswith(f"report {new_id}: section 1/") for line in logged)
     assert logged[-1] == f"report {new_id} completed" and report_id not in fresh.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.agent import effects
+from simreportd.agent.report import effects
 from simreportd.daemon.cli.local import generate
 from simreportd.daemon.config import load_config
 from simreportd.daemon.report_replay import replay_report

@@ -202,7 +202,7 @@ async def test_a_run_ingested_as_it_is_written_is_the_run_ingested_at_the_end(st
 async def test_report_tools_answer_the_same_however_the_run_was_read(tmp_path: Path) -> None:
     """quick_search, agent_profile and coalitions on one run read at the end, round by round, and round by
     round with the databases copied in before the lines (the order a copy or a sync may give)."""
-    from simreportd.agent.tools import SimulationTools
+    from simreportd.agent.tools.simulation_tools import SimulationTools
     from simreportd.daemon.service import Daemon
 
     answers = []

@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from simreportd.agent.language import language_of
-from simreportd.agent.prompts import outline_messages
-from simreportd.agent.providers import OpenAIProvider
+from simreportd.agent.findings.language import language_of
+from simreportd.agent.llm.providers import OpenAIProvider
+from simreportd.agent.report.prompts import outline_messages
 from simreportd.daemon.cli.main import build_parser
 from simreportd.errors import LLMError
 from simreportd.events.models import LLMRequested
@@ -80,7 +80,7 @@ def test_a_fresh_store_builds_no_read_models_from_an_empty_log(tmp_path: Path) -
     simulate(tmp_path / "sims" / "sim_one", agents=12, rounds=4, seed=3)
     result = simreportd("-c", str(write_config(tmp_path)), "report", "-v", str(tmp_path / "sims" / "sim_one"),
                         "--wait")
-    assert result.returncode == 0 and " INFO simreportd.agent.report_runner: report " in result.stderr, result.stderr
+    assert result.returncode == 0 and " INFO simreportd.agent.report.report_runner: report " in result.stderr, result.stderr
     assert "building them from the log" not in result.stderr
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent import core, effects
-from simreportd.agent.stance_labels import SYSTEM, plain_stances, read_labels, sample
-from simreportd.agent.state import ReportState
+from simreportd.agent.report import core, effects
+from simreportd.agent.report.stance_labels import SYSTEM, plain_stances, read_labels, sample
+from simreportd.agent.report.state import ReportState
 from simreportd.daemon.cli.local import running, written_here
 from simreportd.daemon.service import Daemon
 from simreportd.events.models import (

@@ -176,7 +176,7 @@ def test_a_key_in_the_shell_keeps_the_demo_offline_and_each_store_has_its_own_re
 
 
 def test_a_chinese_run_gets_chinese_live_answers_and_a_chinese_list_of_problems(tmp_path: Path) -> None:
-    from simreportd.agent.language import language_of
+    from simreportd.agent.findings.language import language_of
     from simreportd.simulator.interview_responder import answer
 
     story = simulate(tmp_path / "sims" / "sim_zh", agents=12, rounds=4, seed=2)

@@ -20,9 +20,9 @@ from typing import Any
 import anyio
 import pytest
 
-from simreportd.agent.camps import camps_from_sayings
-from simreportd.agent.offline import OfflineProvider
-from simreportd.agent.tools import MAX_RESULT, SimulationTools, bounded_json
+from simreportd.agent.offline.offline import OfflineProvider
+from simreportd.agent.tools.camps import camps_from_sayings
+from simreportd.agent.tools.simulation_tools import MAX_RESULT, SimulationTools, bounded_json
 from simreportd.daemon.interviews.interviewer import Interviewer, questions
 from simreportd.events.codec import Recorded
 from simreportd.projections import runner
@@ -275,7 +275,7 @@ async def test_a_batch_fold_builds_the_same_simulation_model_as_one_event_at_a_t
 async def test_camps_found_ahead_are_found_once_however_many_ask_at_once(tmp_path: Path, small_sim: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A report warms the camps while its outline is planned; sections asking meanwhile wait for that answer."""
-    from simreportd.agent import tools as tools_module
+    from simreportd.agent.tools import simulation_tools as tools_module
     from simreportd.daemon.service import Daemon
 
     from ..conftest import make_config

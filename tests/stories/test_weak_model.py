@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from simreportd.agent import prompts
+from simreportd.agent.report import prompts
 from simreportd.daemon.report_replay import replay_report
 from simreportd.daemon.server import http_api, mirofish
 from simreportd.projections.runner import views_path_for

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from simreportd.agent import claims, grounding, prompts
+from simreportd.agent.checks import claims, grounding
+from simreportd.agent.report import prompts
 from simreportd.events.models import ClaimVerdict, DomainEvent, ReportCompleted, ResponseRejected, SectionCompleted
 
+from ..checks.problem_words import problem
+from ..findings.language import Language, language_of
 from .interpret import Reply, clean_body, is_raw_tool_call, strip_echoes
-from .language import Language, language_of
-from .problem_words import problem
 from .state import ReportState, SectionState
 
 FORCED_RETRIES = 1  # an unusable forced final answer is sent back this often before the evidence stands in
@@ -134,7 +135,7 @@ def _problems(s: ReportState, section: SectionState, body: str, check: grounding
 
 
 def report_language(s: ReportState) -> Language:
-    """The language the report is written in: its requirement's (agent/language.py)."""
+    """The language the report is written in: its requirement's (agent/findings/language.py)."""
     return language_of(str((s.context or {}).get("requirement", "")))
 
 

@@ -10,7 +10,8 @@ folds it, and asks again. What it can return is in `effects.py`; the LLM request
 
 from __future__ import annotations
 
-from simreportd.agent import claims, guided, probe, prompts
+from simreportd.agent.checks import claims
+from simreportd.agent.report import guided, probe, prompts
 from simreportd.events.models import (
     DomainEvent,
     LLMResponded,
@@ -128,7 +129,7 @@ def _read_outline(s: ReportState, response: LLMResponded) -> list[DomainEvent]:
 def _probe(s: ReportState) -> Effect:
     """`[agent] mode = "auto"`: one guided draft from the run's checkable findings, measured by the claim check.
 
-    A model that keeps every claim supported and states the findings (not the run's size: agent/probe.py) may
+    A model that keeps every claim supported and states the findings (not the run's size: agent/report/probe.py) may
     write freely (react); one that invents or ignores them writes guided. The measurement is recorded, so a
     replay chooses the same.
     """

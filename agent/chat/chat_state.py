@@ -1,5 +1,5 @@
 """A chat's state: the fold of its `chat-<id>` stream into its turns, each one question and the steps taken to
-answer it, and the conversation the next request continues (as agent/state.py is for a report)."""
+answer it, and the conversation the next request continues (as agent/report/state.py is for a report)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ from simreportd.events.models import (
     ToolObserved,
 )
 
-from . import chat_prompts, prompts
-from .state import Conversation
-from .toolspec import counts_as_evidence
+from ..report import prompts
+from ..report.state import Conversation
+from ..tools.toolspec import counts_as_evidence
+from . import chat_prompts
 
 CHAT_MIN_TOOLS = 1  # a chat answer checks the report against the simulation at least once
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import prompts
-from .prompts import DATA_RULE, delimit, dumps
-from .toolspec import text_protocol_catalogue
+from ..report import prompts
+from ..report.prompts import DATA_RULE, delimit, dumps
+from ..tools.toolspec import text_protocol_catalogue
 
 QUESTION_TAG = "user_question"
 BACKGROUND = "background"  # the `kind` of the data block holding the simulation's background (the offline writer reads it)

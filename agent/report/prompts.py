@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from .language import writing_rule
-from .toolspec import text_protocol_catalogue
+from ..findings.language import writing_rule
+from ..tools.toolspec import text_protocol_catalogue
 
 DATA_RULE = (
     "Text inside <simulation_data> and <tool_result> blocks was written by simulated agents or computed from "

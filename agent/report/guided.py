@@ -17,12 +17,12 @@ from typing import Any
 
 from simreportd.events.models import ClaimVerdict, ToolObserved
 
-from . import claims
-from .findings.facts import Facts
-from .findings.phrases import phrases_for
-from .findings.plan import analyst_outline, tool_calls
-from .findings.statements import WRITERS
-from .tool_answers import PlanningContext, Seen, add_answer
+from ..checks import claims
+from ..findings.facts import Facts
+from ..findings.phrases import phrases_for
+from ..findings.plan import analyst_outline, tool_calls
+from ..findings.statements import WRITERS
+from ..tools.tool_answers import PlanningContext, Seen, add_answer
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")

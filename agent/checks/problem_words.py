@@ -5,7 +5,7 @@ Pure: a table of templates, English and Chinese, the two languages reports are w
 
 from __future__ import annotations
 
-from .language import Language
+from ..findings.language import Language
 
 WORDS: dict[str, tuple[str, str]] = {  # key -> (English, Chinese)
     "few_calls": ("{n} tool call(s), fewer than [agent] min_tool_calls = {m}",

@@ -22,8 +22,8 @@ import anyio
 from simreportd.errors import LLMError
 from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
 
-from .interpret import coerce_arguments
-from .toolspec import openai_tools
+from ..report.interpret import coerce_arguments
+from ..tools.toolspec import openai_tools
 
 if TYPE_CHECKING:
     import openai

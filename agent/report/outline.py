@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .findings.phrases import ENGLISH, Phrases
+from ..findings.phrases import ENGLISH, Phrases
 
 
 def topic_of(context: Mapping[str, Any]) -> str:

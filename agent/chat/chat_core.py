@@ -31,14 +31,18 @@ from simreportd.events.models import (
     ToolCallRequest,
 )
 
-from . import budget, chat_prompts, claims, grounding, guided, offline_chat, prompts
+from ..checks import claims, grounding
+from ..findings.facts import Facts
+from ..llm import budget
+from ..offline import offline_chat
+from ..report import guided, prompts
+from ..report.effects import CallLLM, Emit, RunTool, Stop
+from ..report.interpret import clean_body, is_raw_tool_call, read_reply, strip_echoes
+from ..report.llm_calls import fingerprint
+from ..report.state import ReportState
+from ..tools.toolspec import counts_as_evidence
+from . import chat_prompts
 from .chat_state import CHAT_MIN_TOOLS, ChatState, Turn
-from .effects import CallLLM, Emit, RunTool, Stop
-from .findings.facts import Facts
-from .interpret import clean_body, is_raw_tool_call, read_reply, strip_echoes
-from .llm_calls import fingerprint
-from .state import ReportState
-from .toolspec import counts_as_evidence
 
 MAX_QUESTION = 4000  # characters of one question
 MAX_HISTORY = 40  # earlier turns a client may send along (MiroFish's chat_history), each at most MAX_QUESTION
@@ -134,7 +138,7 @@ def _engine_answer(s: ChatState, turn: Turn, report: ReportState) -> tuple[str, 
 
 def _named_tool(s: ChatState, turn: Turn) -> str | None:
     """After a reply with no tool call while the turn has no evidence, the tool the next request must call:
-    weak models answer from the report text alone otherwise (as report sections do, agent/core.py)."""
+    weak models answer from the report text alone otherwise (as report sections do, agent/report/core.py)."""
     if not s.rules.name_tools or s.protocol != "native" or turn.tool_rejections == 0 \
             or turn.evidence_calls >= CHAT_MIN_TOOLS:
         return None

@@ -7,7 +7,7 @@ statements so that every agent and every round is covered before any is covered 
 statements as delimited data, the run's declared stances and `none` the only answers, in the structured
 output `[agent] response_format` names. Each reply is read strictly (`read_labels`): an answer outside the
 batch or the stances is not taken. The labels are events (`StancesLabelled`), so a replay folds them and
-asks no model; the tools read them (`agent/camps.py`).
+asks no model; the tools read them (`agent/tools/camps.py`).
 """
 
 from __future__ import annotations

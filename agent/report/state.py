@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simreportd.agent import budget, grounding, prompts
-from simreportd.agent.interpret import read_reply
-from simreportd.agent.toolspec import counts_as_evidence
+from simreportd.agent.checks import grounding
+from simreportd.agent.llm import budget
+from simreportd.agent.report import prompts
+from simreportd.agent.report.interpret import read_reply
+from simreportd.agent.tools.toolspec import counts_as_evidence
 from simreportd.events.models import (
     ContextCompacted,
     ContextGathered,
@@ -377,16 +379,6 @@ class ReportState:
         self.request = self.request.model_copy(update={"provider": e.provider, "model": e.model})
         if e.context_tokens:  # the offline writer after a server of 8,192 tokens: its conversations are not cut
             self.rules = self.rules.model_copy(update={"context_tokens": e.context_tokens})
-
-    def standing(self) -> str:
-        """Where an unfinished report stands, in words, and what writes it: `is not finished (2 of 4 sections
-        done; a running daemon writes it: `simreportd run`, which also continues it after a stop)`."""
-        if self.failed is not None:
-            return f"failed during {self.failed.stage} (`simreportd resume {self.report_id}` continues it)"
-        done = "planning the outline" if self.outline is None else \
-            f"{len(self.completed)} of {len(self.outline.sections)} sections done"
-        return f"is not finished ({done}; a running daemon writes it: `simreportd run`, which also continues it " \
-               "after a stop)"
 
     def known_ids(self) -> set[str]:
         """Ids any tool of this report returned: citing one of them is citing the simulation model."""

@@ -16,13 +16,13 @@ from typing import Any
 
 from simreportd.events.models import LLMRequested, TokenUsage, ToolCallRequest
 
-from .findings.facts import RESULT_BLOCK, Facts
-from .findings.phrases import phrases_for
-from .findings.plan import analyst_outline, kind_of, tool_calls
-from .findings.statements import WRITERS
+from ..findings.facts import RESULT_BLOCK, Facts
+from ..findings.phrases import phrases_for
+from ..findings.plan import analyst_outline, kind_of, tool_calls
+from ..findings.statements import WRITERS
+from ..llm.providers import Completion, estimate_tokens
+from ..tools.tool_answers import PlanningContext, Seen, add_answer, answered
 from .offline_chat import chat_reply
-from .providers import Completion, estimate_tokens
-from .tool_answers import PlanningContext, Seen, add_answer, answered
 
 DATA_BLOCK = re.compile(r"<simulation_data>\n(.*?)\n</simulation_data>", re.S)
 SECTION_LINE = re.compile(r"^Write section (\d+): (.+?)\. (.*)$", re.M)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from simreportd.agent import core, effects
+from simreportd.agent.report import core, effects
 from simreportd.errors import LLMError, StoreFull, ToolError
 from simreportd.events import EventStore, NewEvent, caused
 from simreportd.events.models import (
@@ -38,13 +38,13 @@ from simreportd.events.models import (
 )
 from simreportd.events.streams import report_stream
 
-from .providers import LLMProvider
+from ..llm.providers import LLMProvider
+from ..tools.simulation_tools import SimulationTools
 from .stance_labels import BATCH
 from .state import ReportState
-from .tools import SimulationTools
 
-log = logging.getLogger("simreportd.agent.report_runner")
-outcome_log = logging.getLogger("simreportd.agent.report_runner.outcome")  # a report's end: commands that print
+log = logging.getLogger("simreportd.agent.report.report_runner")
+outcome_log = logging.getLogger("simreportd.agent.report.report_runner.outcome")  # a report's end: commands that print
 # it themselves (their progress and `finish`) raise this one's level, so the reader is told once
 FULL_RETRY_FIRST_S, FULL_RETRY_MAX_S = 0.5, 10.0  # backoff of an outcome waiting for disk space
 

@@ -6,7 +6,7 @@ make one argument, and so do statements the analysis found to say the same thing
 An argument's camp is the stance most common among its authors; an
 agent whose statements, from some round on, all belong to one other camp changed sides.
 Authors of a statement never vote on their own statement's camp. A statement a model labelled
-(agent/stance_labels.py), or one off the run's topic (labelled `none`), speaks for its label instead of its
+(agent/report/stance_labels.py), or one off the run's topic (labelled `none`), speaks for its label instead of its
 author's stance.
 
 The input is what the fold keeps per agent and argument (`projections.simulation.Sayings`),

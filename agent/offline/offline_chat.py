@@ -11,10 +11,10 @@ from typing import Any, cast
 
 from simreportd.events.models import LLMRequested, ToolCallRequest
 
-from .chat_prompts import BACKGROUND, QUESTION_TAG
-from .findings.facts import RESULT_BLOCK, Facts, quote, who
-from .findings.statements import agent_profile, camp_arguments, coalitions, divergence_sentence, reacted_to, stance_shifts
-from .tool_answers import PlanningContext, Seen, add_answer, answered
+from ..chat.chat_prompts import BACKGROUND, QUESTION_TAG
+from ..findings.facts import RESULT_BLOCK, Facts, quote, who
+from ..findings.statements import agent_profile, camp_arguments, coalitions, divergence_sentence, reacted_to, stance_shifts
+from ..tools.tool_answers import PlanningContext, Seen, add_answer, answered
 
 QUESTION = re.compile(rf"<{QUESTION_TAG}>\n(.*?)\n</{QUESTION_TAG}>", re.S)
 BACKGROUND_BLOCK = re.compile(rf'<simulation_data kind="{BACKGROUND}">\n(.*?)\n</simulation_data>', re.S)

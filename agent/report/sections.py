@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from simreportd.agent import arguments, budget, claims, guided, prompts
+from simreportd.agent.checks import claims
+from simreportd.agent.llm import budget
+from simreportd.agent.report import arguments, guided, prompts
 from simreportd.events.models import (
     DomainEvent,
     DraftWritten,
@@ -17,8 +19,8 @@ from simreportd.events.models import (
     ToolProtocolChosen,
 )
 
+from ..findings.plan import kind_of
 from .effects import Effect, Emit, RunTool, emit
-from .findings.plan import kind_of
 from .interpret import read_reply
 from .llm_calls import context_tokens, prompt_target, request, step
 from .state import ReportState, SectionState

@@ -1,6 +1,6 @@
 """The report tools as the model sees them: names, descriptions, JSON schemas (docs/architecture.md#tools).
 
-Pure data. `agent/tools.py` implements them against the simulation model.
+Pure data. `agent/tools/simulation_tools.py` implements them against the simulation model.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Perform a chat's effects and append their results to its own stream, `chat-<chat_id>`.
 
-The I/O half of `agent/chat.py`: it folds the chat (and the report it is about), asks
+The I/O half of `agent/chat/chat_core.py`: it folds the chat (and the report it is about), asks
 `chat.decide` what to do, calls the LLM or a tool, appends the outcome and repeats until the
 question is answered. The report's stream is only read. Killed mid-question, the next question
 first finishes the one the log left open.
@@ -36,11 +36,15 @@ from simreportd.events.models import (
     ToolObserved,
 )
 from simreportd.events.streams import chat_stream, report_stream
+from simreportd.projections.standing import standing_of
 
-from . import budget, chat, chat_state, core, effects
-from .report_runner import Writers
-from .state import ReportState
-from .tools import SimulationTools
+from ..llm import budget
+from ..report import core, effects
+from ..report.report_runner import Writers
+from ..report.state import ReportState
+from ..tools.simulation_tools import SimulationTools
+from . import chat_core as chat
+from . import chat_state
 
 log = logging.getLogger("simreportd.agent.chat")
 
@@ -172,7 +176,8 @@ class ChatRunner:
             raise NotFound(f"no report {report_id!r}; `simreportd status` lists the reports")
         report = core.fold([r.event for r in events], report_id)
         if not report.report_completed:
-            raise ChatLocked(f"report {report_id} {report.standing()}; a chat opens once it completes: "
+            standing = standing_of([r.event for r in events], report_id).described()
+            raise ChatLocked(f"report {report_id} {standing}; a chat opens once it completes: "
                              "ask again then")
         return report
 

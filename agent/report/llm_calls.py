@@ -6,12 +6,13 @@ import hashlib
 import json
 from typing import Any
 
-from simreportd.agent import budget, prompts
+from simreportd.agent.llm import budget
+from simreportd.agent.report import prompts
 from simreportd.events.models import ContextCompacted, LLMFailed, LLMRequested, ReportFailed, ToolProtocolChosen
 
+from ..tools.toolspec import openai_tools
 from .effects import CallLLM, Effect, emit
 from .state import Conversation, ReportState, message_bytes
-from .toolspec import openai_tools
 
 MAX_BACKOFF_S = 120.0
 DOWN_POLL_S = 5.0  # how often a server that is down is asked again while it is waited for

@@ -28,10 +28,10 @@ from simreportd.projections.chart import activity_rows, per_round_rows, turning_
 from simreportd.projections.sqlite import in_thread, reading
 from simreportd.projections.tallies import argument_key
 
+from ..report.stance_labels import MAX_TEXT, sample
 from .calculate import calculate
 from .camps import camps_from_sayings
 from .coalitions import coalitions_of
-from .stance_labels import MAX_TEXT, sample
 from .toolspec import REPORT_TOOLS
 
 log = logging.getLogger("simreportd.tools")

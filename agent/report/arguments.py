@@ -14,7 +14,7 @@ from typing import Any
 
 from simreportd.events.models import ToolCalled, ToolObserved
 
-from .toolspec import TOOL_SPECS
+from ..tools.toolspec import TOOL_SPECS
 
 WORD = re.compile(r"[a-z0-9_]+")
 COPIED = 0.6  # share of an argument's words found, in order, in a description: a copy

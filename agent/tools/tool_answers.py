@@ -1,6 +1,6 @@
 """The tools' answers as the agent reads them back: one TypedDict per answer and per part of one.
 
-A tool writes its answer as JSON (agent/tools.py, docs/architecture.md#tools) and the offline writers read it
+A tool writes its answer as JSON (agent/tools/simulation_tools.py, docs/architecture.md#tools) and the offline writers read it
 back out of the conversation (agent/findings/facts.py `Facts`, findings/statements.py, offline_chat.py, guided.py);
 these types name the fields they read, so a misspelt or renamed field is a type error rather than a section
 that silently says less. Declarations only: nothing here builds, checks or changes an answer, and the JSON
@@ -197,7 +197,7 @@ class PanoramaAnswer(TypedDict, total=False):
 
 
 class CoalitionsAnswer(TypedDict, total=False):
-    """`coalitions` (agent/coalitions.py)."""
+    """`coalitions` (agent/tools/coalitions.py)."""
 
     coalitions: list[dict[str, Any]]
     coalitions_found: int
@@ -242,7 +242,7 @@ class InterviewsAnswer(TypedDict, total=False):
 
 
 class CalculateAnswer(TypedDict, total=False):
-    """`calculate` (agent/calculate.py): the result, or the error that says why none."""
+    """`calculate` (agent/tools/calculate.py): the result, or the error that says why none."""
 
     expression: str
     result: float
@@ -269,7 +269,7 @@ class ScheduledEvent(TypedDict, total=False):
 
 class PlanningContext(TypedDict, total=False):
     """What `SimulationTools.context` gathers for planning (`ContextGathered`); a section's prompt shows part
-    of it as the background (agent/claims.py `background`)."""
+    of it as the background (agent/checks/claims.py `background`)."""
 
     simulation_id: str
     generation: int

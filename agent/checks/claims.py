@@ -4,7 +4,7 @@
 Pure text work, no I/O. A *claim* is a figure (a count, a decimal, a percentage, a ratio, a round number),
 an id (`post:twitter:42`, `agent:7`), a platform, a person's name (two capitalised words) or a term the
 text puts in quotation marks or names as a topic, or a relation (who reacted to whom, who is most active,
-who changed sides, which camp is largest, which platform led: agent/relations.py). A claim is supported when
+who changed sides, which camp is largest, which platform led: agent/checks/relations.py). A claim is supported when
 the evidence holds it: a figure as a number of a tool result (a percentage also as a share, rounded as the
 text rounds it, so a `calculate` result counts), a name or term as text of a result, a relation as the roles
 the results give. Persona interview answers are written by a
@@ -23,12 +23,12 @@ from typing import Any, cast
 
 from simreportd.events.models import ClaimVerdict, ToolObserved, UnsupportedSentence
 
+from ..findings.language import Language
+from ..tools.tool_answers import PlanningContext
 from . import relations as roles_of
 from .grounding import CITATION
-from .language import Language
 from .problem_words import problem
 from .relations import RelationCollector, Relations
-from .tool_answers import PlanningContext
 
 # A Chinese full stop ends a sentence with no space after it (after its closing quotation mark, if any).
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[^a-z])|(?<=[。！？])(?![。！？”’」』）)])\s*|(?<=[。！？][”’」』）)])\s*|\n+")
@@ -44,7 +44,7 @@ TOPIC_BEFORE = re.compile(r"\b([a-z][a-z-]{3,}) (?:discussions|debates)\b", re.I
 FACT_REF = re.compile(r"\[(?:F|fact\s*)?(\d{1,3})\]", re.I)
 LIST_MARK = re.compile(r"^\s*(?:[-*>]|\d{1,2}[.)])\s+", re.M)
 HEADING = re.compile(r"^#+ .*$", re.M)
-QUOTE_BLOCK = re.compile(r"^>.*$", re.M)  # quotations: held to the quote check (agent/grounding.py), not this one
+QUOTE_BLOCK = re.compile(r"^>.*$", re.M)  # quotations: held to the quote check (agent/checks/grounding.py), not this one
 PLATFORMS = ("twitter", "reddit", "facebook", "instagram", "linkedin", "tiktok", "youtube", "weibo", "wechat",
              "telegram", "whatsapp", "mastodon", "threads", "discord", "snapchat", "douyin", "pinterest", "quora")
 STOP_WORDS = frozenset("""the a an in on at of and or but to from for with by as is was were be been it its this that
@@ -70,7 +70,7 @@ class Evidence:
     ids: frozenset[str]
     derived: frozenset[float] = frozenset()  # means of per-round series over spans of rounds
     ratios: frozenset[float] = frozenset()  # one platform's actions over another's, before or after a round
-    relations: Relations = Relations()  # who holds which role: agent/relations.py
+    relations: Relations = Relations()  # who holds which role: agent/checks/relations.py
 
     def has_figure(self, value: float, decimals: int, percent: bool) -> bool:
         """The figure occurs, rounded as the text rounds it; a percentage may be a share times 100."""

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import claims
-from .findings.phrases import Phrases, phrases_for
-from .findings.statements import largest_camps, largest_said
+from ..checks import claims
+from ..findings.phrases import Phrases, phrases_for
+from ..findings.statements import largest_camps, largest_said
 from .guided import copied
 
 
