@@ -42,7 +42,8 @@ def test_a_tie_is_stated_only_as_a_tie_and_the_size_states_nothing() -> None:
     found = probe.findings(CONTEXT)
     assert probe.stated("The run had 12 rounds, 24 agents and 210 actions.", found) == 0
     assert probe.stated("The opposing camp is the largest.", found) == 0  # a tie said as one camp
-    assert probe.stated("The opposing and neutral camps are tied as the largest.", found) == 1
+    assert probe.stated("The opposing and neutral camps are tied as the largest.", found) == 0  # the sheet, copied
+    assert probe.stated("Opposing and neutral agents tie for the most members.", found) == 1
     assert probe.stated("Twitter led with twice Reddit's 70 actions; the event came in round 5.", found) == 2
 
 
