@@ -120,7 +120,7 @@ def _guided(s: ChatState, turn: Turn, report: ReportState) -> ChatEffect:
             call_id=f"chat-t{turn.number}-g{len(turn.tool_calls) + 1}", tool=name, arguments=args)),))
     engine, facts = _engine_answer(s, turn, report)
     if (reply := s.conversation.unread) is not None:
-        body, _, drafted = guided.draft(reply.content, facts, _evidence(s, report), engine)
+        body, _, drafted = guided.draft(reply.content, facts, _evidence(s, report), engine, turn.question)
         return Emit(tuple(_answer(s, turn, report, body or guided.fallback(facts, engine), False, drafted)))
     requirement = str((report.context or {}).get("requirement", ""))
     added = guided.messages(turn.question, "", requirement, facts)

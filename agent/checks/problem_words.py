@@ -12,8 +12,6 @@ WORDS: dict[str, tuple[str, str]] = {  # key -> (English, Chinese)
                   "只调用了{n}次工具，少于 [agent] min_tool_calls = {m}"),
     "no_text": ("no usable text from the model: the gathered evidence stands in",
                 "模型没有给出可用的文字：以收集到的证据代替"),
-    "no_draft": ("no draft of the model survived the claim check: the facts from the data stand in",
-                 "模型的草稿没有一句通过论断核查：以数据中的事实代替"),
     "ungrounded": ("{n} quote(s) or id(s) not found in the evidence", "{n}处引文或编号在证据中找不到"),
     "few_citations": ("cites {n} quote(s) or id(s) from its evidence, fewer than [agent] min_citations = {m}",
                       "引用证据中的引文或编号{n}处，少于 [agent] min_citations = {m}"),

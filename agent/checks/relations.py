@@ -3,9 +3,10 @@
 Pure text work, no I/O, in English and Chinese. A *relation* is a sentence's claim that names agents,
 camps or platforms in a role: who reacted (most) to whom, who is most active or most reacted to, who
 changed sides (from and to which camp, before or after the trigger), which camp is the largest, which
-platform led. The agents' names are known from the evidence, so they are found as substrings (a Chinese
-name has no capital letters). A relation the evidence does not hold is named, as the claim check names a
-figure it lacks: `unsupported` returns them for one sentence.
+platform led, in which round the trigger landed, whose id a name is given. The agents' names are known
+from the evidence, so they are found as substrings (a Chinese name has no capital letters). A relation the
+evidence does not hold is named, as the claim check names a figure it lacks: `unsupported` returns them
+for one sentence.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ REACTED_TO = re.compile(r"\b(?:drew|received|got|attracted)\s+(?:the\s+)?most\s+
                         r"被回应最多", re.I)
 ACTIVE = re.compile(r"\bmost active\b(?!\s+(?:rounds?|platforms?|periods?|phases?|days?|hours?)\b)|"
                     r"最(?:为)?活跃(?!的(?:一轮|轮次|平台|时段))", re.I)
+DOMINANT = re.compile(r"\bdominat(?:ing|ed|es|e)\b|\bled the (?:debate|discussion|conversation)\b|"
+                      r"主导了?(?:讨论|辩论)?", re.I)
 SHIFTED = re.compile(r"\b(?:changed|switched|swapped|flipped)\s+(?:sides?|camps?|stances?|positions?|"
                      r"(?:his|her|their)\s+(?:stance|position|side|camp|minds?))|"
                      r"\b(?:moved|switched|shifted|defected|crossed over|went over|turned)\s+to\s+the\s+\w+\s+"
@@ -55,6 +58,15 @@ AFTER = re.compile(r"\bafter (?:round (\d+)|the (?:trigger|event|scheduled event
                    r"第(\d+)轮之后|(?:预定)?事件(?:发生)?之后", re.I)
 BEFORE = re.compile(r"\bbefore (?:round (\d+)|the (?:trigger|event|scheduled event|announcement))|"
                     r"第(\d+)轮之前|(?:预定)?事件(?:发生)?之前", re.I)
+
+ORDINALS = {w: n for n, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split(), 1)}
+EVENT = r"(?:the\s+)?(?:scenario'?s\s+)?(?:scheduled\s+event|trigger(?:ing event)?)"
+WHICH_ROUND = r"(?:round\s+(\d+)|the\s+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|final)\s+round)"
+LANDED = r"(?:landed|came|hit|happened|arrived|struck|took place|occurred)"
+TRIGGERED = re.compile(rf"\b(?:in|at|during)\s+{WHICH_ROUND},?\s+{EVENT}\s+{LANDED}|"
+                       rf"\b{EVENT}\s+{LANDED}\s+(?:in|at|during)\s+{WHICH_ROUND}|"
+                       rf"\b{WHICH_ROUND}\s+(?:is|was)\s+when\s+{EVENT}|"
+                       r"(?:预定)?事件(?:发生|出现|到来)(?:在|于)第(\d+)轮|第(\d+)轮(?:发生了|迎来了?|出现了)(?:预定)?事件", re.I)
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,7 @@ class Relations:
     platforms: Mapping[str, int] = field(default_factory=dict)
     rounds: tuple[Mapping[str, Any], ...] = ()
     trigger: int | None = None
+    agents: Mapping[str, str] = field(default_factory=dict)  # "agent:7" -> the agent's name
 
 
 @dataclass
@@ -96,6 +109,7 @@ class RelationCollector:
     platforms: dict[str, int] = field(default_factory=dict)
     rounds: list[Mapping[str, Any]] = field(default_factory=list)
     trigger: int | None = None
+    agents: dict[str, str] = field(default_factory=dict)
 
     def add(self, value: Any) -> None:
         if isinstance(value, list):
@@ -132,6 +146,10 @@ class RelationCollector:
         for key in ("name", "from_name", "to_name"):
             if isinstance(value.get(key), str) and len(value[key]) > 1:
                 self.names.add(value[key])
+        for ref, name in ((value.get("ref"), value.get("name")), (value.get("from"), value.get("from_name")),
+                          (value.get("to"), value.get("to_name"))):
+            if isinstance(ref, str) and ref.startswith("agent:") and isinstance(name, str):
+                self.agents[ref] = name
         if isinstance(value.get("from_name"), str) and isinstance(value.get("to_name"), str):
             self.chains.add((value["from_name"], value["to_name"]))
         agent = value.get("agent")
@@ -142,7 +160,7 @@ class RelationCollector:
     def relations(self) -> Relations:
         return Relations(frozenset(self.names), frozenset(self.engaged), frozenset(self.active), dict(self.shifts),
                          self.shifts_known, frozenset(self.chains), tuple(self.sizes), dict(self.platforms),
-                         tuple(self.rounds), self.trigger)
+                         tuple(self.rounds), self.trigger, dict(self.agents))
 
 
 def _names_of(agents: Any) -> set[str]:
@@ -154,8 +172,9 @@ def unsupported(sentence: str, rel: Relations) -> list[str]:
     """The relations `sentence` states that the evidence does not hold, each in a few words."""
     text = _plain(sentence)
     found = _mentions(text, rel.names)
-    return list(dict.fromkeys([*_reactions(text, found, rel), *_passive(text, found, rel), *_shifts(text, found, rel),
-                               *_largest(text, rel), *_leads(text, rel)]))
+    return list(dict.fromkeys([*_misnamed(sentence, rel), *_reactions(text, found, rel), *_passive(text, found, rel),
+                               *_shifts(text, found, rel), *_largest(text, rel), *_leads(text, rel),
+                               *_triggered(text, rel)]))
 
 
 def _plain(sentence: str) -> str:
@@ -167,6 +186,18 @@ def _plain(sentence: str) -> str:
 
 
 Mention = tuple[int, int, str]  # start, end, name
+NAMED_ID = re.compile(r"(\w[\w' -]*?)\s*[(（]\s*(agent:\d+)")
+
+
+def _misnamed(sentence: str, rel: Relations) -> list[str]:
+    """`Tariq Karimi (agent:23)` where agent:23 is another agent: the name before an id must be that id's."""
+    out = []
+    for m in NAMED_ID.finditer(sentence):
+        name, ref = m.group(1).strip(), m.group(2)
+        known = rel.agents.get(ref)
+        if known and not name.endswith(known) and any(n != known and name.endswith(n) for n in rel.names):
+            out.append(f"{name.split(', ')[-1]} is not {ref}")
+    return out
 
 
 def _mentions(text: str, names: frozenset[str]) -> list[Mention]:
@@ -223,10 +254,12 @@ def _reactions(text: str, found: list[Mention], rel: Relations) -> list[str]:
 
 
 def _passive(text: str, found: list[Mention], rel: Relations) -> list[str]:
-    """`B drew the most reactions`, `A was the most active`: the names of the clause (before the cue, or after
-    it when none is before) in the evidence's list."""
+    """`B drew the most reactions`, `A was the most active`, `with A and B dominating`: the names of the clause
+    (before the cue, or after it when none is before) in the evidence's list (the most active or most reacted to,
+    for who dominated)."""
     out = []
-    for pattern, held, role in ((REACTED_TO, rel.engaged, "most reacted to"), (ACTIVE, rel.active, "most active")):
+    for pattern, held, role in ((REACTED_TO, rel.engaged, "most reacted to"), (ACTIVE, rel.active, "most active"),
+                                (DOMINANT, rel.active | rel.engaged, "dominated the debate")):
         for m in pattern.finditer(text):
             before = _between(found, _clause_start(text, m.start(), SOFT), m.start())
             names = before or _between(found, m.end(), _clause_end(text, m.end(), SOFT))
@@ -307,4 +340,16 @@ def _leads(text: str, rel: Relations) -> list[str]:
             totals = {p: float(v) for p, v in rel.platforms.items()}
         if not totals or totals.get(platform, -1.0) < max(totals.values()):
             out.append(f"{platform} led")
+    return out
+
+
+def _triggered(text: str, rel: Relations) -> list[str]:
+    """`In the first round, the scheduled event landed`: the round the sentence gives the trigger is its round."""
+    out = []
+    for m in TRIGGERED.finditer(text):
+        said = next(g for g in m.groups() if g).lower()
+        last = max((int(r.get("last_round", r["round"])) for r in rel.rounds), default=None)
+        n = int(said) if said.isdigit() else last if said in ("last", "final") else ORDINALS[said]
+        if rel.trigger is not None and n != rel.trigger:
+            out.append(f"the scheduled event in round {n}")
     return out

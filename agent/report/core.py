@@ -91,7 +91,9 @@ def _plan(s: ReportState) -> Effect:
     if c.unread is not None:
         return Emit(tuple(_read_outline(s, c.unread)))
     assert s.context is not None
-    if s.rules.mode == "guided":  # the engine plans, as it plans the tool calls: a model call saved
+    # The engine plans (a model call saved); whichever mode the probe then chooses, the sections are the run's
+    # own, the answers to the requirement's questions among them.
+    if s.rules.mode in ("guided", "auto"):
         title, summary, sections = guided.outline(s.context)
         return emit(OutlinePlanned(report_id=s.report_id, title=title, summary=summary,
                                    sections=[OutlineSection(**x) for x in sections]))

@@ -26,6 +26,7 @@ from ..tools.tool_answers import PlanningContext, Seen, add_answer
 
 MAX_FACTS = 12  # a sheet longer than this loses a 0.5B model's attention
 FACT_REF = re.compile(r"\[(\d{1,2})\]")
+FENCED = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\.?\Z", re.S)  # JSON in a Markdown fence, as small models write it
 ITEM = re.compile(r'\{\s*"text"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"facts"\s*:\s*\[[\d,\s]*\]\s*\}')  # one whole sentence
 QUESTION = re.compile(r"\*\*[^*\n]+[?？]\*\*")  # a question as the offline writer's answers section restates it
 WORDS = re.compile(r"\w+")
@@ -145,6 +146,7 @@ def response_format(kind: str) -> dict[str, Any] | None:
 def sentences_of(content: str) -> list[tuple[str, list[int]]]:
     """The draft's sentences with the facts each cites, from the JSON answer (its complete items, when the
     length limit cut it) or from plain text with [n]."""
+    content = FENCED.sub(r"\1", content.strip())
     try:
         value = json.loads(content)
         items = value.get("sentences") if isinstance(value, dict) else None
@@ -153,6 +155,8 @@ def sentences_of(content: str) -> list[tuple[str, list[int]]]:
     if isinstance(items, list):
         out = []
         for item in items:
+            if isinstance(item, str):  # a sentence without its object: its facts are the [n] it writes
+                item = {"text": item, "facts": []}
             if isinstance(item, dict) and isinstance(item.get("text"), str):
                 cited = [n for n in item.get("facts") or [] if isinstance(n, int)]
                 out.append((item["text"], cited + [int(n) for n in FACT_REF.findall(item["text"])]))
@@ -171,10 +175,11 @@ def _whole_items(content: str) -> list[Any]:
     return out
 
 
-def draft(content: str, facts: list[str], ev: claims.Evidence,
-          engine: str = "") -> tuple[str, list[int], ClaimVerdict]:
+def draft(content: str, facts: list[str], ev: claims.Evidence, engine: str = "",
+          asked: str = "") -> tuple[str, list[int], ClaimVerdict]:
     """One draft as kept: the sentences whose claims the evidence supports, marked as the model's, over the
-    engine's analysis (`engine`, from the data; the probe has none and keeps the sentences alone)."""
+    engine's analysis (`engine`, from the data; the probe has none and keeps the sentences alone); those that
+    only copy the engine or restate what was `asked` are not the model's reading."""
     sheet = numbered(facts)
     written = [(FACT_REF.sub("", text).strip(), [n for n in dict.fromkeys(cited) if n in sheet])
                for text, cited in sentences_of(content)]
@@ -186,14 +191,56 @@ def draft(content: str, facts: list[str], ev: claims.Evidence,
         return "", [], verdict
     if not engine:
         return " ".join(t for t, _ in kept), cited, verdict
-    return composed(engine, facts, [(t, c) for t, c in kept if adds(t, engine)]), cited, verdict
+    own = [(" ".join(p for p in claims.sentences(t) if adds(p, engine, asked)), c) for t, c in kept]
+    return composed(engine, facts, [(t, c) for t, c in own if t]), cited, verdict
 
 
-def adds(sentence: str, engine: str) -> bool:
-    """Whether a kept sentence of the model's says something: not a fact of the engine's copied word for word,
-    not a restated question, not a lead-in with nothing after it ("...以下几个方面：")."""
-    plain = sentence.strip().rstrip(".。")
-    return bool(plain) and not plain.endswith((":", "：")) and _words(plain) not in _words(engine)
+def adds(sentence: str, engine: str, asked: str = "") -> bool:
+    """Whether a kept sentence of the model's says something checked: a claim the check read (a figure, id, name or
+    term: "Residents will react by arguing that it will lead to increased air quality" holds none, so nothing of it
+    was checked), not the engine's facts copied (spliced or garbled included), not the question `asked` restated,
+    not a lead-in with nothing after it ("...以下几个方面：", or the JSON debris of one)."""
+    plain = sentence.strip().strip('",').strip().rstrip(".。")
+    return bool(plain) and not plain.endswith((":", "：")) and checkable(plain) and not copied(plain, engine) \
+        and not restates(plain, asked)
+
+
+def checkable(sentence: str) -> bool:
+    """Whether the claim check read something in the sentence it could hold against the data (a platform alone
+    is no finding: "In Twitter, they are neutral on posts ... while in Reddit, they are neutral by profile")."""
+    return any(kind in ("figure", "id", "name", "term") for kind, _ in claims.claims_in(sentence))
+
+
+RUN = 4  # words in a row that a sentence must share with the engine's facts for them to count as copied
+COPIED = 0.6  # a sentence this much of which is such runs copies the engine
+
+
+def copied(sentence: str, engine: str) -> bool:
+    """Whether the sentence is mostly runs of the engine's words: one fact copied, a fact with another's tail
+    garbled on ("X is neutral by profile, ... spoke for the opposing camp: Y 2 times"), or pieces of two spliced
+    ("On Twitter, they kept the debate going with a 0.17 ... divergence, while on Reddit, they were furthest
+    apart in round 13: ...")."""
+    words, text = WORDS.findall(sentence.lower()), f" {_words(engine)} "
+    if not words or f" {' '.join(words)} " in text:
+        return bool(words)
+    covered: set[int] = set()
+    for i in range(len(words) - RUN + 1):
+        if f" {' '.join(words[i:i + RUN])} " in text:
+            covered.update(range(i, i + RUN))
+    return len(covered) >= COPIED * len(words)
+
+
+RESTATED = 0.8  # a sentence without figures or ids whose content words are this share of the question's
+
+
+def restates(sentence: str, asked: str) -> bool:
+    """Whether the sentence only says the question again ("Residents will react to the proposed charge, which
+    arguments dominate."): no figure or id, and its content words nearly all the question's."""
+    if not asked or any(kind in ("figure", "id") for kind, _ in claims.claims_in(sentence)):
+        return False
+    words = [w for w in WORDS.findall(sentence.lower()) if w not in claims.STOP_WORDS]
+    question = set(WORDS.findall(asked.lower()))
+    return bool(words) and sum(w in question for w in words) >= RESTATED * len(words)
 
 
 def _words(text: str) -> str:

@@ -4,7 +4,8 @@ the run's checkable findings, and whether the model stated them.
 Pure. Restating the run's size passes any claim check and shows nothing of what a section asks of a model, so
 the sheet holds no size: only findings the engine can check (the largest camp or a tie, the leading platform
 and by how much, the trigger's round). A model may write freely (react) only when its sentences keep every
-claim supported and state at least two of them (one, when the run has only one); else it writes guided.
+claim supported and state at least two of them (one, when the run has only one) in words of their own (a copy of the
+sheet shows nothing); else it writes guided.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..checks import claims
 from ..findings.phrases import Phrases, phrases_for
 from ..findings.statements import largest_camps, largest_said
+from .guided import copied
 
 
 @dataclass(frozen=True)
@@ -73,5 +76,8 @@ def needed(found: list[Finding]) -> int:
 
 
 def stated(body: str, found: list[Finding]) -> int:
-    """How many of the findings the kept sentences state."""
-    return sum(f.stated_in(body) for f in found)
+    """How many of the findings the kept sentences state in words of their own: the sheet copied back (as
+    Qwen2.5-Coder-0.5B does) shows only that a model can copy."""
+    sheet = "\n".join(f.fact for f in found)
+    own = " ".join(s for s in claims.sentences(body) if not copied(s, sheet))
+    return sum(f.stated_in(own) for f in found)

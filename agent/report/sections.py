@@ -69,7 +69,9 @@ def _guided(s: ReportState, section: SectionState) -> Effect:
     c = s.lane(section.index)
     engine, facts, planned = _sheet(s, section)
     if c.unread is not None:
-        body, cited, verdict = guided.draft(c.unread.content, facts, section_evidence(s, section), engine)
+        outlined = s.outline.sections[section.index - 1] if s.outline else None
+        asked = " ".join((str((s.context or {}).get("requirement", "")), outlined.title if outlined else ""))
+        body, cited, verdict = guided.draft(c.unread.content, facts, section_evidence(s, section), engine, asked)
         return emit(DraftWritten(report_id=s.report_id, section_index=section.index, draft=len(section.drafts) + 1,
                                  call_id=c.unread.call_id, content=body, cited=cited,
                                  claims=verdict.model_copy(update={"cut": c.unread.finish_reason == "length"})))

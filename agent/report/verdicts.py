@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from simreportd.agent.checks import claims, grounding
-from simreportd.agent.report import guided, prompts
+from simreportd.agent.report import prompts
 from simreportd.events.models import ClaimVerdict, DomainEvent, ReportCompleted, ResponseRejected, SectionCompleted
 
 from ..checks.problem_words import problem
@@ -94,6 +94,9 @@ def completed(s: ReportState, section: SectionState, written: str, forced: bool,
     verdict = ClaimVerdict(cut=cut) if placeholder else \
         claims.check(written, section_evidence(s, section)).model_copy(update={"cut": cut})
     body = claims.keep(written, verdict)
+    # A guided draft's sentences the check dropped are named in the verdict, never shown: the section the reader
+    # gets is checked whole, so only what is shown can make it fall short.
+    shown = verdict
     if drafted is not None:
         verdict = drafted.model_copy(update={"unsupported": drafted.unsupported + verdict.unsupported})
     if verdict.repetitive:
@@ -113,7 +116,7 @@ def completed(s: ReportState, section: SectionState, written: str, forced: bool,
                             grounded_quotes=check.quotes - len(check.ungrounded_quotes),
                             rejections=dict(sorted(rejections.items())), claims=verdict, draft=draft,
                             problems=_problems(s, section, body, check)
-                            + claims.problems(verdict, cut, report_language(s)))
+                            + claims.problems(shown if s.mode == "guided" else verdict, cut, report_language(s)))
 
 
 def _problems(s: ReportState, section: SectionState, body: str, check: grounding.Grounding) -> list[str]:
@@ -124,8 +127,6 @@ def _problems(s: ReportState, section: SectionState, body: str, check: grounding
         problems.append(problem(language, "few_calls", n=section.evidence_calls, m=minimum))
     if body.startswith(prompts.PLACEHOLDER):
         problems.append(problem(language, "no_text"))
-    if body.startswith(guided.NO_DRAFT):
-        problems.append(problem(language, "no_draft"))
     if ungrounded := len(check.ungrounded_quotes) + len(check.unknown_ids):
         problems.append(problem(language, "ungrounded", n=ungrounded))
     if check.citations < s.rules.min_citations and not body.startswith(prompts.PLACEHOLDER):

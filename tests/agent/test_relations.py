@@ -94,7 +94,7 @@ def test_the_chinese_invented_relation_is_dropped_sentence_by_sentence() -> None
     assert [u.claims for u in verdict.unsupported] == [["吴伟 changed sides", "刘静 changed sides"]]
     assert claims.keep(text, verdict) == "朱娟和张超改变了立场。最活跃的参与者是吴伟和刘静。其他人回应最多的是王芳 (agent:2)。"
     assert dropped("王芳最活跃。吴伟回应了王芳。", ZH) == [["王芳 most active"], ["吴伟 reacted to 王芳"]]
-    assert dropped("反对方人数最多。朱娟 (agent:2，档案立场为支持方) 自第6轮起为支持方发声。", ZH) == [
+    assert dropped("反对方人数最多。朱娟 (agent:3，档案立场为支持方) 自第6轮起为支持方发声。", ZH) == [
         ["the opposing camp is the largest"], ["朱娟 changed to supportive"]]
 
 
@@ -128,3 +128,31 @@ def test_the_sheet_never_cuts_a_fact_inside_a_quotation() -> None:
     assert guided.whole_quotations(claims.SENTENCE.split(text)) == [
         'Ann Lee (agent:1) said \u201cThe memo is fake. Nobody checked it.\u201d in round 5 (post:twitter:9).',
         "Twitter averaged 12.5 actions per round.", 'Bo Chen wrote "Buses first. Stadiums never." in round 6.']
+
+
+def test_the_round_a_sentence_gives_the_trigger_is_its_round() -> None:
+    wrong = "In the first round, the scenario's scheduled event landed with 30 actions."  # Qwen on seed 21
+    assert dropped(wrong, EN) == [["the scheduled event in round 1"]]
+    assert dropped("The scheduled event landed in round 7.", EN) == [["the scheduled event in round 7"]]
+    assert dropped("预定事件发生在第3轮。", EN) == [["the scheduled event in round 3"]]
+    for right in ("Round 5 is when the scenario's scheduled event landed.", "In the fifth round, the trigger hit.",
+                  "预定事件发生在第5轮。", "Before round 5, Twitter averaged 20 actions per round."):
+        assert dropped(right, EN) == [], right
+
+
+def test_who_dominated_is_among_the_most_active_or_most_reacted_to() -> None:
+    wrong = "Residents will react to the proposed charge by 12 statements, with Luis Iyer and Tariq Iyer dominating."
+    assert dropped(wrong, EN) == [["Luis Iyer dominated the debate", "Tariq Iyer dominated the debate"]]
+    assert dropped("朱娟主导了讨论。", ZH) == [["朱娟 dominated the debate"]]
+    for right in ("The debate was dominated by Sofia Mensah and Kofi Sato.", "吴伟主导了讨论。",
+                  "The debate is dominated by a mix of arguments about cleaner air."):
+        assert dropped(right, EN if right.isascii() else ZH) == [], right
+
+
+def test_a_name_before_an_id_is_that_agents() -> None:
+    result = json.dumps({"most_active_agents": [{"ref": "agent:23", "name": "Jonas Tanaka"},
+                                                {"ref": "agent:32", "name": "Tariq Karimi"}]})
+    wrong = ("The agents behind the statements the question search found include Mateo Weber (agent:2, neutral: 12 "
+             "actions), Tariq Karimi (agent:23) and Hana Okafor (agent:30)), together from round 13.")  # Qwen, seed 22
+    assert "Tariq Karimi is not agent:23" in dropped(wrong, result)[0]
+    assert dropped("Tariq Karimi (agent:32) and Jonas Tanaka (agent:23) were the most active.", result) == []

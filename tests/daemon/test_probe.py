@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from simreportd.agent.findings.plan import analyst_outline
 from simreportd.agent.report import probe
 from simreportd.agent.report.guided import SYSTEM
 from simreportd.daemon.config import Config
@@ -41,7 +42,8 @@ def test_a_tie_is_stated_only_as_a_tie_and_the_size_states_nothing() -> None:
     found = probe.findings(CONTEXT)
     assert probe.stated("The run had 12 rounds, 24 agents and 210 actions.", found) == 0
     assert probe.stated("The opposing camp is the largest.", found) == 0  # a tie said as one camp
-    assert probe.stated("The opposing and neutral camps are tied as the largest.", found) == 1
+    assert probe.stated("The opposing and neutral camps are tied as the largest.", found) == 0  # the sheet, copied
+    assert probe.stated("Opposing and neutral agents tie for the most members.", found) == 1
     assert probe.stated("Twitter led with twice Reddit's 70 actions; the event came in round 5.", found) == 2
 
 
@@ -64,17 +66,39 @@ def states_the_size(body: dict[str, Any], message: dict[str, Any]) -> dict[str, 
         {"text": "The run was a 6-round simulation with 12 agents.", "facts": [1]}]})}
 
 
-def states_the_findings(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+def copies_the_findings(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """Qwen2.5-Coder-0.5B on seed 21: the sheet written back word for word."""
     if body["messages"][0]["content"] != SYSTEM:
         return None
     return {"content": json.dumps({"sentences": [{"text": t, "facts": [int(n)]} for n, t in sheet_of(body).items()]})}
+
+
+def own_words(fact: str) -> str:
+    """A probe fact as a model that reads it says it, in words of its own."""
+    if m := re.match(r"The (\w+) camp is the largest", fact):
+        return f"Counting profiles, {m.group(1)} agents outnumber every other side."
+    if m := re.match(r"The (\w+) and (\w+) camps are tied", fact):
+        return f"Neither {m.group(1)} nor {m.group(2)} agents outnumber the other: a tie at the top."
+    if m := re.match(r"(\w+) led the run with \d+ actions against (\d+) on (\w+)", fact):
+        return f"{m.group(3)} trailed {m.group(1)}, with only {m.group(2)} actions."
+    if m := re.match(r"The scheduled event landed in (round \d+)", fact):
+        return f"Everything turned in {m.group(1)}."
+    return fact
+
+
+def states_the_findings(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    return {"content": json.dumps({"sentences": [{"text": own_words(t), "facts": [int(n)]}
+                                                 for n, t in sheet_of(body).items()]})}
 
 
 def auto(tmp_path: Path, base_url: str) -> Config:
     return guided_config(tmp_path, base_url, mode="auto")
 
 
-@pytest.mark.parametrize("script, mode", [(states_the_size, "guided"), (states_the_findings, "react")])
+@pytest.mark.parametrize("script, mode", [(states_the_size, "guided"), (copies_the_findings, "guided"),
+                                          (states_the_findings, "react")])
 async def test_auto_writes_react_only_for_a_model_that_states_the_findings(tmp_path: Path, small_sim: Path,
                                                                          script: Any, mode: str) -> None:
     with FakeLLM(script=script) as llm:
@@ -91,3 +115,14 @@ async def test_auto_is_the_default_and_the_offline_writer_is_not_probed(tmp_path
     config = make_config(tmp_path, agent={"mode": "auto"}, llm={"provider": "offline"}, reports={"auto": False})
     _, _, (state, events) = await report_once(config, small_sim)
     assert state.report_completed and not any(e.type in ("WritingModeChosen", "DraftWritten") for e in events)
+
+
+async def test_auto_plans_the_runs_own_sections_whatever_the_probe_chooses(tmp_path: Path, small_sim: Path) -> None:
+    """A model's outline (or the data's fallback) has no answers section; in auto the engine plans the report."""
+    with FakeLLM(script=states_the_size) as llm:
+        _, _, (_, events) = await report_once(auto(tmp_path, llm.base_url), small_sim)
+    [planned] = [e.data for e in events if e.type == "OutlinePlanned"]
+    [context] = [e.data["context"] for e in events if e.type == "ContextGathered"]
+    assert [s["title"] for s in planned["sections"]] == [s["title"] for s in analyst_outline(context)[2]]
+    assert planned["sections"][-1]["title"] == "Answers to the requirement's questions"
+    assert not [e for e in events if e.type == "LLMRequested" and e.data["purpose"] == "outline"]
