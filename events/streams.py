@@ -19,6 +19,13 @@ def is_report_stream(stream: str) -> bool:
     return stream.startswith(REPORT_PREFIX)
 
 
+def report_id_of(stream: str) -> str:
+    """The report a report stream belongs to: its name says it, so no event needs decoding to tell."""
+    if not is_report_stream(stream):
+        raise ValueError(f"{stream!r} is not a report stream")
+    return stream.removeprefix(REPORT_PREFIX)
+
+
 def chat_stream(chat_id: str) -> str:
     """A conversation about a completed report: its own stream, so the report's never changes."""
     return CHAT_PREFIX + chat_id
