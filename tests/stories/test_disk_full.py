@@ -22,7 +22,7 @@ from simreportd.events.streams import report_stream
 
 from ..conftest import TIMEOUT, make_config
 from ..fake_llm import FakeLLM
-from .test_server import Running, http
+from ..daemon.test_server import Running, http
 
 pytestmark = pytest.mark.anyio
 
