@@ -34,9 +34,9 @@ from simreportd.events.models import (
 )
 
 from .oasis import Interview
-from .parse import Bad, Parsed, line_value, parse_line, parse_row
+from .parse import Bad, Parsed, line_value, parse_line, parse_row, plain_action
 from .tail import FileIdentity, Line
-from .values import clean_text, fits
+from .values import clean_text, fits, has_long_integer
 
 BOM = b"\xef\xbb\xbf"
 
@@ -166,11 +166,13 @@ def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | B
     refused for the same reason share one `Bad`: a read of garbage costs its lines, not a reason each."""
     out: list[Parsed | Bad] = []
     reasons: dict[str, Bad] = {}
+    plain = platform is not None and not has_long_integer(b"\n".join([line.raw for line in lines]))
     for line in lines:
         if line.too_long:
             out.append(Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)"))
             continue
-        item = parse_line(_raw(line), platform)
+        raw = _raw(line)
+        item = (plain and plain_action(raw, platform)) or parse_line(raw, platform)  # type: ignore[arg-type]
         out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
     return out
 
