@@ -1,7 +1,8 @@
 """Every throughput figure of the pipeline, each beside the floor measured in the same run, as one table.
 
-Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny] [--daemon-only]` (default 100,000 actions, 3
-repeats; `1000000 --repeat 1 --daemon-only` for the issue's scale in minutes). Prints one Markdown table, best
+Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny] [--daemon-only [--report]]` (default 100,000
+actions, 3 repeats; `1000000 --repeat 1 --daemon-only` for the issue's scale in minutes, `--report` to add
+`report --wait` to it). Prints one Markdown table, best
 and median of the repeats. Every ratio is CPU time (getrusage for this process and its ended children, /proc for
 a process still running: a daemon and its fold child), against a floor timed in the same repeat, interleaved
 (each repeat times the floors and then each row), so a shared machine's load does not fall on one side only:
@@ -455,7 +456,7 @@ class Repeats:
         self.by_cli: list[Spent] = []
 
 
-async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks: PeakRows, daemon_only: bool,
+async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks: PeakRows, report: bool,
                       against: str | None) -> int:
     """One repeat: the floors, then each row, one after the other. Returns the events of the run's store."""
     floor_db = root / f"floor{i}.sqlite3"
@@ -478,7 +479,7 @@ async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks:
     if against:
         figures.against_runs.append(run_as_users_run_it(root / f"against{i}", folder, against))
         figures.against_rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"against{i}", against)))
-    if not daemon_only:
+    if report:
         with peaks.watch("`simreportd report --wait`", {"command": "the command", "fold child": "its fold child"}):
             figures.by_cli.append(spent_on(lambda: report_by_cli(root / f"cli{i}", folder)))
     return events
@@ -574,7 +575,8 @@ async def the_rest(root: Path, folder: Path, store_path: Path, repeat: int, tool
     return rows + [("tool simulation_analytics, first call", [first], [], "ms", "< 500 ms at 1M actions")]
 
 
-async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, against: str | None) -> list[Row]:
+async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, against: str | None,
+              report: bool) -> list[Row]:
     peaks, figures = PeakRows(), Repeats()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -582,7 +584,7 @@ async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, aga
         lines = write_big_folder(folder, actions)
         raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
         for i in range(repeat):  # interleaved: each row's floor timed beside it, not minutes before
-            events = await repeat_once(root, folder, i, figures, peaks, daemon_only, against)
+            events = await repeat_once(root, folder, i, figures, peaks, report or not daemon_only, against)
         rows = floor_rows(figures, lines, events, raw)
         if not daemon_only:
             rows += await the_rest(root, folder, root / "store0" / "events.sqlite3", repeat, tool_calls, peaks)
@@ -597,6 +599,8 @@ def main() -> None:
                         "to check the script runs (tests/stories/test_bench_scripts.py), not to measure")
     parser.add_argument("--daemon-only", action="store_true", help="the floors, `simreportd run`, `rebuild` and the "
                         "library path only: the issue's 1M actions in minutes")
+    parser.add_argument("--report", action="store_true", help="with --daemon-only, `simreportd report --wait` too, "
+                        "against the same repeat's floors")
     parser.add_argument("--against", metavar="PYTHON", help="an interpreter with another simreportd installed (say "
                         "main's, `pip install` of a `git archive`): its `run` and `rebuild` timed in turn with this one's")
     args = parser.parse_args()
@@ -606,7 +610,8 @@ def main() -> None:
         vars(store).update(store.TINY)
         args.repeat = 1
     load = os.getloadavg()
-    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20, args.daemon_only, args.against))
+    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20, args.daemon_only, args.against,
+                           args.report))
     rows += [] if args.daemon_only else appends()
     print(f"{args.actions:,} actions, best of {args.repeat} (median beside it; peak RSS: the largest),"
           f" {time.strftime('%Y-%m-%d %H:%M')}, load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after\n")
