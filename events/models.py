@@ -14,7 +14,6 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .base import DomainEvent, Platform
-from .streams import SIMULATION_PREFIX
 from .chat_events import (
     ChatAnswered,
     ChatAsked,
@@ -71,6 +70,7 @@ from .report_events import (
     WriterChanged,
     WritingModeChosen,
 )
+from .streams import SIMULATION_PREFIX
 
 
 class Source(BaseModel):

@@ -69,7 +69,8 @@ def line_value(raw: bytes) -> Any:
 
 def plain_action(raw: bytes, platform: Platform) -> Parsed | None:
     """The action of a line that needs none of `parse_line`'s slower roads, or None to take them: its value read
-    by orjson and checked in place, no copy and no model (raw: a model per line cost more than its parse).
+    by orjson and checked in place, no copy and no model (raw: this is ingest's path for every line, where a
+    model per line would cost more than the parse itself).
     Only for a line of a chunk that `values.has_long_integer` cleared; what it accepts, `parse_line` accepts
     as the same `Parsed`: tests/daemon/test_properties.py compares the two, and the model, on hostile lines."""
     if raw.count(b"[") + raw.count(b"{") > values.MAX_DEPTH:  # maybe too deep: `values.line` looks closer

@@ -126,8 +126,8 @@ def test_a_line_taken_without_a_model_gets_the_verdict_parse_line_and_the_model_
     if taken is None:
         return
     assert checked_line == taken and taken.fields is not None
-    model = AgentActed.model_validate(acted_fields({**taken.fields, "simulation_id": "p", "generation": 1,
-                                                    "platform": "twitter", "source": None}, "simulation-p"))  # ours win, as in ingest
+    ours = {"simulation_id": "p", "generation": 1, "platform": "twitter", "source": None}  # ours win, as in ingest
+    model = AgentActed.model_validate(acted_fields({**taken.fields, **ours}, "simulation-p"))
     assert (model.round, model.agent_id, model.action_type) == (
         taken.fields["round"], taken.fields["agent_id"], taken.fields["action_type"])
 
