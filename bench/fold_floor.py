@@ -7,15 +7,19 @@ module reads a folded views file once (outside any timing) and replays exactly i
 what a fold that knew every final row in advance would write. Counters a fold updates, rows it replaces, lookups
 it makes: none of that is in the floor.
 
-Run by hand, `python bench/fold_floor.py VIEWS_FILE` prints the rows and the CPU their insert took.
+Run by hand, `python bench/fold_floor.py VIEWS_FILE` prints the rows of a views file and the CPU their insert
+took; `python bench/fold_floor.py ACTIONS` first writes a simulation of that many actions (bench/ingest.py's) and
+folds its simulation model in this process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import resource
 import sqlite3
 import sys
+import tempfile
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,18 +86,37 @@ def insert_floor(models: ReadModels, db: Path) -> None:
                 conn.execute("COMMIT")
 
 
+async def folded(root: Path, actions: int) -> Path:
+    """The views file of a simulation of `actions` actions written in `root`, ingested and folded here."""
+    from ingest import write_big_folder
+
+    from simreportd.daemon.ingest.ingestor import SimulationIngestor
+    from simreportd.events import SQLiteEventStore
+    from simreportd.projections.runner import ProjectionRunner, views_path_for
+    from simreportd.projections.simulation import SimulationModel
+
+    folder, store_path = root / "sims" / "sim_floor", root / "events.sqlite3"
+    write_big_folder(folder, actions)
+    async with SQLiteEventStore(store_path) as store:
+        await SimulationIngestor(store, folder).check()
+        async with ProjectionRunner(store, views_path_for(store_path), [SimulationModel()]) as views:
+            await views.catch_up()
+    return views_path_for(store_path)
+
+
 def main() -> None:
-    models = read_models(Path(sys.argv[1]))
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    target = Path(sys.argv[1]).with_suffix(".floor")
-    insert_floor(models, target)
-    after = resource.getrusage(resource.RUSAGE_SELF)
+    with tempfile.TemporaryDirectory() as tmp:
+        given = sys.argv[1]
+        views = Path(given) if not given.isdigit() else asyncio.run(folded(Path(tmp), int(given)))
+        models = read_models(views)
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        insert_floor(models, Path(tmp) / "floor.sqlite3")
+        after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     print(f"{models.count:,} rows in {len(models.rows)} tables and {len(models.searched)} full-text tables:"
           f" {cpu:.2f} s CPU to insert")
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{target}{suffix}").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))  # its sibling bench/ingest.py
     main()
