@@ -70,7 +70,7 @@ from .report_events import (
     WriterChanged,
     WritingModeChosen,
 )
-from .streams import SIMULATION_PREFIX
+from .streams import simulation_id_of
 
 
 class Source(BaseModel):
@@ -156,7 +156,7 @@ def acted_action(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 def acted_simulation(data: dict[str, Any], stream: str) -> str:
     """The simulation an `AgentActed` of `stream` belongs to: its data's (version 2), else its stream's (3)."""
     simulation_id = data.get("simulation_id")
-    return simulation_id if simulation_id is not None else stream.removeprefix(SIMULATION_PREFIX)
+    return simulation_id if simulation_id is not None else simulation_id_of(stream)
 
 
 def acted_fields(data: dict[str, Any], stream: str) -> dict[str, Any]:

@@ -150,13 +150,13 @@ class SimulationModel:
         self.authors.forget()
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
-        d = recorded.data
+        d = recorded.data  # raw: the one-event fold is the batch fold's reference, on the same dicts
         key = (acted_simulation(d, recorded.stream), d["generation"])  # an action's stream names its simulation
         return self.HANDLERS[recorded.type](self, d, key, recorded.position)
 
     def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
         """`apply_rows` of events read as `Recorded`."""
-        return self._fold_run((r.type, r.data, r.position, r.stream) for r in batch)
+        return self._fold_run((r.type, r.data, r.position, r.stream) for r in batch)  # raw: as `apply_rows`
 
     def apply_rows(self, rows: Iterable[RecordedRow]) -> Iterable[Write]:
         """`apply_batch` of plain rows (`codec.RecordedRow`), as the runner reads every event."""

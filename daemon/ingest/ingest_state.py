@@ -102,7 +102,7 @@ class IngestState:
         """Fold one recorded event; an action (most of a stream) from its data, without building the model:
         `apply` on a million recorded actions took most of a restart's time."""
         if recorded.type == AgentActed.TYPE:
-            self.apply_action(recorded.data)
+            self.apply_action(recorded.data)  # raw: a restart folds every action of a run here
         else:
             self.apply(recorded.event)
 
