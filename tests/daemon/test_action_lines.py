@@ -4,6 +4,7 @@ fold to the rows an older store's events (the fields themselves) fold to."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from simreportd.daemon.ingest import parse, values
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.parse import Bad
 from simreportd.events import SQLiteEventStore
-from simreportd.events.codec import Encoded
+from simreportd.events.codec import Encoded, Recorded
 from simreportd.events.models import AgentActed, acted_fields
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel
@@ -81,10 +82,28 @@ async def test_an_action_is_stored_as_its_line_came_and_the_batch_names_its_file
     assert all("source" not in e.data and "simulation_id" not in e.data for e in acted if e not in with_source)
 
 
-async def test_actions_stored_in_the_older_form_with_a_lead_fold_as_the_lines_do(tmp_path: Path) -> None:
-    """A store of before actions were kept as their line with `generation` and `platform` only: each led by
-    `simulation_id` and `source` (schema version 2); it reads into the same models and folds the same."""
-    folder = tmp_path / "sim_v"
+def as_fields(r: Recorded) -> AgentActed:
+    """An action as the oldest ingest stored it: the model's fields (schema version 1)."""
+    return AgentActed(**{**acted_fields(r.data, r.stream), "action_type": r.data["action_type"].upper(),
+                         "action_args": r.data.get("action_args") or {}})
+
+
+def as_led_line(r: Recorded) -> Encoded:
+    """An action as ingest stored it before version 3: its line led by `simulation_id`, `generation`, `platform`
+    and `source` (schema version 2; the batch's last action is stored so still)."""
+    if r.schema_version == AgentActed.LINE_VERSION:
+        return Encoded("AgentActed", r.raw_data, AgentActed.LINE_VERSION)
+    lead = {"simulation_id": r.event.simulation_id, "generation": r.data["generation"], "platform": r.data["platform"],
+            "source": {"offset": 0, "end": 1}}
+    return Encoded("AgentActed", json.dumps({**lead, **{k: v for k, v in r.data.items() if k not in OURS}}),
+                   AgentActed.LINE_VERSION)
+
+
+@pytest.mark.parametrize(("older", "version"), [(as_fields, 1), (as_led_line, AgentActed.LINE_VERSION)])
+async def test_a_store_of_an_older_action_form_folds_to_the_rows_of_the_lines(
+        tmp_path: Path, older: Callable[[Recorded], AgentActed | Encoded], version: int) -> None:
+    """The same run as an older ingest stored it reads into the same models and folds to the same rows."""
+    folder = tmp_path / "sim_o"
     write_run(folder)
     new, old = tmp_path / "new" / "events.sqlite3", tmp_path / "old" / "events.sqlite3"
     async with SQLiteEventStore(new) as store:
@@ -92,33 +111,9 @@ async def test_actions_stored_in_the_older_form_with_a_lead_fold_as_the_lines_do
         recorded = await store.read_all(0, 100_000)
     async with SQLiteEventStore(old) as store:
         for r in recorded:
-            lead = {"simulation_id": "sim_v", "generation": r.data.get("generation"),
-                    "platform": r.data.get("platform"), "source": {"offset": 0, "end": 1}}
-            event = r.event if r.type != "AgentActed" else Encoded("AgentActed", r.raw_data if r.schema_version ==
-                                                                   AgentActed.LINE_VERSION else json.dumps(
-                {**lead, **{k: v for k, v in r.data.items() if k not in OURS}}), AgentActed.LINE_VERSION)
-            await store.append(r.stream, [event])
+            await store.append(r.stream, [r.event if r.type != "AgentActed" else older(r)])
         stored = await store.read_all(0, 100_000)
-    assert {r.schema_version for r in stored if r.type == "AgentActed"} == {AgentActed.LINE_VERSION}
-    assert [r.event for r in stored if r.type == "AgentActed"] == [r.event for r in recorded if r.type == "AgentActed"]
-    assert await fold_digest(old) == await fold_digest(new)
-
-
-async def test_an_old_store_of_fields_folds_to_the_rows_of_the_lines(tmp_path: Path) -> None:
-    folder = tmp_path / "sim_o"
-    write_run(folder)
-    new, old = tmp_path / "new" / "events.sqlite3", tmp_path / "old" / "events.sqlite3"
-    async with SQLiteEventStore(new) as store:
-        await SimulationIngestor(store, folder).check()
-        recorded = await store.read_all(0, 100_000)
-    async with SQLiteEventStore(old) as store:  # the same run as an older ingest stored it: the fields
-        for r in recorded:
-            event = r.event if r.type != "AgentActed" else AgentActed(**{
-                **acted_fields(r.data, r.stream), "action_type": r.data["action_type"].upper(),
-                "action_args": r.data.get("action_args") or {}})
-            await store.append(r.stream, [event])
-        stored = await store.read_all(0, 100_000)
-    assert {r.schema_version for r in stored if r.type == "AgentActed"} == {1}
+    assert {r.schema_version for r in stored if r.type == "AgentActed"} == {version}
     assert [r.event for r in stored if r.type == "AgentActed"] == [r.event for r in recorded if r.type == "AgentActed"]
     assert await fold_digest(old) == await fold_digest(new)
 
