@@ -21,8 +21,8 @@ import pytest
 from simreportd.events.streams import report_stream
 
 from ..conftest import TIMEOUT, make_config
-from ..fake_llm import FakeLLM
 from ..daemon.test_server import Running, http
+from ..fake_llm import FakeLLM
 
 pytestmark = pytest.mark.anyio
 

@@ -146,7 +146,8 @@ async def test_a_rebuild_while_the_log_grows_says_its_digests_are_not_comparable
     from simreportd.events.models import PlanningStarted
 
     simulate(tmp_path / "sims" / "sim_a", agents=12, rounds=6, seed=3)
-    async with Daemon(make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})) as daemon, anyio.create_task_group() as tasks:
+    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
+    async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
         tasks.start_soon(daemon.run)
         await daemon.watcher.rescan()
         idle = await actions.rebuild(daemon)
