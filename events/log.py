@@ -343,9 +343,10 @@ class EventLog(ABC):
 
     async def wait_for(self, position: Position, timeout: float = 30.0) -> Position:
         """Return the highest position known committed once it is `position` or more; raise WaitTimeout after
-        `timeout` seconds. The store is read only on the first try and at each poll (another process's
-        appends): a wake-up by a commit has the head in hand."""
-        polled = True
+        `timeout` seconds. The store is read at each poll (another process's appends) and on the first try,
+        unless the caller waits for the commit after the head in hand (the broadcaster and the fold child's
+        notifier, at every commit): a wake-up by a commit has the head in hand."""
+        polled = position > self._head + 1
         try:
             with anyio.fail_after(timeout):
                 while True:
