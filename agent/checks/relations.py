@@ -41,6 +41,8 @@ SHIFTED = re.compile(r"\b(?:changed|switched|swapped|flipped)\s+(?:sides?|camps?
                      r"(?:his|her|their)\s+(?:stance|position|side|camp|minds?))|"
                      r"\b(?:moved|switched|shifted|defected|crossed over|went over|turned)\s+to\s+the\s+\w+\s+"
                      r"(?:camp|side)|\bspoke for the \w+ camp|\bnow speaks? for\b|"
+                     r"\b(?:moved|switched|shifted|went|turned|crossed)\s+(?:over\s+)?to\s+(?:another|a different|the other|"
+                     r"the opposite)\s+(?:camp|side)|"
                      r"改变了?立场|转变了?立场|立场(?:发生了?)?(?:转变|变化|改变)|转向了?|倒向了?|换了?阵营|"
                      r"为(?:支持方|反对方|中立方|旁观方)(?:说话|发声)", re.I)
 NO_SHIFT = re.compile(r"\b(?:no one|nobody|no agent|none of the agents)\b.{0,40}\b(?:changed|switched|moved)|"

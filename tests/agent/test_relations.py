@@ -69,6 +69,10 @@ def test_who_changed_sides_is_checked_for_the_camps_and_the_timing() -> None:
     assert dropped("Luis Iyer switched to the supportive camp.", EN) == [["Luis Iyer changed to supportive"]]
     assert dropped("Luis Iyer changed sides from the neutral camp.", EN) == [["Luis Iyer changed from neutral"]]
     assert dropped("Luis Iyer changed sides before the event.", EN) == [["Luis Iyer changed sides in round 7"]]
+    # Qwen on seed 25: Amara Tanaka was the most reacted to, and never changed sides
+    assert dropped("Kofi Sato's statements moved to another camp than their profile's.", EN) == [
+        ["Kofi Sato changed sides"]]
+    assert dropped("Luis Iyer's statements moved to another camp than their profile's.", EN) == []
 
 
 def test_the_largest_camp_and_the_leading_platform_are_checked() -> None:
