@@ -80,6 +80,7 @@ def test_stances_given_by_rote_are_not_taken() -> None:
     batch, stances = batch_of(20), ["opposing", "supportive"]
     rote = [json.dumps({"labels": [{"id": i, "stance": cycle[(i - 1) % len(cycle)]} for i in range(1, 21)]})
             for cycle in (["none"], ["supportive", "opposing"], ["supportive", "opposing", "none"])]
+    rote.append(json.dumps({"labels": [{"id": i, "stance": "opposing" if i == 7 else "none"} for i in range(1, 21)]}))
     for reply in rote:
         labels, rejected, note = read_labels(reply, batch, stances)
         assert labels == {} and rejected == 20 and "by rote" in note
@@ -237,11 +238,11 @@ async def test_hostile_replies_label_nothing_and_a_failing_model_stops_no_report
 
 
 def says_none(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
-    """A model that sees a side only in the first statement of a batch: the rest labelled `none`."""
+    """A model that sees a side in one statement of four: the rest labelled `none`."""
     if body["messages"][0]["content"] != SYSTEM:
         return None
     listed = body["messages"][1]["content"].split("Statements:")[1]
-    return {"content": json.dumps({"labels": [{"id": int(n), "stance": "supportive" if n == "1" else "none"}
+    return {"content": json.dumps({"labels": [{"id": int(n), "stance": "supportive" if int(n) % 4 == 1 else "none"}
                                               for n, _ in STATEMENT.findall(listed)]})}
 
 
