@@ -1,7 +1,8 @@
 """Every throughput figure of the pipeline, each beside the floor measured in the same run, as one table.
 
-Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny] [--daemon-only]` (default 100,000 actions, 3
-repeats; `1000000 --repeat 1 --daemon-only` for the issue's scale in minutes). Prints one Markdown table, best
+Run by hand: `python bench/all.py [ACTIONS] [--repeat N] [--tiny] [--daemon-only [--report]]` (default 100,000
+actions, 3 repeats; `1000000 --repeat 1 --daemon-only` for the issue's scale in minutes, `--report` to add
+`report --wait` to it). Prints one Markdown table, best
 and median of the repeats. Every ratio is CPU time (getrusage for this process and its ended children, /proc for
 a process still running: a daemon and its fold child), against a floor timed in the same repeat, interleaved
 (each repeat times the floors and then each row), so a shared machine's load does not fall on one side only:
@@ -11,6 +12,11 @@ a process still running: a daemon and its fold child), against a floor timed in 
   that parses and stores every line can spend;
 - the read floor: a plain `SELECT` of the store's own events in position order and `orjson.loads` of each
   row's data: the least any fold can spend before it writes anything;
+- the floors a block needs (the "block floor" column): a fold must also leave the read-model rows the reports
+  need. The fold floor is the read floor plus inserting exactly the rows the daemon's fold child left, into the
+  projections' own tables, indexes and full-text index, `executemany` 1,000 a transaction
+  (bench/fold_floor.py); the daemon's floor is the minimal floor plus the fold floor. Each fold and daemon row
+  gives its ratio to both floors, the issue's and this one;
 - `simreportd run` as users run it: a daemon process (its fold child beside it) on a config.toml in its own
   folder, a written simulation folder dropped (renamed) into its watched root; CPU of both processes from
   /proc, the daemon's alone when the run's `SimulationCompleted` is stored (its ingest), both when the fold has
@@ -53,7 +59,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ingest import write_big_folder  # noqa: E402  (a sibling bench script)
+from fold_floor import insert_floor, read_models  # noqa: E402  (a sibling bench script)
+from ingest import write_big_folder  # noqa: E402
 from peaks import Peaks, children, cpu_seconds, high_water_mb, role  # noqa: E402
 from tools import measure, p95  # noqa: E402
 
@@ -66,7 +73,8 @@ from simreportd.events.codec import decode  # noqa: E402
 from simreportd.projections.runner import PAGE, ProjectionRunner, views_path_for  # noqa: E402
 from simreportd.projections.simulation import SimulationModel  # noqa: E402
 
-Row = tuple[str, list[float], list[float], str, str]  # measure, ours, baseline, unit, goal
+# measure, ours, baseline, unit, goal, and for a fold or daemon row its block floor (bench/fold_floor.py)
+Row = tuple[str, list[float], list[float], str, str] | tuple[str, list[float], list[float], str, str, list[float]]
 
 
 class Spent(NamedTuple):
@@ -156,6 +164,13 @@ def spent_on(work: Callable[[], object]) -> Spent:
     started, cpu = time.perf_counter(), cpu_now()
     work()
     return Spent(time.perf_counter() - started, cpu_now() - cpu)
+
+
+def fold_floor(views: Path, db: Path) -> tuple[Spent, int]:
+    """What inserting exactly the read-model rows of `views` into a fresh `db` takes (bench/fold_floor.py; the rows
+    read before the clock starts), and how many rows."""
+    models = read_models(views)
+    return spent_on(lambda: insert_floor(models, db)), models.count
 
 
 async def spent_awaiting(work: Awaitable[object]) -> Spent:
@@ -379,11 +394,15 @@ def cell(values: list[float], unit: str) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    out = ["| measure | simreportd | baseline | ratio | unit | goal |", "|---|---|---|---|---|---|"]
-    for name, ours, base, unit, goal in rows:
+    out = ["| measure | simreportd | baseline | ratio | block floor | ratio to it | unit | goal |",
+           "|---|---|---|---|---|---|---|---|"]
+    for name, ours, base, unit, goal, *more in rows:
+        block = more[0] if more else []
         pick = lambda values: best_of(values, unit)  # noqa: E731
         ratio = f"{pick(ours) / pick(base):.2f}x" if base and pick(base) else ""
-        out.append(f"| {name} | {cell(ours, unit)} | {cell(base, unit) if base else ''} | {ratio} | {unit} | {goal} |")
+        to_block = f"{pick(ours) / pick(block):.2f}x" if block and pick(block) else ""
+        out.append(f"| {name} | {cell(ours, unit)} | {cell(base, unit) if base else ''} | {ratio} | "
+                   f"{cell(block, unit) if block else ''} | {to_block} | {unit} | {goal} |")
     return "\n".join(out)
 
 
@@ -425,6 +444,8 @@ class Repeats:
         self.floor: list[Spent] = []
         self.floor_bytes: list[int] = []
         self.read_floor: list[Spent] = []
+        self.inserts: list[Spent] = []  # the read-model rows the run's fold left, inserted (bench/fold_floor.py)
+        self.read_model_rows: list[int] = []
         self.ingests: list[Spent] = []
         self.folds: list[Spent] = []
         self.reads: list[Spent] = []
@@ -435,7 +456,7 @@ class Repeats:
         self.by_cli: list[Spent] = []
 
 
-async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks: PeakRows, daemon_only: bool,
+async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks: PeakRows, report: bool,
                       against: str | None) -> int:
     """One repeat: the floors, then each row, one after the other. Returns the events of the run's store."""
     floor_db = root / f"floor{i}.sqlite3"
@@ -449,12 +470,16 @@ async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks:
     figures.read_floor.append(spent_on(lambda: read_floor(store_path)))
     figures.reads.append(await spent_awaiting(reading_alone(store_path)))
     figures.runs.append(run_as_users_run_it(root / f"run{i}", folder, sys.executable))
+    inserted, count = fold_floor(views_path_for(root / f"run{i}" / "daemon" / "state" / "events.sqlite3"),
+                                 root / f"fold_floor{i}.sqlite3")
+    figures.inserts.append(inserted)
+    figures.read_model_rows.append(count)
     with peaks.watch("`simreportd rebuild`", {"command": "the command", "fold child": "its fold child"}):
         figures.rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"run{i}", sys.executable)))
     if against:
         figures.against_runs.append(run_as_users_run_it(root / f"against{i}", folder, against))
         figures.against_rebuilds.append(spent_on(lambda: rebuild_by_cli(root / f"against{i}", against)))
-    if not daemon_only:
+    if report:
         with peaks.watch("`simreportd report --wait`", {"command": "the command", "fold child": "its fold child"}):
             figures.by_cli.append(spent_on(lambda: report_by_cli(root / f"cli{i}", folder)))
     return events
@@ -464,12 +489,20 @@ def floor_rows(f: Repeats, lines: int, events: int, raw: int) -> list[Row]:
     """The rows of the daemon as users run it, the library path and the store, against the floors."""
     floor = [t.cpu / lines * 1e6 for t in f.floor]
     reads = [t.cpu / events * 1e6 for t in f.read_floor]
+    folds = [(t.cpu + w.cpu) / events * 1e6 for t, w in zip(f.read_floor, f.inserts, strict=True)]
+    daemons = [(g.cpu + t.cpu + w.cpu) / lines * 1e6 for g, t, w in zip(f.floor, f.read_floor, f.inserts, strict=True)]
     runs = f.runs
     rows: list[Row] = [
         ("minimal floor: orjson, the raw line stored, executemany 1,000 a transaction, WAL, NORMAL; CPU per action",
          floor, [], "µs", "the baseline of each ingest row below"),
+        (f"fold floor: the read floor + inserting the {f.read_model_rows[0]:,} read-model rows the fold left "
+         "(projections' schema, FTS included, executemany 1,000 a transaction); CPU per event", folds, reads, "µs",
+         "the block floor of each fold row"),
+        ("daemon floor: the minimal floor + the fold floor; CPU per action", daemons, floor, "µs",
+         "the block floor of each daemon row"),
         ("`simreportd run`: daemon process + fold child, CPU per action", [(r.daemon_cpu + r.child_cpu) / lines * 1e6
-                                                                           for r in runs], floor, "µs", "<= 4x the floor"),
+                                                                           for r in runs], floor, "µs", "<= 4x the floor",
+         daemons),
         ("`simreportd run`: the daemon process until SimulationCompleted is stored (its ingest), CPU per action",
          [r.ingest_cpu / lines * 1e6 for r in runs], floor, "µs", "<= 2x the floor"),
         ("`simreportd run`: the daemon process until the fold caught up, CPU per action",
@@ -481,18 +514,18 @@ def floor_rows(f: Repeats, lines: int, events: int, raw: int) -> list[Row]:
         ("read floor: SELECT in position order + orjson.loads of the data; CPU per event", reads, [], "µs",
          "the baseline of each read row below"),
         ("`simreportd run`: the fold child, CPU per event", [r.child_cpu / events * 1e6 for r in runs], reads, "µs",
-         "<= 4x the read floor"),
+         "<= 4x the read floor", folds),
         ("`simreportd rebuild`, CPU (its own process) per event", [t.cpu / events * 1e6 for t in f.rebuilds], reads,
-         "µs", "<= 5x the read floor"),
+         "µs", "<= 5x the read floor", folds),
         ("library catch-up of the simulation model alone, CPU per event", [t.cpu / events * 1e6 for t in f.folds],
-         reads, "µs", ""),
+         reads, "µs", "", folds),
         ("the store's `read_all` + `.data`, CPU per event", [t.cpu / events * 1e6 for t in f.reads], reads, "µs", ""),
     ]
     if f.against_runs:
         rows += against_rows(f, lines, events)
     if f.by_cli:
         rows.append(("`simreportd report --wait`: folder -> report completed, CPU (its fold child's included) per "
-                     "action", [t.cpu / lines * 1e6 for t in f.by_cli], floor, "µs", "<= 4x the floor"))
+                     "action", [t.cpu / lines * 1e6 for t in f.by_cli], floor, "µs", "<= 4x the floor", daemons))
     return rows + [
         ("peak RSS, `simreportd run`: the daemon", [r.daemon_mb for r in runs], [], "MB", "<= 150 MB"),
         ("peak RSS, `simreportd run`: its fold child", [r.child_mb for r in runs], [], "MB", "flat from 100k to 1M"),
@@ -542,7 +575,8 @@ async def the_rest(root: Path, folder: Path, store_path: Path, repeat: int, tool
     return rows + [("tool simulation_analytics, first call", [first], [], "ms", "< 500 ms at 1M actions")]
 
 
-async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, against: str | None) -> list[Row]:
+async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, against: str | None,
+              report: bool) -> list[Row]:
     peaks, figures = PeakRows(), Repeats()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -550,7 +584,7 @@ async def run(actions: int, repeat: int, tool_calls: int, daemon_only: bool, aga
         lines = write_big_folder(folder, actions)
         raw = sum(p.stat().st_size for p in folder.glob("*/actions.jsonl"))
         for i in range(repeat):  # interleaved: each row's floor timed beside it, not minutes before
-            events = await repeat_once(root, folder, i, figures, peaks, daemon_only, against)
+            events = await repeat_once(root, folder, i, figures, peaks, report or not daemon_only, against)
         rows = floor_rows(figures, lines, events, raw)
         if not daemon_only:
             rows += await the_rest(root, folder, root / "store0" / "events.sqlite3", repeat, tool_calls, peaks)
@@ -565,6 +599,8 @@ def main() -> None:
                         "to check the script runs (tests/stories/test_bench_scripts.py), not to measure")
     parser.add_argument("--daemon-only", action="store_true", help="the floors, `simreportd run`, `rebuild` and the "
                         "library path only: the issue's 1M actions in minutes")
+    parser.add_argument("--report", action="store_true", help="with --daemon-only, `simreportd report --wait` too, "
+                        "against the same repeat's floors")
     parser.add_argument("--against", metavar="PYTHON", help="an interpreter with another simreportd installed (say "
                         "main's, `pip install` of a `git archive`): its `run` and `rebuild` timed in turn with this one's")
     args = parser.parse_args()
@@ -574,7 +610,8 @@ def main() -> None:
         vars(store).update(store.TINY)
         args.repeat = 1
     load = os.getloadavg()
-    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20, args.daemon_only, args.against))
+    rows = asyncio.run(run(args.actions, args.repeat, 1 if args.tiny else 20, args.daemon_only, args.against,
+                           args.report))
     rows += [] if args.daemon_only else appends()
     print(f"{args.actions:,} actions, best of {args.repeat} (median beside it; peak RSS: the largest),"
           f" {time.strftime('%Y-%m-%d %H:%M')}, load average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after\n")

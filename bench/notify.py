@@ -1,7 +1,7 @@
 """Websocket fan-out: 100 clients subscribed while events are appended at 200 per second.
 
-Run by hand: `python bench/notify.py [CLIENTS] [RATE] [SECONDS] [PROCESSES]`. Two servers,
-one after the other, for the same clients in the same run:
+Run by hand: `python bench/notify.py [CLIENTS] [RATE] [SECONDS] [PROCESSES] [--without-fold]`.
+Two servers, one after the other, for the same clients in the same run:
 
 - simreportd: a child process runs the daemon (store, projections, server) and appends
   small events arriving at RATE per second (each append starts on time, without waiting
@@ -17,6 +17,14 @@ p99 are over every frame sent, a frame never delivered counting as infinitely la
 server that drops frames cannot show a good p99. The default rate, 200 events a second, is
 one the bare sender delivers in full on a 2-core machine shared with other work (at 1,000 it
 delivered under half of its frames, and its percentiles then said nothing).
+
+CPU is given for the server (simreportd's daemon process and, apart, its fold child) and for the
+clients: on a shared machine a server that burns CPU after each event delays the clients' wake-ups,
+and so their latencies, even when it writes every frame at once. `--without-fold` runs the daemon
+without its fold child (a diagnostic, not a way to run it: the read models stay empty), to show what
+the fold's work costs the clients. The clients offer permessage-deflate, as browsers do; simreportd
+agrees to it and sends these small frames plain (deflate.py), the bare server declines it: on the
+wire both send the same uncompressed frames.
 """
 
 from __future__ import annotations
@@ -49,10 +57,17 @@ async def send_at_rate(rate: int, seconds: float, send) -> None:  # noqa: ANN001
         await send(n)
 
 
-async def serve_simreportd(folder: Path, rate: int, seconds: float) -> None:
+async def serve_simreportd(folder: Path, rate: int, seconds: float, fold: bool = True) -> None:
+    from simreportd.daemon import fold_child
     from simreportd.daemon.config import Config
     from simreportd.daemon.service import Daemon
     from simreportd.events.models import PlanningStarted
+
+    if not fold:  # the diagnostic: no fold child is started (nothing in the bench waits for the read models)
+        async def no_fold(self: fold_child.FoldChild) -> None:
+            await asyncio.Event().wait()
+
+        fold_child.FoldChild.run = no_fold  # type: ignore[method-assign]
 
     config = Config().with_paths(folder / "events.sqlite3", [folder / "sims"], folder / "reports")
     config = config.model_copy(update={"server": config.server.model_copy(update={"port": 0})})
@@ -142,7 +157,9 @@ async def clients(url: str, count: int, expected: int, seconds: float) -> None:
     await asyncio.wait(tasks, timeout=seconds + 10)
     for t in tasks:
         t.cancel()
-    print(json.dumps({"delivered": sum(got), "latencies": [round(x, 2) for x in latencies]}), flush=True)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"delivered": sum(got), "latencies": [round(x, 2) for x in latencies],
+                      "cpu_s": own.ru_utime + own.ru_stime}), flush=True)
 
 
 async def wait_for_go() -> None:
@@ -191,18 +208,23 @@ def run(server_args: list[str], count: int, rate: int, seconds: float, processes
     latencies = sorted([x for r in results for x in r["latencies"]] + never)
     return {"delivered": delivered, "expected": expected * count, "p50": statistics.median(latencies),
             "p99": latencies[int(len(latencies) * 0.99)], "per_second": delivered / min(elapsed, seconds + 10),
-            "cpu_s": cpu["cpu_s"] + cpu["children_cpu_s"]}
+            "cpu_s": cpu["cpu_s"] + cpu["children_cpu_s"], "fold_cpu_s": cpu["children_cpu_s"],
+            "clients_cpu_s": sum(r["cpu_s"] for r in results)}
 
 
-def main(count: int, rate: int, seconds: float, processes: int) -> None:
+def main(count: int, rate: int, seconds: float, processes: int, fold: bool = True) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        ours = run(["--serve", tmp, str(rate), str(seconds)], count, rate, seconds, processes)
+        ours = run(["--serve", tmp, str(rate), str(seconds), *([] if fold else ["--without-fold"])],
+                   count, rate, seconds, processes)
     bare = run(["--bare", str(rate), str(seconds)], count, rate, seconds, processes)
-    print(f"{count} clients in {processes} processes, {rate} events/s for {seconds:g} s ({GOALS})")
-    print(f"{'server':<12}{'delivered':>22}{'p50 ms':>9}{'p99 ms':>9}{'deliveries/s':>14}{'server CPU s':>14}")
+    print(f"{count} clients in {processes} processes, {rate} events/s for {seconds:g} s"
+          f"{'' if fold else ', simreportd without its fold child'} ({GOALS})")
+    print(f"{'server':<12}{'delivered':>22}{'p50 ms':>9}{'p99 ms':>9}{'deliveries/s':>14}{'server CPU s':>14}"
+          f"{'of it fold':>12}{'clients CPU s':>15}")
     for name, r in (("simreportd", ours), ("bare", bare)):
         print(f"{name:<12}{r['delivered']:>10,} of {r['expected']:>7,} ({r['delivered'] / r['expected']:>4.0%})"
-              f"{r['p50']:>9.1f}{r['p99']:>9.1f}{r['per_second']:>14,.0f}{r['cpu_s']:>14.1f}")
+              f"{r['p50']:>9.1f}{r['p99']:>9.1f}{r['per_second']:>14,.0f}{r['cpu_s']:>14.1f}{r['fold_cpu_s']:>12.1f}"
+              f"{r['clients_cpu_s']:>15.1f}")
     print(f"simreportd / bare: deliveries per second {ours['per_second'] / bare['per_second']:.2f}x, "
           f"p50 {ours['p50'] / bare['p50']:.2f}x, p99 {ours['p99'] / bare['p99']:.2f}x, "
           f"server CPU {ours['cpu_s'] / bare['cpu_s']:.2f}x")
@@ -211,11 +233,13 @@ def main(count: int, rate: int, seconds: float, processes: int) -> None:
 if __name__ == "__main__":
     mode = sys.argv[1:2]
     if mode == ["--serve"]:
-        asyncio.run(serve_simreportd(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
+        asyncio.run(serve_simreportd(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]),
+                                     "--without-fold" not in sys.argv))
     elif mode == ["--bare"]:
         asyncio.run(serve_bare(int(sys.argv[2]), float(sys.argv[3])))
     elif mode == ["--clients"]:
         asyncio.run(clients(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])))
     else:
-        args = [int(a) for a in sys.argv[1:3]] + [float(a) for a in sys.argv[3:4]] + [int(a) for a in sys.argv[4:5]]
-        main(*(args + [100, 200, 10.0, 4][len(args):]))  # type: ignore[arg-type]
+        given = [a for a in sys.argv[1:] if a != "--without-fold"]
+        args = [int(a) for a in given[0:2]] + [float(a) for a in given[2:3]] + [int(a) for a in given[3:4]]
+        main(*(args + [100, 200, 10.0, 4][len(args):]), fold="--without-fold" not in sys.argv)  # type: ignore[arg-type]

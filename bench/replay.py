@@ -105,7 +105,8 @@ async def rebuild_bench(tmp: Path, actions: int) -> None:
     started, start, n = time.perf_counter(), 1, 0
     while batch := recorder.select_notifications(start, 1000):
         for notification in batch:
-            AgentActed.model_validate({**acted_fields(json.loads(notification.state)), "type": "AgentActed"}) \
+            AgentActed.model_validate({**acted_fields(json.loads(notification.state), "simulation-x"),
+                                       "type": "AgentActed"}) \
                 if notification.topic == "AgentActed" else json.loads(notification.state)
         start, n = batch[-1].id + 1, n + len(batch)
     es_read = n / (time.perf_counter() - started)

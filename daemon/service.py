@@ -22,7 +22,7 @@ from simreportd.daemon.interviews.interviewer import Interviewer
 from simreportd.errors import AlreadyRunning, StoreReplaced
 from simreportd.events.codec import Recorded
 from simreportd.events.positions import Position
-from simreportd.events.streams import is_report_stream
+from simreportd.events.streams import is_report_stream, report_id_of
 from simreportd.projections.catalogue import projections
 from simreportd.projections.report import ReportView
 from simreportd.projections.runner import ProjectionRunner, views_path_for
@@ -236,7 +236,7 @@ class Daemon:
         self.provider = self.writers(llm.resolved_provider())
 
     async def _export_batch(self, batch: list[Recorded]) -> None:
-        self.exporter.changed(r.data["report_id"] for r in batch if is_report_stream(r.stream))  # raw: each batch
+        self.exporter.changed(report_id_of(r.stream) for r in batch if is_report_stream(r.stream))
 
 
 def replaced_or(group: BaseExceptionGroup) -> BaseException:

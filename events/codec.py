@@ -15,6 +15,7 @@ from .models import EVENT_ADAPTER, EVENT_TYPES, AgentActed, DomainEvent, acted_f
 from .positions import Position
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+Form = Callable[[dict[str, Any], str], dict[str, Any]]  # (stored data, its stream) -> the model's fields
 
 # (type, from_version) -> function lifting `data` to from_version + 1.
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
@@ -37,17 +38,20 @@ def _outline_sections_become_objects(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # (type, version) -> function reading a stored form that a maker writes itself, never the model, into the
-# model's fields: an action's line as ingest stores it (docs/events.md#agent-actions).
-FORMS: dict[tuple[str, int], Upcaster] = {("AgentActed", AgentActed.LINE_VERSION): acted_fields}
+# model's fields, with the stream it is stored in (which may imply some of them): an action's line as ingest
+# stores it (docs/events.md#agent-actions).
+FORMS: dict[tuple[str, int], Form] = {("AgentActed", AgentActed.LINE_VERSION): acted_fields,
+                                      ("AgentActed", AgentActed.ACTION_VERSION): acted_fields}
 
 
-def upcast(type_name: str, schema_version: int, data: dict[str, Any]) -> dict[str, Any]:
-    """Lift stored `data` of `type_name` from `schema_version` to the model's current version."""
+def upcast(type_name: str, schema_version: int, data: dict[str, Any], stream: str = "") -> dict[str, Any]:
+    """Lift stored `data` of `type_name` (stored in `stream`) from `schema_version` to the model's current
+    version."""
     model = EVENT_TYPES.get(type_name)
     if model is None:
         raise UnknownEventType(type_name, schema_version)
     if (form := FORMS.get((type_name, schema_version))) is not None:
-        return form(data)
+        return form(data, stream)
     version = schema_version
     while version < model.SCHEMA_VERSION:
         data = UPCASTERS[(type_name, version)](data)
@@ -79,9 +83,9 @@ def encode(event: DomainEvent | Encoded) -> str:
     return event.__pydantic_serializer__.to_json(event, exclude=_TYPE).decode()
 
 
-def decode(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainEvent:
-    """Validate stored data into its current event model."""
-    data = upcast(type_name, schema_version, data)
+def decode(type_name: str, schema_version: int, data: dict[str, Any], stream: str = "") -> DomainEvent:
+    """Validate stored data (of `stream`: what its data leaves out, it implies) into its current event model."""
+    data = upcast(type_name, schema_version, data, stream)
     return EVENT_ADAPTER.validate_python({**data, "type": type_name})
 
 
@@ -154,7 +158,7 @@ class Recorded:
             if model is not None and model.SCHEMA_VERSION == self.schema_version:
                 self._event = model.model_validate_json(self.raw_data)  # fast path: no dict in between
             else:
-                self._event = decode(self.type, self.schema_version, self.data)
+                self._event = decode(self.type, self.schema_version, self.data, self.stream)
         return self._event
 
     def as_json(self) -> dict[str, Any]:

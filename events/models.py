@@ -70,6 +70,7 @@ from .report_events import (
     WriterChanged,
     WritingModeChosen,
 )
+from .streams import simulation_id_of
 
 
 class Source(BaseModel):
@@ -126,8 +127,10 @@ class RoundStarted(SimulationEvent):
 
 class AgentActed(SimulationEvent):
     """An agent's action. Built as a model its data is these fields (schema version 1); ingest stores the
-    simulator's line itself (version `LINE_VERSION`, docs/events.md#agent-actions), which `acted_fields` reads
-    into these fields and `acted_action` into what a fold needs."""
+    simulator's line itself (docs/events.md#agent-actions): with `generation` and `platform` in front (version
+    `ACTION_VERSION`; its stream names the simulation), or, for the last action of a batch and a line that names
+    our keys itself, with `simulation_id`, `generation`, `platform` and `source` (version `LINE_VERSION`, every
+    action before it). `acted_fields` reads either into these fields and `acted_action` into what a fold needs."""
 
     type: Literal["AgentActed"] = "AgentActed"
     platform: Platform
@@ -141,6 +144,7 @@ class AgentActed(SimulationEvent):
     source: Source | None = None
 
     LINE_VERSION: ClassVar[int] = 2
+    ACTION_VERSION: ClassVar[int] = 3
 
 
 def acted_action(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -149,13 +153,21 @@ def acted_action(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return data["action_type"].upper(), data.get("action_args") or {}
 
 
-def acted_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """The model's fields from an `AgentActed`'s stored data of either version; a line's `source` without its
-    file (all but the last action of a batch) is left out, as the model's needs the file."""
+def acted_simulation(data: dict[str, Any], stream: str) -> str:
+    """The simulation an `AgentActed` of `stream` belongs to: its data's (version 2), else its stream's (3)."""
+    simulation_id = data.get("simulation_id")
+    return simulation_id if simulation_id is not None else simulation_id_of(stream)
+
+
+def acted_fields(data: dict[str, Any], stream: str) -> dict[str, Any]:
+    """The model's fields from an `AgentActed`'s stored data of any version, stored in `stream` (which names the
+    simulation of version 3's data); a line's `source` without its file (version 2 but the last action of a
+    batch) is left out, as the model's needs the file."""
     kind, args = acted_action(data)
     source = data.get("source")
     timestamp = data.get("timestamp")
-    return {"simulation_id": data["simulation_id"], "generation": data["generation"], "platform": data["platform"],
+    return {"simulation_id": acted_simulation(data, stream), "generation": data["generation"],
+            "platform": data["platform"],
             "round": data["round"], "agent_id": data["agent_id"], "agent_name": str(data.get("agent_name") or ""),
             "action_type": kind, "action_args": args, "timestamp": None if timestamp is None else str(timestamp),
             "success": data.get("success") is not False,

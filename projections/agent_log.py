@@ -29,6 +29,7 @@ from simreportd.events.models import (
     OutlinePlanned,
     PlanningStarted,
     ReportCompleted,
+    ReportEvent,
     ReportFailed,
     ReportRequested,
     ReportResumed,
@@ -83,114 +84,127 @@ _CONSOLE_LINE = ("INSERT INTO console_log VALUES (?1, (SELECT coalesce(max(line_
 
 def log_writes(recorded: Recorded) -> Iterable[Write]:
     """The agent-log and console-log lines one report event stands for, and the calls it opens."""
-    d, t = recorded.data, recorded.type
-    rid = d["report_id"]
-    if t == LLMRequested.TYPE:
+    event = recorded.event
+    assert isinstance(event, ReportEvent)  # the report view folds the report stream's events only
+    rid = event.report_id
+    if isinstance(event, LLMRequested):
         yield ("INSERT OR IGNORE INTO report_calls SELECT ?1, ?2, ?3, 1 + (SELECT count(*) FROM report_calls"
-               " WHERE report_id = ?1 AND section_index = ?3 AND llm), 1", (rid, d["call_id"], d.get("section_index", 0)))
-    elif t == ToolCalled.TYPE:
+               " WHERE report_id = ?1 AND section_index = ?3 AND llm), 1", (rid, event.call_id, event.section_index))
+    elif isinstance(event, ToolCalled):
         yield ("INSERT OR IGNORE INTO report_calls VALUES (?, ?, ?, ?, 0)",
-               (rid, d["call_id"], d["section_index"], d["iteration"]))
-    for action, stage, details, extra in agent_lines(t, d):
+               (rid, event.call_id, event.section_index, event.iteration))
+    for action, stage, details, extra in agent_lines(event):
         line = json.dumps({"timestamp": recorded.recorded_at, "elapsed_seconds": 0.0, "report_id": rid,
                            "action": action, "stage": stage, "section_title": None, "section_index": None,
                            "details": details}, ensure_ascii=False)
         yield (_AGENT_LINE.format(extra=EXTRA[extra]),
-               (rid, recorded.position, line, recorded.recorded_at, d.get("section_index"), d.get("call_id")))
-    for level, message in console_lines(t, d):
+               (rid, recorded.position, line, recorded.recorded_at, getattr(event, "section_index", None),
+                getattr(event, "call_id", None)))
+    for level, message in console_lines(event):
         yield _CONSOLE_LINE, (rid, f"[{recorded.recorded_at[11:19]}] {level}: {message}")
 
 
 Line = tuple[str, str, dict[str, Any], str]  # action, stage, details, which context the statement adds
 
 
-def agent_lines(t: str, d: dict[str, Any]) -> list[Line]:
+def agent_lines(event: ReportEvent) -> list[Line]:
     """The agent-log lines of one event: MiroFish's action, stage and `details` keys."""
-    if t == ReportRequested.TYPE:
-        return [("report_start", "pending", {"simulation_id": d["simulation_id"], "graph_id": "",
-                                             "simulation_requirement": "", "message": "Report requested"}, "")]
-    if t == PlanningStarted.TYPE:
-        return [("planning_start", "planning", {"message": "Planning the outline"}, "")]
-    if t == ContextGathered.TYPE:
-        return [("planning_context", "planning", {"message": "Simulation context gathered", "context": d["context"]},
-                 "")]
-    if t == OutlinePlanned.TYPE:
-        outline = {"title": d["title"], "summary": d["summary"],
-                   "sections": [{"title": s["title"], "content": "", "subsections": []} for s in d["sections"]]}
-        return [("planning_complete", "planning", {"message": f"Outline planned: {len(d['sections'])} sections",
-                                                   "outline": outline}, "")]
-    if t == SectionStarted.TYPE:
-        return [("section_start", "generating", {"message": f"Writing section {d['section_index']}: {d['title']}"},
-                 "")]
-    if t == ThoughtRecorded.TYPE:
-        return [("react_thought", "generating", {"iteration": d["iteration"], "thought": d["text"],
-                                                 "message": f"Thought, iteration {d['iteration']}"}, "")]
-    if t == ToolCalled.TYPE:
-        return [("tool_call", "generating", {"iteration": d["iteration"], "tool_name": d["tool"],
-                                             "parameters": d["arguments"], "message": f"Calling {d['tool']}"}, "")]
-    return _later_lines(t, d)
+    match event:
+        case ReportRequested():
+            return [("report_start", "pending", {"simulation_id": event.simulation_id, "graph_id": "",
+                                                 "simulation_requirement": "", "message": "Report requested"}, "")]
+        case PlanningStarted():
+            return [("planning_start", "planning", {"message": "Planning the outline"}, "")]
+        case ContextGathered():
+            return [("planning_context", "planning", {"message": "Simulation context gathered",
+                                                      "context": event.context}, "")]
+        case OutlinePlanned():
+            outline = {"title": event.title, "summary": event.summary,
+                       "sections": [{"title": s.title, "content": "", "subsections": []} for s in event.sections]}
+            return [("planning_complete", "planning", {"message": f"Outline planned: {len(event.sections)} sections",
+                                                       "outline": outline}, "")]
+        case SectionStarted():
+            return [("section_start", "generating",
+                     {"message": f"Writing section {event.section_index}: {event.title}"}, "")]
+        case ThoughtRecorded():
+            return [("react_thought", "generating", {"iteration": event.iteration, "thought": event.text,
+                                                     "message": f"Thought, iteration {event.iteration}"}, "")]
+        case ToolCalled():
+            return [("tool_call", "generating", {"iteration": event.iteration, "tool_name": event.tool,
+                                                 "parameters": event.arguments, "message": f"Calling {event.tool}"},
+                     "")]
+    return _later_lines(event)
 
 
-def _later_lines(t: str, d: dict[str, Any]) -> list[Line]:
-    if t == ToolObserved.TYPE:
-        result = tool_text(d["tool"], d["result"])
-        return [("tool_result", "generating", {"iteration": None, "tool_name": d["tool"], "result": result,
-                                               "result_length": len(result),
-                                               "message": f"{d['tool']} answered"}, "iteration")]
-    if t == LLMResponded.TYPE:
-        content, calls = d.get("content", ""), d.get("tool_calls", [])
-        final = not calls and bool(content.strip())
-        return [("llm_response", "generating", {"iteration": None, "response": content, "response_length": len(content),
-                                                "has_tool_calls": bool(calls), "has_final_answer": final,
-                                                "message": f"Model replied ({len(calls)} tool call(s))"}, "answer")]
-    if t == SectionCompleted.TYPE:
-        content = d["content"]
-        return [("section_content", "generating", {"content": content, "content_length": len(content),
-                                                   "tool_calls_count": d.get("tool_calls", 0), "is_subsection": False,
-                                                   "message": f"Section {d['section_index']} written"}, ""),
-                ("section_complete", "generating", {"content": content, "content_length": len(content),
-                                                    "subsection_count": 0,
-                                                    "message": f"Section {d['section_index']} complete"}, "")]
-    if t == ReportCompleted.TYPE:
-        return [("report_complete", "completed", {"total_sections": d["sections_total"], "total_time_seconds": 0.0,
-                                                  "message": "Report completed", "quality": _quality(d)}, "elapsed")]
-    if t == ReportFailed.TYPE:
-        return [("error", "failed", {"error": d["error"], "message": f"Failed during {d['stage']}: {d['error']}",
-                                     "resumable": d.get("resumable", True)}, "")]
+def _later_lines(event: ReportEvent) -> list[Line]:
+    match event:
+        case ToolObserved():
+            result = tool_text(event.tool, event.result)
+            return [("tool_result", "generating", {"iteration": None, "tool_name": event.tool, "result": result,
+                                                   "result_length": len(result),
+                                                   "message": f"{event.tool} answered"}, "iteration")]
+        case LLMResponded():
+            content, calls = event.content, event.tool_calls
+            final = not calls and bool(content.strip())
+            return [("llm_response", "generating", {"iteration": None, "response": content,
+                                                    "response_length": len(content), "has_tool_calls": bool(calls),
+                                                    "has_final_answer": final,
+                                                    "message": f"Model replied ({len(calls)} tool call(s))"}, "answer")]
+        case SectionCompleted():
+            return _section_lines(event)
+        case ReportCompleted():
+            quality = "degraded" if event.status == "completed_degraded" else "ok"
+            return [("report_complete", "completed", {"total_sections": event.sections_total,
+                                                      "total_time_seconds": 0.0, "message": "Report completed",
+                                                      "quality": quality}, "elapsed")]
+        case ReportFailed():
+            return [("error", "failed", {"error": event.error, "message": f"Failed during {event.stage}: {event.error}",
+                                         "resumable": event.resumable}, "")]
     return []
 
 
-def _quality(d: dict[str, Any]) -> str:
-    return "degraded" if d.get("status") == "completed_degraded" else "ok"
+def _section_lines(event: SectionCompleted) -> list[Line]:
+    content = event.content
+    return [("section_content", "generating", {"content": content, "content_length": len(content),
+                                               "tool_calls_count": event.tool_calls, "is_subsection": False,
+                                               "message": f"Section {event.section_index} written"}, ""),
+            ("section_complete", "generating", {"content": content, "content_length": len(content),
+                                                "subsection_count": 0,
+                                                "message": f"Section {event.section_index} complete"}, "")]
 
 
-def console_lines(t: str, d: dict[str, Any]) -> list[tuple[str, str]]:
+def console_lines(event: ReportEvent) -> list[tuple[str, str]]:
     """The console-log lines of one event: (level, message)."""
-    if t == ReportRequested.TYPE:
-        return [("INFO", f"Report {d['report_id']} requested for simulation {d['simulation_id']} "
-                         f"(generation {d['generation']}, writer {d.get('provider', '')} {d.get('model', '')})".rstrip())]
-    if t == OutlinePlanned.TYPE:
-        return [("INFO", f"Outline planned: {d['title']} ({len(d['sections'])} sections)")]
-    if t == SectionStarted.TYPE:
-        return [("INFO", f"Writing section {d['section_index']}: {d['title']}")]
-    if t == ToolCalled.TYPE:
-        return [("INFO", f"Tool call {d['tool']} {json.dumps(d['arguments'], ensure_ascii=False)}")]
-    if t == ToolObserved.TYPE:
-        return [("INFO", f"Tool {d['tool']} answered in {d.get('latency_ms', 0):.0f} ms ({len(d['result'])} characters)")]
-    if t == ToolFailed.TYPE:
-        return [("WARNING", f"Tool {d['tool']} failed: {d['error']}")]
-    if t == LLMFailed.TYPE:
-        level = "WARNING" if d.get("retryable", True) else "ERROR"
-        return [(level, f"Model call failed ({d['kind']}, attempt {d['attempt']}): {d['message']}")]
-    if t == SectionCompleted.TYPE:
-        return [("INFO", f"Section {d['section_index']} complete: {d['title']} ({d.get('tool_calls', 0)} tool calls)")]
-    if t == ReportCompleted.TYPE:
-        problems = d.get("problems", [])
-        return [("WARNING" if problems else "INFO",
-                 f"Report completed: {d['sections_total']} sections" + (f"; problems: {'; '.join(problems)}"
-                                                                        if problems else ""))]
-    if t == ReportFailed.TYPE:
-        return [("ERROR", f"Report failed during {d['stage']}: {d['error']}")]
-    if t == ReportResumed.TYPE:
-        return [("INFO", f"Report resumed ({d.get('reason', 'resume')})")]
+    match event:
+        case ReportRequested():
+            return [("INFO", f"Report {event.report_id} requested for simulation {event.simulation_id} "
+                             f"(generation {event.generation}, writer {event.provider} {event.model})".rstrip())]
+        case OutlinePlanned():
+            return [("INFO", f"Outline planned: {event.title} ({len(event.sections)} sections)")]
+        case SectionStarted():
+            return [("INFO", f"Writing section {event.section_index}: {event.title}")]
+        case ToolCalled():
+            return [("INFO", f"Tool call {event.tool} {json.dumps(event.arguments, ensure_ascii=False)}")]
+        case ToolObserved():
+            return [("INFO", f"Tool {event.tool} answered in {event.latency_ms:.0f} ms ({len(event.result)} characters)")]
+        case ToolFailed():
+            return [("WARNING", f"Tool {event.tool} failed: {event.error}")]
+        case LLMFailed():
+            return [("WARNING" if event.retryable else "ERROR",
+                     f"Model call failed ({event.kind}, attempt {event.attempt}): {event.message}")]
+    return _later_console_lines(event)
+
+
+def _later_console_lines(event: ReportEvent) -> list[tuple[str, str]]:
+    match event:
+        case SectionCompleted():
+            return [("INFO", f"Section {event.section_index} complete: {event.title} ({event.tool_calls} tool calls)")]
+        case ReportCompleted():
+            problems = f"; problems: {'; '.join(event.problems)}" if event.problems else ""
+            return [("WARNING" if event.problems else "INFO", f"Report completed: {event.sections_total} sections"
+                                                              + problems)]
+        case ReportFailed():
+            return [("ERROR", f"Report failed during {event.stage}: {event.error}")]
+        case ReportResumed():
+            return [("INFO", f"Report resumed ({event.reason})")]
     return []

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Literal
 
 from simreportd.events.codec import Recorded
 from simreportd.events.models import (
@@ -20,11 +20,13 @@ from simreportd.events.models import (
     PlanningStarted,
     ReportCompleted,
     ReportDeleted,
+    ReportEvent,
     ReportFailed,
     ReportForked,
     ReportRequested,
     ReportResumed,
     ResponseRejected,
+    RunSoFar,
     SectionCompleted,
     SectionStarted,
     ToolCalled,
@@ -67,22 +69,22 @@ def title_language(title: str | None) -> Language:
     return "zh" if HAN.search(title or "") else "en"
 
 
-def partial_label(run: dict[str, Any] | None, language: Language = "en") -> str | None:
+def partial_label(run: RunSoFar | None, language: Language = "en") -> str | None:
     """What a report on an unfinished run says about itself, from its ReportRequested (None: the run had ended)."""
     if run is None:
         return None
-    rounds = sorted(run["rounds"].items())
+    rounds = sorted(run.rounds.items())
     if language == "zh":
         upto = "和".join(f" {platform} 第 {n} 轮" for platform, n in rounds)
-        return (f"部分报告：撰写时模拟仍在进行，依据{'截至' + upto if upto else '第一轮结束前'}记录的 {run['actions']} "
+        return (f"部分报告：撰写时模拟仍在进行，依据{'截至' + upto if upto else '第一轮结束前'}记录的 {run.actions} "
                 "条行动写成。之后的轮次未包含在内。")
     upto = " and ".join(f"round {n} on {platform}" for platform, n in rounds)
-    return (f"Partial report: written while the simulation was still running, from the {run['actions']} actions "
+    return (f"Partial report: written while the simulation was still running, from the {run.actions} actions "
             f"recorded {'up to ' + upto if upto else 'before its first round ended'}. Later rounds are not "
             "included.")
 
 
-def partial_labels(run: dict[str, Any] | None) -> str | None:
+def partial_labels(run: RunSoFar | None) -> str | None:
     """The label in every language, as JSON: the report's language is known only once its outline is planned
     (`_OutlinePlanned` then shows the label in it); until then the label is English."""
     if run is None:
@@ -101,10 +103,11 @@ class ReportView:
     deferred_indexes = ()
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
-        d, t, at = recorded.data, recorded.type, recorded.recorded_at
-        rid = d["report_id"]
+        event, t, at = recorded.event, recorded.type, recorded.recorded_at
+        assert isinstance(event, ReportEvent)  # the view folds the report stream's events only
+        rid = event.report_id
         if (handler := self.HANDLERS.get(t)) is not None:
-            yield from handler(self, d, at)
+            yield from handler(self, event, at)
         if t in CHANGES:  # status and progress as standing.py's rule says, from the columns just written
             yield (STANDING, (rid,))
         if t in COUNT_COLUMNS:
@@ -113,92 +116,83 @@ class ReportView:
         yield ("UPDATE reports SET updated_at = ?, last_position = ? WHERE report_id = ?", (at, recorded.position, rid))
         yield from agent_log.log_writes(recorded)
 
-    def _ReportRequested(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+    def _ReportRequested(self, e: ReportRequested, at: str) -> Iterable[Write]:
         yield ("INSERT OR REPLACE INTO reports VALUES (?1, ?2, ?3, 'pending', 0, 'Report requested', '', '', '[]', 0, 0,"
                " 0, 0, 0, ?4, ?5, ?6, ?7, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, ?8, NULL, ?8, 0, 0, ?9, '[]', 0,"
                " ?10, 0, NULL)",
-               (d["report_id"], d["simulation_id"], d["generation"], d.get("provider", ""), d.get("model", ""),
-                d.get("trigger", ""), d.get("forked_from"), at, partial_label(d.get("partial")),
-                partial_labels(d.get("partial"))))
+               (e.report_id, e.simulation_id, e.generation, e.provider, e.model, e.trigger, e.forked_from, at,
+                partial_label(e.partial), partial_labels(e.partial)))
 
-    def _PlanningStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET planned = 1, message = 'Planning the outline' WHERE report_id = ?",
-               (d["report_id"],))
+    def _PlanningStarted(self, e: PlanningStarted, at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET planned = 1, message = 'Planning the outline' WHERE report_id = ?", (e.report_id,))
 
-    def _ToolProtocolChosen(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET protocol = ? WHERE report_id = ?", (d["protocol"], d["report_id"]))
+    def _ToolProtocolChosen(self, e: ToolProtocolChosen, at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET protocol = ? WHERE report_id = ?", (e.protocol, e.report_id))
 
-    def _OutlinePlanned(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        sections = d["sections"]
+    def _OutlinePlanned(self, e: OutlinePlanned, at: str) -> Iterable[Write]:
+        outline = json.dumps([s.model_dump() for s in e.sections], ensure_ascii=False)
         yield ("UPDATE reports SET message = 'Outline planned', title = ?, summary = ?, outline = ?,"
-               " sections_total = ? WHERE report_id = ?",
-               (d["title"], d["summary"],
-                json.dumps(sections, ensure_ascii=False), len(sections), d["report_id"]))
+               " sections_total = ? WHERE report_id = ?", (e.title, e.summary, outline, len(e.sections), e.report_id))
         yield ("UPDATE reports SET partial = json_extract(partial_labels, ?) WHERE report_id = ?"
-               " AND partial_labels IS NOT NULL", (f"$.{title_language(d['title'])}", d["report_id"]))
-        for i, section in enumerate(sections, 1):
+               " AND partial_labels IS NOT NULL", (f"$.{title_language(e.title)}", e.report_id))
+        for i, section in enumerate(e.sections, 1):
             yield ("INSERT OR REPLACE INTO report_sections VALUES (?, ?, ?, ?, 'pending', NULL, 0, 0, 0, NULL, NULL,"
-                   " '[]', '{}', 0, 0)",
-                   (d["report_id"], i, section["title"], section.get("description", "")))
+                   " '[]', '{}', 0, 0)", (e.report_id, i, section.title, section.description))
 
-    def _SectionStarted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+    def _SectionStarted(self, e: SectionStarted, at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET current_section = ?, message = ? WHERE report_id = ?",
-               (d["section_index"], f"Writing section {d['section_index']}: {d['title']}", d["report_id"]))
+               (e.section_index, f"Writing section {e.section_index}: {e.title}", e.report_id))
         yield ("UPDATE report_sections SET status = 'generating' WHERE report_id = ? AND section_index = ?",
-               (d["report_id"], d["section_index"]))
+               (e.report_id, e.section_index))
 
-    def _LLMResponded(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        usage = d.get("usage") or {}
+    def _LLMResponded(self, e: LLMResponded, at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?,"
                " tokens_estimated = max(tokens_estimated, ?) WHERE report_id = ?",
-               (usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), int(bool(usage.get("estimated"))),
-                d["report_id"]))
+               (e.usage.prompt_tokens, e.usage.completion_tokens, int(e.usage.estimated), e.report_id))
 
-    def _SectionCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        rid, i = d["report_id"], d["section_index"]
+    def _SectionCompleted(self, e: SectionCompleted, at: str) -> Iterable[Write]:
+        rid, i = e.report_id, e.section_index
         yield ("UPDATE report_sections SET status = 'completed', content = ?, tool_calls = ?, iterations = ?,"
                " forced = ?, completed_at = ?, problems = ?, rejections = ?, grounded_quotes = ?, ungrounded_quotes = ?"
                " WHERE report_id = ? AND section_index = ?",
-               (d["content"], d.get("tool_calls", 0), d.get("iterations", 0), int(d.get("forced", False)), at,
-                json.dumps(d.get("problems", []), ensure_ascii=False), json.dumps(d.get("rejections", {})),
-                d.get("grounded_quotes", 0), d.get("ungrounded_quotes", 0), rid, i))
+               (e.content, e.tool_calls, e.iterations, int(e.forced), at, json.dumps(e.problems, ensure_ascii=False),
+                json.dumps(e.rejections), e.grounded_quotes, e.ungrounded_quotes, rid, i))
         yield ("UPDATE reports SET completed_sections = completed_sections + 1, message = ?,"
                " ungrounded_quotes = ungrounded_quotes + ? WHERE report_id = ?",
-               (f"Section {i} completed: {d['title']}", d.get("ungrounded_quotes", 0), rid))
+               (f"Section {i} completed: {e.title}", e.ungrounded_quotes, rid))
 
-    def _ReportCompleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        problems = d.get("problems", [])
+    def _ReportCompleted(self, e: ReportCompleted, at: str) -> Iterable[Write]:
+        problems = e.problems
         message = f"Report completed with {len(problems)} problem(s): {'; '.join(problems)}" if problems \
             else "Report completed"
         yield ("UPDATE reports SET verdict = ?, message = ?, problems = ?,"
                " current_section = NULL, completed_at = ? WHERE report_id = ?",
-               (d.get("status", "completed"), message, json.dumps(problems, ensure_ascii=False), at, d["report_id"]))
+               (e.status, message, json.dumps(problems, ensure_ascii=False), at, e.report_id))
 
-    def _InterviewUnlocked(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+    def _InterviewUnlocked(self, e: InterviewUnlocked, at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET interview_unlocked = 1, live_environment = ? WHERE report_id = ?",
-               (int(d["live_environment"]), d["report_id"]))
+               (int(e.live_environment), e.report_id))
 
-    def _ReportFailed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET error = ?, failed_stage = ?, resumable = ?, message = ?"
-               " WHERE report_id = ?", (d["error"], d["stage"],
-                                        int(d.get("resumable", True)), f"Failed during {d['stage']}", d["report_id"]))
+    def _ReportFailed(self, e: ReportFailed, at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET error = ?, failed_stage = ?, resumable = ?, message = ? WHERE report_id = ?",
+               (e.error, e.stage, int(e.resumable), f"Failed during {e.stage}", e.report_id))
 
-    def _WriterChanged(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET provider = ?, model = ? WHERE report_id = ?", (d["provider"], d["model"], d["report_id"]))
+    def _WriterChanged(self, e: WriterChanged, at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET provider = ?, model = ? WHERE report_id = ?", (e.provider, e.model, e.report_id))
 
-    def _ReportDeleted(self, d: dict[str, Any], at: str) -> Iterable[Write]:
-        yield ("UPDATE reports SET deleted = 1 WHERE report_id = ?", (d["report_id"],))
+    def _ReportDeleted(self, e: ReportDeleted, at: str) -> Iterable[Write]:
+        yield ("UPDATE reports SET deleted = 1 WHERE report_id = ?", (e.report_id,))
 
-    def _ReportResumed(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+    def _ReportResumed(self, e: ReportResumed, at: str) -> Iterable[Write]:
         yield ("UPDATE reports SET error = NULL, failed_stage = NULL, message = 'Resumed' WHERE report_id = ?",
-               (d["report_id"],))
+               (e.report_id,))
 
-    def _ReportForked(self, d: dict[str, Any], at: str) -> Iterable[Write]:
+    def _ReportForked(self, e: ReportForked, at: str) -> Iterable[Write]:
         """A fork goes on from its shared history: a failure copied into it is not its own."""
         yield ("UPDATE reports SET error = NULL, failed_stage = NULL, message = 'Forked' WHERE report_id = ?",
-               (d["report_id"],))
+               (e.report_id,))
 
-    HANDLERS = by_type_name({
+    HANDLERS: dict[str, Callable[..., Iterable[Write]]] = by_type_name({  # each takes its own event type
         ReportRequested: _ReportRequested, PlanningStarted: _PlanningStarted, ToolProtocolChosen: _ToolProtocolChosen,
         OutlinePlanned: _OutlinePlanned, SectionStarted: _SectionStarted, LLMResponded: _LLMResponded,
         SectionCompleted: _SectionCompleted, ReportCompleted: _ReportCompleted, InterviewUnlocked: _InterviewUnlocked,

@@ -28,6 +28,7 @@ from simreportd.events.models import (
     SimulationDiscovered,
     SimulationGenerationStarted,
     acted_action,
+    acted_simulation,
 )
 from simreportd.events.positions import Position
 
@@ -149,20 +150,21 @@ class SimulationModel:
         self.authors.forget()
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
-        d = recorded.data
-        return self.HANDLERS[recorded.type](self, d, (d["simulation_id"], d["generation"]), recorded.position)
+        d = recorded.data  # raw: the one-event fold is the batch fold's reference, on the same dicts
+        key = (acted_simulation(d, recorded.stream), d["generation"])  # an action's stream names its simulation
+        return self.HANDLERS[recorded.type](self, d, key, recorded.position)
 
     def apply_batch(self, batch: Iterable[Recorded]) -> Iterable[Write]:
         """`apply_rows` of events read as `Recorded`."""
-        return self._fold_run((r.type, r.data, r.position) for r in batch)
+        return self._fold_run((r.type, r.data, r.position, r.stream) for r in batch)  # raw: as `apply_rows`
 
     def apply_rows(self, rows: Iterable[RecordedRow]) -> Iterable[Write]:
         """`apply_batch` of plain rows (`codec.RecordedRow`), as the runner reads every event."""
         # Raw: a `Recorded` an event, and its lazy data, cost more than folding most actions; the data is decoded
         # here once (codec.loads, what `Recorded.data` reads it with).
-        return self._fold_run((r[3], loads(r[7]), Position(r[0])) for r in rows)
+        return self._fold_run((r[3], loads(r[7]), Position(r[0]), r[1]) for r in rows)
 
-    def _fold_run(self, batch: Iterable[tuple[str, dict[str, Any], Position]]) -> list[Write]:
+    def _fold_run(self, batch: Iterable[tuple[str, dict[str, Any], Position, str]]) -> list[Write]:
         """The writes of a batch of (type, data, position): those of `apply`, event by event, but the counters of every
         action tallied in memory and written last, a row each (they commute with every other write: see tallies.ROUND_ACTIONS),
         the edges of each run of actions added to their links and targets by one statement each, and the run's
@@ -170,8 +172,8 @@ class SimulationModel:
         writes: list[Write] = []
         tally, edges, posts, sayings = Tally(), EdgeTally(), Posts(self.authors), Sayings()
         acted = AgentActed.TYPE  # bound once: a pydantic class's attribute costs ~50 ns a lookup, most events are actions
-        for kind_of_event, d, pos in batch:
-            key = (d["simulation_id"], d["generation"])
+        for kind_of_event, d, pos, stream in batch:
+            key = (acted_simulation(d, stream), d["generation"])  # an action's stream names its simulation
             if kind_of_event != acted:
                 if kind_of_event in WRITES_POSTS:  # its posts take the ids after the run's
                     writes += [*posts.writes(), *edges.counts()]

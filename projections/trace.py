@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from simreportd.events.codec import Recorded
 from simreportd.events.models import (
@@ -20,6 +19,7 @@ from simreportd.events.models import (
     OutlinePlanned,
     PlanningStarted,
     ReportCompleted,
+    ReportEvent,
     ReportFailed,
     ReportForked,
     ReportResumed,
@@ -62,9 +62,11 @@ class TraceView:
     types = frozenset(KINDS)
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
-        d = recorded.data
-        label, detail = describe(recorded.type, d)
-        usage = d.get("usage") or {}
+        event = recorded.event
+        assert isinstance(event, ReportEvent)  # the view folds the report stream's events only
+        label, detail = describe(event)
+        usage = event.usage if isinstance(event, LLMResponded) else None
+        tokens = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else (None, None)
         # Answers carry no section: they belong to the section of the step before them. A step carries the
         # iteration its section's LLM request opened; the steps that carry none (a section's start and end, and
         # every step of a store written before steps carried it) belong to the latest one (0 before any).
@@ -73,40 +75,44 @@ class TraceView:
         yield (f"INSERT OR REPLACE INTO trace_steps SELECT ?, ?, s, coalesce(?, ? + (SELECT count(*) FROM trace_steps"
                f" WHERE report_id = ? AND section_index = s AND kind = 'llm_request')), ?, ?, ?, ?, ?, ?, ?"
                f" FROM (SELECT {section} AS s)",
-               (recorded.position, d["report_id"], d.get("iteration"), int(recorded.type == LLMRequested.TYPE),
-                d["report_id"], KINDS[recorded.type], label, detail, usage.get("prompt_tokens"),
-                usage.get("completion_tokens"), d.get("latency_ms"), recorded.recorded_at, d.get("section_index"),
-                d["report_id"]))
+               (recorded.position, event.report_id, getattr(event, "iteration", None),
+                int(isinstance(event, LLMRequested)), event.report_id, KINDS[recorded.type], label, detail, *tokens,
+                getattr(event, "latency_ms", None), recorded.recorded_at, getattr(event, "section_index", None),
+                event.report_id))
 
 
-def describe(type_name: str, d: dict[str, Any]) -> tuple[str, str]:
+def describe(event: ReportEvent) -> tuple[str, str]:
     """A short label and the readable detail of one step."""
-    if type_name == LLMRequested.TYPE:
-        return f"{d['purpose']} request {d['call_id']}", f"{len(d['messages_added'])} new message(s), " \
-                                                         f"fingerprint {d['fingerprint'][:12]}"
-    if type_name == LLMResponded.TYPE:
-        calls = ", ".join(t["name"] for t in d.get("tool_calls", []))
-        return f"response {d['call_id']}" + (f" -> {calls}" if calls else ""), d.get("content", "")
-    if type_name == LLMFailed.TYPE:
-        return f"{d['kind']} (attempt {d['attempt']})", d["message"]
-    if type_name == ToolCalled.TYPE:
-        return d["tool"], json.dumps(d["arguments"], sort_keys=True, ensure_ascii=False)
-    if type_name in (ToolObserved.TYPE, ToolFailed.TYPE):
-        return d["tool"], d.get("result", d.get("error", ""))
-    if type_name == ResponseRejected.TYPE:
-        return d["reason"], d.get("detail") or d.get("feedback", "")
-    if type_name == ThoughtRecorded.TYPE:
-        return "thought", d["text"]
-    if type_name == SectionCompleted.TYPE:
-        return d["title"], d["content"]
-    if type_name == OutlinePlanned.TYPE:
-        return d["title"], "\n".join(s["title"] for s in d["sections"])
-    if type_name == ContextGathered.TYPE:
-        return "context", json.dumps(d["context"], sort_keys=True, ensure_ascii=False)[:2000]
-    if type_name == ContextCompacted.TYPE:
-        return f"{d['before_tokens']} -> {d['after_tokens']} tokens", d["reason"]
-    if type_name == ReportFailed.TYPE:
-        return d["stage"], d["error"]
-    if type_name in (WriterChanged.TYPE, ReportForked.TYPE):
-        return type_name, f"continues with {d['provider']} {d['model']}".rstrip()
-    return type_name, d.get("title", "") or d.get("reason", "") or d.get("protocol", "")
+    match event:
+        case LLMRequested():
+            return (f"{event.purpose} request {event.call_id}",
+                    f"{len(event.messages_added)} new message(s), fingerprint {event.fingerprint[:12]}")
+        case LLMResponded():
+            calls = ", ".join(t.name for t in event.tool_calls)
+            return f"response {event.call_id}" + (f" -> {calls}" if calls else ""), event.content
+        case LLMFailed():
+            return f"{event.kind} (attempt {event.attempt})", event.message
+        case ToolCalled():
+            return event.tool, json.dumps(event.arguments, sort_keys=True, ensure_ascii=False)
+        case ToolObserved():
+            return event.tool, event.result
+        case ToolFailed():
+            return event.tool, event.error
+        case ResponseRejected():
+            return event.reason, event.detail or event.feedback
+        case ThoughtRecorded():
+            return "thought", event.text
+        case SectionCompleted():
+            return event.title, event.content
+        case OutlinePlanned():
+            return event.title, "\n".join(s.title for s in event.sections)
+        case ContextGathered():
+            return "context", json.dumps(event.context, sort_keys=True, ensure_ascii=False)[:2000]
+        case ContextCompacted():
+            return f"{event.before_tokens} -> {event.after_tokens} tokens", event.reason
+        case ReportFailed():
+            return event.stage, event.error
+        case WriterChanged() | ReportForked():
+            return event.TYPE, f"continues with {event.provider} {event.model}".rstrip()
+    # the steps with nothing more to say: a title, a reason or a protocol if they have one
+    return event.TYPE, getattr(event, "title", "") or getattr(event, "reason", "") or getattr(event, "protocol", "")

@@ -86,9 +86,12 @@ def store_path(tmp_path: Path) -> Path:
 
 
 def make_config(tmp_path: Path, **sections: dict) -> Config:
-    """A config with everything under tmp_path; `sections` override keys, e.g. llm={"model": "m"}."""
+    """A config with everything under tmp_path; `sections` override keys, e.g. llm={"model": "m"}. Its daemon
+    folds in its own process (`[service] fold = "inline"`): a test of the fold child asks for one."""
     sections = {**sections, "agent": {"mode": "react", **sections.get("agent", {})},
-                "llm": {"down_wait_s": 0.0, **sections.get("llm", {})}}
+                "service": {"fold": "inline", **sections.get("service", {})},
+                "llm": {"down_wait_s": 0.0, **sections.get("llm", {})},
+                "embeddings": {"provider": "off", **sections.get("embeddings", {})}}  # as the environment above says
     config = Config().with_paths(store=tmp_path / "state" / "events.sqlite3", roots=[tmp_path / "sims"],
                                  output_dir=tmp_path / "reports")
     updates = {name: getattr(config, name).model_copy(update=values) for name, values in sections.items()}

@@ -117,12 +117,16 @@ def answer(question: str, f: Facts, lead: bool = True) -> str:
     parts.append(agent_profile(f))
     if statements := profile.get("latest_statements"):
         parts.append(say("chat_latest") + "\n\n" + quote(statements[0], say))
-    posts = f.posts()[:2]
-    if posts:
-        parts.append(say("chat_matches") + "\n\n" + "\n\n".join(quote(p, say) for p in posts))
-    elif "quick_search" in f.seen:
-        parts.append(say("chat_no_match"))
+    if not asked:  # what the analysis answered is not padded with statements that only resemble the question
+        parts.append(_matches(f))
     return "\n\n".join(p for p in parts if p)
+
+
+def _matches(f: Facts) -> str:
+    """What agents said that the search found for the question (or that it found nothing)."""
+    if posts := f.posts()[:2]:
+        return f.say("chat_matches") + "\n\n" + "\n\n".join(quote(p, f.say) for p in posts)
+    return f.say("chat_no_match") if "quick_search" in f.seen else ""
 
 
 def _turning_point(f: Facts) -> str:

@@ -34,9 +34,9 @@ from simreportd.events.models import (
 )
 
 from .oasis import Interview
-from .parse import Bad, Parsed, line_value, parse_line, parse_row
+from .parse import Bad, Parsed, line_value, parse_line, parse_row, plain_action
 from .tail import FileIdentity, Line
-from .values import clean_text, fits
+from .values import clean_text, fits, has_long_integer
 
 BOM = b"\xef\xbb\xbf"
 
@@ -102,7 +102,7 @@ class IngestState:
         """Fold one recorded event; an action (most of a stream) from its data, without building the model:
         `apply` on a million recorded actions took most of a restart's time."""
         if recorded.type == AgentActed.TYPE:
-            self.apply_action(recorded.data)
+            self.apply_action(recorded.data)  # raw: a restart folds every action of a run here
         else:
             self.apply(recorded.event)
 
@@ -166,11 +166,13 @@ def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | B
     refused for the same reason share one `Bad`: a read of garbage costs its lines, not a reason each."""
     out: list[Parsed | Bad] = []
     reasons: dict[str, Bad] = {}
+    plain = platform is not None and not has_long_integer(b"\n".join([line.raw for line in lines]))
     for line in lines:
         if line.too_long:
             out.append(Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)"))
             continue
-        item = parse_line(_raw(line), platform)
+        raw = _raw(line)
+        item = (plain and plain_action(raw, platform)) or parse_line(raw, platform)  # type: ignore[arg-type]
         out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
     return out
 
@@ -327,9 +329,11 @@ OURS = frozenset({"simulation_id", "generation", "platform", "source"})  # what 
 
 class Acted:
     """Makes the `AgentActed` events of one batch of one file (docs/events.md#agent-actions): each line as it
-    came, with `simulation_id`, `generation`, `platform` and `source` put in front of its keys by joining text,
-    so nothing is parsed or serialised again. `source` holds the line's `offset` and `end`; the batch's last
-    action has the file's identity too (`file`, `ino`, `head`, `tail`): the batch's shared facts, once."""
+    came, with only `generation` and `platform` put in front of its keys by joining text (its stream names the
+    simulation, its position orders it in the file), so nothing is parsed or serialised again. The batch's last
+    action (and a line that names our keys itself) is stored as before: `simulation_id`, `generation`,
+    `platform` and `source` (the line's `offset` and `end`, the file's identity: `file`, `ino`, `head`,
+    `tail`), what ingest's own fold reads back to know how far the file was read."""
 
     def __init__(self, state: IngestState, key: str, identity: FileIdentity) -> None:
         self.state, self.key, self.identity = state, key, identity
@@ -346,8 +350,7 @@ class Acted:
         if mark is None and raw is not None and not added and "platform" not in f and "source" not in f \
                 and "generation" not in f and "simulation_id" not in f:  # the common case: joined as text
             text = raw.decode()
-            return Encoded("AgentActed", f'{self._lead(p)}{{"offset":{offset},"end":{end}}},'
-                           f'{text[text.index("{") + 1:]}', AgentActed.LINE_VERSION)
+            return Encoded("AgentActed", f'{self._lead(p)}{text[text.index("{") + 1:]}', AgentActed.ACTION_VERSION)
         source = {"offset": offset, "end": end} if mark is None else \
             _source(self.key, self.identity, offset, end, tail or None)
         if raw is None or added or not OURS.isdisjoint(f):  # rebuilt, completed, or naming our keys itself
@@ -358,16 +361,15 @@ class Acted:
                 data["action_args"] = {**data["action_args"], **added}
             return Encoded("AgentActed", orjson.dumps(data).decode(), AgentActed.LINE_VERSION)
         text = raw.decode()
-        return Encoded("AgentActed", f'{self._lead(p)}{orjson.dumps(source).decode()},{text[text.index("{") + 1:]}',
+        return Encoded("AgentActed", f'{{"simulation_id":{orjson.dumps(state.simulation_id).decode()},'
+                       f'{self._lead(p)[1:]}"source":{orjson.dumps(source).decode()},{text[text.index("{") + 1:]}',
                        AgentActed.LINE_VERSION)
 
     def _lead(self, platform: str) -> str:
-        """The text every line of `platform` starts with, up to its `source`."""
+        """The text every action of `platform` starts with, up to the line's own keys."""
         lead = self._leads.get(platform)
         if lead is None:
-            lead = self._leads[platform] = (
-                f'{{"simulation_id":{orjson.dumps(self.state.simulation_id).decode()},'
-                f'"generation":{self.state.generation},"platform":"{platform}","source":')
+            lead = self._leads[platform] = f'{{"generation":{self.state.generation},"platform":"{platform}",'
         return lead
 
 

@@ -97,6 +97,12 @@ def line(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
         return _REFUSED
 
 
+def has_long_integer(chunk: bytes) -> bool:
+    """Whether any line of `chunk` has an integer of 19 digits or more (`line` refuses those lines): one
+    C call for a read's lines, not one a line."""
+    return _LONG_INTEGER in chunk.translate(_SHAPE)
+
+
 def _fast(text: str) -> Any:
     """pydantic-core's parser (it refuses NaN and lone surrogates itself) and a walk over the numbers: 2.9 us
     a line where the strict decoder's hook per number took 4.4. `_REFUSED` for anything the strict decoder

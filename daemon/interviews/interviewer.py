@@ -20,7 +20,13 @@ from simreportd.agent.llm.providers import LLMProvider
 from simreportd.agent.report.prompts import DATA_RULE, delimit
 from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, UsageError
 from simreportd.events import EventStore
-from simreportd.events.models import InterviewAnswered, InterviewRequested, InterviewUnlocked, LLMRequested
+from simreportd.events.models import (
+    InterviewAnswered,
+    InterviewRequested,
+    InterviewUnlocked,
+    LLMRequested,
+    ReportRequested,
+)
 from simreportd.events.streams import report_stream
 from simreportd.projections import report_queries, simulation_queries
 from simreportd.projections.sqlite import in_thread, reading
@@ -189,7 +195,7 @@ class Interviewer:
         if isinstance(agent_id, bool) or not isinstance(agent_id, int) or not -2**63 <= agent_id < 2**63:
             raise UsageError(f"agent {str(agent_id)[:30]} is no agent id (a 64-bit integer)")
         report = await self._unlocked_report(target)
-        simulation_id, generation = report["simulation_id"], report["generation"]
+        simulation_id, generation = report.simulation_id, report.generation
         interview_id = uuid.uuid4().hex[:12]
         live, unanswered = await self.environment.liveness(simulation_id)
         folder = self.environment.folder_of(simulation_id)
@@ -206,25 +212,27 @@ class Interviewer:
         if mode == "persona":
             materials = await self._in_thread(self._persona_materials, simulation_id, generation, [agent_id], question)
             answer = await self._persona(*materials[agent_id], question)
-        stream = report_stream(report["report_id"])
+        stream = report_stream(report.report_id)
         await self.store.append(stream, [
-            InterviewRequested(report_id=report["report_id"], interview_id=interview_id, simulation_id=simulation_id,
+            InterviewRequested(report_id=report.report_id, interview_id=interview_id, simulation_id=simulation_id,
                                agent_id=agent_id, question=question, platform=platform, mode=mode),  # type: ignore[arg-type]
-            InterviewAnswered(report_id=report["report_id"], interview_id=interview_id, agent_id=agent_id,
+            InterviewAnswered(report_id=report.report_id, interview_id=interview_id, agent_id=agent_id,
                               answer=answer, mode=mode, platform=platform)])  # type: ignore[arg-type]
-        return {"report_id": report["report_id"], "simulation_id": simulation_id, "interview_id": interview_id,
+        return {"report_id": report.report_id, "simulation_id": simulation_id, "interview_id": interview_id,
                 "agent_id": agent_id, "question": question, "answer": answer, "mode": mode, "platform": platform,
                 "note": note}
 
-    async def _unlocked_report(self, target: str) -> dict[str, Any]:
+    async def _unlocked_report(self, target: str) -> ReportRequested:
+        """The request of the report `target` names (a report, or a simulation's latest), once it unlocked."""
         events = await self.store.read_stream(report_stream(target))
         if not events:
             report_id = await self._in_thread(self._latest_report, target)
             events = await self.store.read_stream(report_stream(report_id))
-        requested = events[0].data
+        requested = events[0].event
+        assert isinstance(requested, ReportRequested)  # a report stream begins with its request
         if not any(r.type == InterviewUnlocked.TYPE for r in events):
-            standing = standing_of([r.event for r in events], requested["report_id"]).described()
-            raise InterviewLocked(f"report {requested['report_id']} {standing}; interviews unlock when it "
+            standing = standing_of([r.event for r in events], requested.report_id).described()
+            raise InterviewLocked(f"report {requested.report_id} {standing}; interviews unlock when it "
                                   "completes: try again then")
         return requested
 

@@ -37,7 +37,7 @@ from simreportd.daemon.host import Host
 from simreportd.errors import StoreClosed, WaitTimeout
 from simreportd.events.codec import Recorded
 from simreportd.events.positions import Position
-from simreportd.events.streams import is_report_stream
+from simreportd.events.streams import is_report_stream, report_id_of
 from simreportd.projections.standing import FOLDED, Standing, standing_of
 
 from .connections import FRAMES_EXTENSION, TextFrames
@@ -408,7 +408,7 @@ class Fanout:
         report first seen mid-stream, a history page behind the live one)."""
         if not is_report_stream(recorded.stream):
             return None
-        report_id = recorded.data["report_id"]
+        report_id = report_id_of(recorded.stream)
         version, standing = self.reports.get(report_id, (0, Standing(report_id)))
         if recorded.version == version:
             return standing

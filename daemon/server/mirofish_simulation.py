@@ -205,7 +205,7 @@ async def run_actions(daemon: Host, simulation_id: str, generation: int) -> Asyn
     """The run's actions in the order they were recorded, read from the log a batch at a time."""
     async for recorded in daemon.store.iter_stream(simulation_stream(simulation_id), types=[AgentActed.TYPE]):
         if recorded.data["generation"] == generation:  # raw: every action of a run passes here, a page at a time
-            yield acted_fields(recorded.data)
+            yield acted_fields(recorded.data, recorded.stream)
 
 
 async def get_actions(daemon: Host, ask: Ask) -> Reply:

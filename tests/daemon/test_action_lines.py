@@ -4,6 +4,7 @@ fold to the rows an older store's events (the fields themselves) fold to."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from simreportd.daemon.ingest import parse, values
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
 from simreportd.daemon.ingest.parse import Bad
 from simreportd.events import SQLiteEventStore
+from simreportd.events.codec import Encoded, Recorded
 from simreportd.events.models import AgentActed, acted_fields
 from simreportd.projections.runner import ProjectionRunner, views_path_for
 from simreportd.projections.simulation import SimulationModel
@@ -59,10 +61,11 @@ async def test_an_action_is_stored_as_its_line_came_and_the_batch_names_its_file
         await SimulationIngestor(store, folder).check()  # a fresh ingestor folds the position from the log
         assert len(await store.read_stream("simulation-sim_l")) == again
     acted = [e for e in events if e.type == "AgentActed"]
-    assert {e.schema_version for e in acted} == {AgentActed.LINE_VERSION}
+    assert {e.schema_version for e in acted} == {AgentActed.ACTION_VERSION, AgentActed.LINE_VERSION}
     [plain] = [e.raw_data for e in acted if e.data["round"] == 4 and e.data["agent_id"] == 1]
     assert plain.endswith(odd[0].decode()[1:])  # the lower-case line, as it came, after the keys put in front
-    assert plain.startswith('{"simulation_id":"sim_l","generation":1,"platform":"twitter","source":{"offset":')
+    assert plain.startswith('{"generation":1,"platform":"twitter","round":')  # the stream names the simulation
+    assert all(e.event.simulation_id == "sim_l" for e in acted)
     [named] = [e.data for e in acted if e.data["round"] == 4 and e.data["action_type"] == "QUOTE_POST"]
     assert (named["generation"], named["platform"], named["quote_content"] if "quote_content" in named else
             named["action_args"]["quote_content"]) == (1, "twitter", "q")  # names keys of ours: ours win
@@ -73,26 +76,44 @@ async def test_an_action_is_stored_as_its_line_came_and_the_batch_names_its_file
         line = {k: v for k, v in event.data.items() if k not in OURS}
         assert any(json.loads(raw) == line for raw in lines if b'"event_type"' not in raw) or \
             event.data["action_args"].get("post_id") is not None  # a seed post: its copy's id added
-    with_file = [e for e in acted if "file" in e.data["source"]]
-    assert len(with_file) < len(acted) / 10  # once a batch, not once a line
-    assert all(e.data["source"]["offset"] < e.data["source"]["end"] for e in acted)
+    with_source = [e for e in acted if e.schema_version == AgentActed.LINE_VERSION]
+    assert len(with_source) < len(acted) / 10  # the batch's last action, and a line naming our keys
+    assert all(e.data["source"]["offset"] < e.data["source"]["end"] for e in with_source)
+    assert all("source" not in e.data and "simulation_id" not in e.data for e in acted if e not in with_source)
 
 
-async def test_an_old_store_of_fields_folds_to_the_rows_of_the_lines(tmp_path: Path) -> None:
+def as_fields(r: Recorded) -> AgentActed:
+    """An action as the oldest ingest stored it: the model's fields (schema version 1)."""
+    return AgentActed(**{**acted_fields(r.data, r.stream), "action_type": r.data["action_type"].upper(),
+                         "action_args": r.data.get("action_args") or {}})
+
+
+def as_led_line(r: Recorded) -> Encoded:
+    """An action as ingest stored it before version 3: its line led by `simulation_id`, `generation`, `platform`
+    and `source` (schema version 2; the batch's last action is stored so still)."""
+    if r.schema_version == AgentActed.LINE_VERSION:
+        return Encoded("AgentActed", r.raw_data, AgentActed.LINE_VERSION)
+    lead = {"simulation_id": r.event.simulation_id, "generation": r.data["generation"], "platform": r.data["platform"],
+            "source": {"offset": 0, "end": 1}}
+    return Encoded("AgentActed", json.dumps({**lead, **{k: v for k, v in r.data.items() if k not in OURS}}),
+                   AgentActed.LINE_VERSION)
+
+
+@pytest.mark.parametrize(("older", "version"), [(as_fields, 1), (as_led_line, AgentActed.LINE_VERSION)])
+async def test_a_store_of_an_older_action_form_folds_to_the_rows_of_the_lines(
+        tmp_path: Path, older: Callable[[Recorded], AgentActed | Encoded], version: int) -> None:
+    """The same run as an older ingest stored it reads into the same models and folds to the same rows."""
     folder = tmp_path / "sim_o"
     write_run(folder)
     new, old = tmp_path / "new" / "events.sqlite3", tmp_path / "old" / "events.sqlite3"
     async with SQLiteEventStore(new) as store:
         await SimulationIngestor(store, folder).check()
         recorded = await store.read_all(0, 100_000)
-    async with SQLiteEventStore(old) as store:  # the same run as an older ingest stored it: the fields
+    async with SQLiteEventStore(old) as store:
         for r in recorded:
-            event = r.event if r.type != "AgentActed" else AgentActed(**{
-                **acted_fields(r.data), "action_type": r.data["action_type"].upper(),
-                "action_args": r.data.get("action_args") or {}})
-            await store.append(r.stream, [event])
+            await store.append(r.stream, [r.event if r.type != "AgentActed" else older(r)])
         stored = await store.read_all(0, 100_000)
-    assert {r.schema_version for r in stored if r.type == "AgentActed"} == {1}
+    assert {r.schema_version for r in stored if r.type == "AgentActed"} == {version}
     assert [r.event for r in stored if r.type == "AgentActed"] == [r.event for r in recorded if r.type == "AgentActed"]
     assert await fold_digest(old) == await fold_digest(new)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simreportd.agent.findings.phrases import EN
+from simreportd.agent.findings.phrases import EN, ZH
 from simreportd.simulator.simulate import simulate
 
 from ..in_process import InProcess, acall, in_process_config
@@ -37,5 +37,7 @@ async def test_mirofish_chat_finds_who_was_reacted_to_and_the_concerns_in_both_l
     assert top in answers[0] and EN["reacted_to"].split("{")[0] in answers[0]
     assert EN["most_active"].split("{")[0] not in answers[0]
     assert top in answers[1] and "回应" in answers[1]
+    assert not any(EN["chat_matches"] in answer or ZH["chat_matches"] in answer for answer in answers), \
+        "statements that only resemble the question padded what the analysis answered"
     for answer in answers[2:]:  # each camp's most repeated argument, quoted with its id
         assert answer.count("> \"") >= 2 and QUOTE_ID.search(answer)

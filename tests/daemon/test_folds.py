@@ -227,7 +227,7 @@ def with_undos(events: list[Recorded]) -> list[Recorded]:
     for r in events:
         out.append(r)
         if r.type == "AgentActed" and r.data["action_type"] in undos and r.position % 2 == 0:
-            undo = AgentActed(**{**acted_fields(r.data), "action_type": undos[r.data["action_type"]]})
+            undo = AgentActed(**{**acted_fields(r.data, r.stream), "action_type": undos[r.data["action_type"]]})
             out.append(Recorded(0, r.stream, 0, undo.type_name, undo.SCHEMA_VERSION, "u", r.recorded_at, encode(undo)))
     return [Recorded(i, r.stream, i, r.type, r.schema_version, r.event_id, r.recorded_at, r.raw_data)
             for i, r in enumerate(out, 1)]

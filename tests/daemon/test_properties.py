@@ -14,11 +14,19 @@ from hypothesis import strategies as st
 from simreportd.daemon.config import load_config
 from simreportd.daemon.ingest import values as checked
 from simreportd.daemon.ingest.folder import read_setup
-from simreportd.daemon.ingest.ingest_state import IngestState, events_for_lines
+from simreportd.daemon.ingest.ingest_state import IngestState, events_for_lines, parse_lines
+from simreportd.daemon.ingest.parse import Parsed, parse_line, plain_action
 from simreportd.daemon.ingest.tail import FileIdentity, Line
 from simreportd.errors import ConfigError
 from simreportd.events.codec import Encoded, Recorded, decode, encode
-from simreportd.events.models import AgentActed, DomainEvent, IngestRejected, SimulationDiscovered, acted_action
+from simreportd.events.models import (
+    AgentActed,
+    DomainEvent,
+    IngestRejected,
+    SimulationDiscovered,
+    acted_action,
+    acted_fields,
+)
 from simreportd.projections.simulation import SimulationModel
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -93,14 +101,35 @@ def test_an_action_is_stored_as_its_line_and_read_into_its_model(raws: list[byte
     made = events_for_lines(state, "twitter/actions.jsonl", "twitter", FileIdentity(1, 9000, "h"), lines)
     actions = [event for event in made if isinstance(event, Encoded)]
     assert actions, "the good line is an action"
-    by_offset = {line.offset: line for line in lines}
-    for event in actions:
+    action_lines = [line for line, item in zip(lines, parse_lines(lines, "twitter"), strict=True)
+                    if isinstance(item, Parsed) and item.kind == "action"]
+    for event, action_line in zip(actions, action_lines, strict=True):  # one action a line, in order
         data = json.loads(event.data)
         stored = {k: v for k, v in data.items() if k not in ("simulation_id", "generation", "platform", "source")}
-        line = json.loads(by_offset[data["source"]["offset"]].raw)
+        line = json.loads(action_line.raw)
         assert stored == {k: v for k, v in line.items() if k not in data or k in stored}
-        model = decode(event.type_name, event.SCHEMA_VERSION, data)
+        model = decode(event.type_name, event.SCHEMA_VERSION, data, "simulation-p")
         assert isinstance(model, AgentActed) and acted_action(data) == (model.action_type, model.action_args)
+        assert (model.simulation_id, model.generation, model.platform) == ("p", 1, "twitter")
+
+
+@PROPERTY
+@given(hostile_lines)
+@example(b'{"round": 1, "agent_id": 1, "action_type": "CREATE_POST", "action_args": {}, "n": ' + b"9" * 19 + b"}")
+@example(dumps({**GOOD, "action_type": "like_post"}))
+def test_a_line_taken_without_a_model_gets_the_verdict_parse_line_and_the_model_give(raw: bytes) -> None:
+    """`plain_action` (ingest's road for a chunk's plain lines) takes only what `parse_line` takes, as the same
+    fields, and what it takes the model reads; a line with a long integer never reaches it."""
+    raw = raw.replace(b"\n", b" ")
+    checked_line = parse_line(raw, "twitter")
+    taken = None if checked.has_long_integer(raw) else plain_action(raw, "twitter")
+    if taken is None:
+        return
+    assert checked_line == taken and taken.fields is not None
+    ours = {"simulation_id": "p", "generation": 1, "platform": "twitter", "source": None}  # ours win, as in ingest
+    model = AgentActed.model_validate(acted_fields({**taken.fields, **ours}, "simulation-p"))
+    assert (model.round, model.agent_id, model.action_type) == (
+        taken.fields["round"], taken.fields["agent_id"], taken.fields["action_type"])
 
 
 json_like = st.text(st.sampled_from('{}[]":,0123456789.eE+-truefalsn \\ud8c0a'), max_size=40)

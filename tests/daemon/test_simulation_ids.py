@@ -47,7 +47,7 @@ async def test_a_run_is_recorded_reported_and_served_under_its_configs_id(tmp_pa
         counts = await streams_of(daemon, "sim_0a1b2c3d4e5f", "copy_of_run")
         assert counts["sim_0a1b2c3d4e5f"] > 0 and counts["copy_of_run"] == 0
         events = await daemon.store.read_stream(simulation_stream("sim_0a1b2c3d4e5f"))
-        assert {r.data["simulation_id"] for r in events} == {"sim_0a1b2c3d4e5f"}
+        assert {r.event.simulation_id for r in events} == {"sim_0a1b2c3d4e5f"}  # an action's: its stream's
         report_id = await daemon.reports.request("copy_of_run")  # the folder's name is an alias
         state = await daemon.reports.wait(report_id)
         assert state.request is not None and state.request.simulation_id == "sim_0a1b2c3d4e5f"

@@ -167,6 +167,32 @@ def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:
                                                        "simreportd.agent.c", "simreportd.agent.a"]
 
 
+RAW_READ = re.compile(r"\b(?!frame\b)\w+(\[\d+\])?\.data\b(?!_)")
+
+
+def raw_reads(path: Path, root: Path = ROOT) -> list[str]:
+    """The lines of `path` that read a recorded event's data as a dict without a comment (on the line or the three
+    above) saying why it is read raw or by key."""
+    lines = path.read_text().splitlines()
+    return [f"{path.relative_to(root)}:{n + 1}: {line.strip()}" for n, line in enumerate(lines)
+            if RAW_READ.search(line.split("#")[0]) and not line.lstrip().startswith(("#", '"'))
+            and not any(re.search(r"#.*\b(raw|by key)\b", above, re.IGNORECASE) for above in lines[max(0, n - 3):n + 1])]
+
+
+def test_events_are_read_typed_outside_the_hot_path() -> None:
+    """Projections and the daemon read an event's fields from its model (`recorded.event`); a dict read by key
+    is for the measured hot path only, and says so where it happens."""
+    found = [hit for layer in ("projections", "daemon") for path in sorted((ROOT / layer).rglob("*.py"))
+             for hit in raw_reads(path)]
+    assert found == []
+
+
+def test_the_raw_read_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "view.py").write_text("def apply(recorded):\n    return recorded.data['report_id']\n"
+                                      "def fold(r):\n    return r.data  # raw: every action passes here\n")
+    assert [hit.split(": ", 1)[1] for hit in raw_reads(tmp_path / "view.py", tmp_path)] == ["return recorded.data['report_id']"]
+
+
 def test_no_two_modules_share_a_name() -> None:
     """A module's name says which one it is: `runner.py` twice (the agent's and the fold's) meant reading its
     folder to know which a traceback, a log line or a doc named."""

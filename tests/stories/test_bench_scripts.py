@@ -35,6 +35,7 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
     "all.py": (["1000", "--tiny"], ["| minimal floor:", "| `simreportd run`: daemon process + fold child",
                                     "| read floor:", "| `simreportd rebuild`", "tool simulation_analytics, first call",
                                     "peak RSS, `simreportd report --wait`: the command |", "its fold child |"]),
+    "fold_floor.py": (["500"], ["rows in", "full-text tables:", "CPU to insert"]),
     "ingest.py": (["2000"], ["| ingest |", "catch-up of the simulation model"]),
     "mirofish_frontend.py": (["{dist}", "{tmp}/shots"], ["report"]),
     "notify.py": (["4", "50", "1", "1"], ["simreportd         200 of     200 (100%)", "bare               200 of"]),

@@ -53,8 +53,7 @@ async def digests_after_rebuild(daemon: Daemon) -> tuple[dict[str, str], dict[st
 @pytest.mark.anyio
 async def test_the_child_folds_what_the_daemon_ingests_into_the_rows_a_rebuild_gives(tmp_path: Path) -> None:
     simulate(tmp_path / "sims" / "sim_a", agents=12, rounds=6, seed=3)
-    config = make_config(tmp_path, reports={"auto": False})
-    assert config.service.fold == "child"
+    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
     async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
         tasks.start_soon(daemon.run)
         await anyio.to_thread.run_sync(wait_until, lambda: fold_children(os.getpid()), "the fold child")
@@ -71,7 +70,7 @@ async def test_the_child_folds_what_the_daemon_ingests_into_the_rows_a_rebuild_g
 @pytest.mark.anyio
 async def test_a_killed_fold_child_leaves_the_daemon_folding_in_its_own_process(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    config = make_config(tmp_path, reports={"auto": False})
+    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
     async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
         tasks.start_soon(daemon.run)
         await anyio.to_thread.run_sync(wait_until, lambda: fold_children(os.getpid()), "the fold child")
@@ -147,7 +146,8 @@ async def test_a_rebuild_while_the_log_grows_says_its_digests_are_not_comparable
     from simreportd.events.models import PlanningStarted
 
     simulate(tmp_path / "sims" / "sim_a", agents=12, rounds=6, seed=3)
-    async with Daemon(make_config(tmp_path, reports={"auto": False})) as daemon, anyio.create_task_group() as tasks:
+    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
+    async with Daemon(config) as daemon, anyio.create_task_group() as tasks:
         tasks.start_soon(daemon.run)
         await daemon.watcher.rescan()
         idle = await actions.rebuild(daemon)
@@ -184,7 +184,7 @@ async def test_a_command_that_ingests_then_writes_its_report_folds_both_in_one_f
 
     folder = tmp_path / "sims" / "sim_once"
     simulate(folder, agents=12, rounds=6, seed=3)
-    config = make_config(tmp_path, reports={"auto": False})
+    config = make_config(tmp_path, reports={"auto": False}, service={"fold": "child"})
     async with executor_for(config, "report", folders=[folder]) as work:
         await work.ingest(folder, until_complete=True)
         await anyio.to_thread.run_sync(wait_until, lambda: fold_children(os.getpid()), "the fold child")

@@ -21,8 +21,8 @@ import pytest
 from simreportd.events.streams import report_stream
 
 from ..conftest import TIMEOUT, make_config
+from ..daemon.test_server import Running, http
 from ..fake_llm import FakeLLM
-from .test_server import Running, http
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ from simreportd.events.models import ReportRequested
 from simreportd.events.streams import report_stream
 
 from ..conftest import TIMEOUT
-from .test_server import Running, frames_until, server_config
+from ..daemon.test_server import Running, frames_until, server_config
 
 pytestmark = pytest.mark.anyio
 HELD_S = 1.0  # how long the fold is held: a frame sent from the log alone comes in milliseconds
