@@ -35,6 +35,7 @@ from typing import Any
 
 from simreportd.agent.checks import claims, grounding, relations
 from simreportd.agent.findings.phrases import EN, ZH
+from simreportd.agent.report import guided
 from simreportd.daemon.cli.local import completed_generation, running
 from simreportd.daemon.config import Config, find_config, load_config
 from simreportd.daemon.reports import auto_report_id
@@ -132,6 +133,7 @@ def wrong_relations(events: list[DomainEvent]) -> list[str]:
 
 QUESTION_LINE = re.compile(r"^\*\*([^*\n]+[?？])\*\*$", re.M)
 POST_REF = re.compile(r"\((?:post|comment):(?:twitter|reddit):\w+\)")
+NONE_LINES = (EN["model_added_none"], ZH["model_added_none"], *guided.NO_DRAFT)
 MODEL_LINES = re.compile("^(?:" + "|".join(re.escape(t["model_reading"]) for t in (EN, ZH)) + ").*$", re.M)
 
 
@@ -161,17 +163,32 @@ def ablated(markdown: str) -> str:
 def readings(written: list[tuple[int, Written]], truths: dict[int, dict[str, Any]]) -> str:
     """Per seed: status, wrong relations, questions by the right kind of evidence, facts without the model."""
     rows = ["| seed | status | wrong relations | questions by the right kind of evidence | "
-            "facts with the model's sentences deleted (ablation) |", "|---|---|---|---|---|"]
+            "facts with the model's sentences deleted (ablation) | the report on what the model added |",
+            "|---|---|---|---|---|---|"]
     for seed, w in written:
         truth = truths[seed]
         kinds = answered_by_kind(w.markdown, truth)
         full, bare = score_report(w.markdown, truth).recovered, score_report(ablated(w.markdown), truth).recovered
         rows.append(f"| {seed} | {w.status} | {len(w.wrong_relations or [])} | {sum(ok for _, ok in kinds)}/{len(kinds)}"
-                    f" | {bare} of {full} (the model adds {full - bare}) |")
+                    f" | {bare} of {full} (the model adds {full - bare}) | {model_word(w.markdown)} |")
     notes = [f"seed {seed}: wrong relation {line}" for seed, w in written for line in w.wrong_relations or []]
     notes += [f"seed {seed}: answered by the wrong kind of evidence: {q}" for seed, w in written
               for q, ok in answered_by_kind(w.markdown, truths[seed]) if not ok]
     return "\n".join(rows + ([""] + notes if notes else []))
+
+
+def model_word(markdown: str) -> str:
+    """What a guided report says the model added: its reading in some sections, or none (said in every section and
+    at its end); "not said" when a section shows neither."""
+    sections = markdown.split("\n## ")[1:]
+    reading = sum(bool(MODEL_LINES.search(s)) for s in sections)
+    none = sum(any(t in s for t in NONE_LINES) for s in sections)
+    closings = (guided.REPORT_NONE, guided.REPORT_ADDED)
+    closing = next((i for i, lines in enumerate(closings) if any(t in markdown for t in lines)), None)
+    if closing is None and not reading and not none:
+        return "-"
+    said = "ends saying none" if closing == 0 else "ends saying where" if closing == 1 else "ends saying nothing"
+    return f"reading in {reading}, none said in {none} of {len(sections)} sections; {said}"
 
 
 async def main(args: argparse.Namespace) -> None:

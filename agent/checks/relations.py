@@ -41,6 +41,8 @@ SHIFTED = re.compile(r"\b(?:changed|switched|swapped|flipped)\s+(?:sides?|camps?
                      r"(?:his|her|their)\s+(?:stance|position|side|camp|minds?))|"
                      r"\b(?:moved|switched|shifted|defected|crossed over|went over|turned)\s+to\s+the\s+\w+\s+"
                      r"(?:camp|side)|\bspoke for the \w+ camp|\bnow speaks? for\b|"
+                     r"\b(?:moved|switched|shifted|went|turned|crossed)\s+(?:over\s+)?to\s+(?:another|a different|the other|"
+                     r"the opposite)\s+(?:camp|side)|"
                      r"改变了?立场|转变了?立场|立场(?:发生了?)?(?:转变|变化|改变)|转向了?|倒向了?|换了?阵营|"
                      r"为(?:支持方|反对方|中立方|旁观方)(?:说话|发声)", re.I)
 NO_SHIFT = re.compile(r"\b(?:no one|nobody|no agent|none of the agents)\b.{0,40}\b(?:changed|switched|moved)|"
@@ -56,6 +58,12 @@ LEADS = re.compile(rf"\b{PLATFORM}\s+(?:led|leads|dominated|kept the debate goin
                    rf"{PLATFORM}上?的?讨论持续升温|{PLATFORM}上?(?:更活跃|更热烈|领先|占主导|最活跃)", re.I)
 AFTER = re.compile(r"\bafter (?:round (\d+)|the (?:trigger|event|scheduled event|announcement))|"
                    r"第(\d+)轮之后|(?:预定)?事件(?:发生)?之后", re.I)
+AHEAD = re.compile(r"\bupper hand\b|\bprevail(?:s|ed|ing)?\b|\b(?:won|wins?|winning)\s+(?:the\s+)?(?:debate|argument|"
+                   r"discussion)|\b(?:is|are|was|were)\s+(?:clearly\s+)?(?:winning|ahead|leading)\b(?!\s+to\b)|"
+                   r"\bleads\b(?!\s+to\b)|\b(?:took|takes|take|has|have|had|holds?|held)\s+the\s+lead\b|\bin the lead\b|"
+                   r"\bdominat(?:es|ed|ing)\b|占(?:了|据了?)?上风|占(?:据了?)?(?:主导|优势)|领先|胜出|获胜|取胜|"
+                   r"赢得了?(?:辩论|讨论|争论)", re.I)
+FOLLOWS = re.compile(r"\s*(?:的|者)(?:是|为)|\s+(?:went|goes|belongs?|fell)\s+to\b")  # who leads is named after the cue
 BEFORE = re.compile(r"\bbefore (?:round (\d+)|the (?:trigger|event|scheduled event|announcement))|"
                     r"第(\d+)轮之前|(?:预定)?事件(?:发生)?之前", re.I)
 
@@ -93,6 +101,7 @@ class Relations:
     rounds: tuple[Mapping[str, Any], ...] = ()
     trigger: int | None = None
     agents: Mapping[str, str] = field(default_factory=dict)  # "agent:7" -> the agent's name
+    stances: Mapping[str, str] = field(default_factory=dict)  # an agent's name -> the stance of its profile
 
 
 @dataclass
@@ -110,6 +119,7 @@ class RelationCollector:
     rounds: list[Mapping[str, Any]] = field(default_factory=list)
     trigger: int | None = None
     agents: dict[str, str] = field(default_factory=dict)
+    stances: dict[str, str] = field(default_factory=dict)
 
     def add(self, value: Any) -> None:
         if isinstance(value, list):
@@ -150,6 +160,8 @@ class RelationCollector:
                           (value.get("to"), value.get("to_name"))):
             if isinstance(ref, str) and ref.startswith("agent:") and isinstance(name, str):
                 self.agents[ref] = name
+        if isinstance(value.get("name"), str) and str(value.get("stance", "")).lower() in STANCES:
+            self.stances[value["name"]] = str(value["stance"]).lower()
         if isinstance(value.get("from_name"), str) and isinstance(value.get("to_name"), str):
             self.chains.add((value["from_name"], value["to_name"]))
         agent = value.get("agent")
@@ -160,7 +172,7 @@ class RelationCollector:
     def relations(self) -> Relations:
         return Relations(frozenset(self.names), frozenset(self.engaged), frozenset(self.active), dict(self.shifts),
                          self.shifts_known, frozenset(self.chains), tuple(self.sizes), dict(self.platforms),
-                         tuple(self.rounds), self.trigger, dict(self.agents))
+                         tuple(self.rounds), self.trigger, dict(self.agents), dict(self.stances))
 
 
 def _names_of(agents: Any) -> set[str]:
@@ -173,7 +185,8 @@ def unsupported(sentence: str, rel: Relations) -> list[str]:
     text = _plain(sentence)
     found = _mentions(text, rel.names)
     return list(dict.fromkeys([*_misnamed(sentence, rel), *_reactions(text, found, rel), *_passive(text, found, rel),
-                               *_shifts(text, found, rel), *_largest(text, rel), *_leads(text, rel),
+                               *_shifts(text, found, rel), *_largest(text, rel), *_ahead(text, found, rel),
+                               *_leads(text, rel),
                                *_triggered(text, rel)]))
 
 
@@ -295,6 +308,49 @@ def _shifts(text: str, found: list[Mention], rel: Relations) -> list[str]:
     return out
 
 
+def _ahead(text: str, found: list[Mention], rel: Relations) -> list[str]:
+    """`X gained the upper hand`, `占上风的是A和B`: a camp given the lead must be the only largest (by profile or by
+    what agents wrote); an agent given it must be of the camp the sentence gives it to (or, when it names none, of
+    the largest camp), by profile or by the camp it came to speak for."""
+    out = []
+    for m in AHEAD.finditer(text):
+        start, end = _clause_start(text, m.start(), SOFT), _clause_end(text, m.end(), SOFT)
+        end = end if FOLLOWS.match(text, m.end()) or m.group(0).lower() == "upper hand" else m.end()
+        names = _between(found, start, m.start()) or _between(found, m.end(), end)
+        camps = _camps(text[start:m.start()]) or _camps(text[m.end():end])
+        if not names:
+            out += [f"the {c} camp has the upper hand" for c in camps if not _winning(c, rel)]
+            continue
+        sides = camps or _camps(text)
+        for name in names:
+            held = _sides_of(name, rel)
+            if held and sides and not held & set(sides):
+                out.append(f"{name} ({'/'.join(sorted(held))}) has the upper hand for the {'/'.join(sides)} camp")
+            elif held and not sides and not DOMINANT.match(m.group(0)) and not any(_winning(h, rel) for h in held):
+                out.append(f"{name} ({'/'.join(sorted(held))}) has the upper hand")
+    return out
+
+
+def gives_the_lead(text: str) -> bool:
+    """Whether the text gives a side or an agent the upper hand (outside quotations), whoever it names."""
+    return bool(AHEAD.search(_plain(text)))
+
+
+def _camps(text: str) -> list[str]:
+    return list(dict.fromkeys(STANCES_ZH.get(w, w.lower()) for w in re.findall(STANCE, text, re.I)))
+
+
+def _sides_of(name: str, rel: Relations) -> set[str]:
+    """The camps an agent stands in: its profile's, and the one it came to speak for when it changed sides."""
+    shift = rel.shifts.get(name)
+    said = [rel.stances.get(name, "")] + ([shift.stated, shift.now] if shift else [])
+    return {s for s in said if s}
+
+
+def _winning(camp: str, rel: Relations) -> bool:
+    return any(_unique_max(sizes) == camp for sizes in rel.sizes)
+
+
 def _stance(m: re.Match[str]) -> str:
     word = next(g for g in m.groups() if g)
     return STANCES_ZH.get(word, word.lower())
@@ -314,7 +370,7 @@ def _largest(text: str, rel: Relations) -> list[str]:
     out = []
     for m in LARGEST.finditer(text):
         stance = _stance(m)
-        if not any(_unique_max(sizes) == stance for sizes in rel.sizes):
+        if not _winning(stance, rel):
             out.append(f"the {stance} camp is the largest")
     return out
 

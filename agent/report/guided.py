@@ -17,9 +17,9 @@ from typing import Any
 
 from simreportd.events.models import ClaimVerdict, ToolObserved
 
-from ..checks import claims
+from ..checks import claims, relations
 from ..findings.facts import Facts
-from ..findings.phrases import phrases_for
+from ..findings.phrases import EN, ZH, phrases_for
 from ..findings.plan import analyst_outline, tool_calls
 from ..findings.statements import WRITERS
 from ..tools.tool_answers import PlanningContext, Seen, add_answer
@@ -191,8 +191,17 @@ def draft(content: str, facts: list[str], ev: claims.Evidence, engine: str = "",
         return "", [], verdict
     if not engine:
         return " ".join(t for t, _ in kept), cited, verdict
-    own = [(" ".join(p for p in claims.sentences(t) if adds(p, engine, asked)), c) for t, c in kept]
+    said: set[str] = set()  # a sentence the model wrote twice stands once
+    own = [(" ".join(p for p in claims.sentences(t) if adds(p, engine, asked) and not _again(p, said)), c)
+           for t, c in kept]
     return composed(engine, facts, [(t, c) for t, c in own if t]), cited, verdict
+
+
+def _again(sentence: str, said: set[str]) -> bool:
+    key = _words(sentence)
+    seen = key in said
+    said.add(key)
+    return seen
 
 
 def adds(sentence: str, engine: str, asked: str = "") -> bool:
@@ -202,7 +211,28 @@ def adds(sentence: str, engine: str, asked: str = "") -> bool:
     not a lead-in with nothing after it ("...以下几个方面：", or the JSON debris of one)."""
     plain = sentence.strip().strip('",').strip().rstrip(".。")
     return bool(plain) and not plain.endswith((":", "：")) and checkable(plain) and not copied(plain, engine) \
-        and not restates(plain, asked)
+        and not restates(plain, asked) and novel(plain, engine, asked)
+
+
+def novel(sentence: str, engine: str, asked: str = "") -> bool:
+    """Whether the sentence states something the engine's text (and the question `asked`) does not: a figure of
+    another value, an id, name or term neither writes, or who has the upper hand (the engine never says). A
+    sentence of the engine's figures and names in other words ("with 40 agents split into 16 neutral, 12
+    supportive, and 10 opposing camps") is a restatement, however it is worded."""
+    known = f"{engine}\n{asked}"
+    figures = {_value(v) for k, v in claims.claims_in(known) if k == "figure"}
+    lowered = known.lower()
+    for kind, value in claims.claims_in(sentence):
+        if kind == "figure" and _value(value) not in figures:
+            return True
+        if kind in ("id", "name", "term") and value.lower() not in lowered:
+            return True
+    return relations.gives_the_lead(sentence) and not relations.gives_the_lead(engine)
+
+
+def _value(figure: str) -> float | None:
+    m = claims.FIGURE.match(figure)
+    return float(m.group(1).replace(",", "") + (m.group(2) or "")) if m else None
 
 
 def checkable(sentence: str) -> bool:
@@ -262,6 +292,21 @@ def composed(engine: str, facts: list[str], kept: list[tuple[str, list[int]]]) -
         said = by_question.get(question, "")
         out += [question, said and f"{say('model_reading')} {said}", say("from_data"), answer.strip()]
     return "\n\n".join(p for p in out if p)
+
+
+def report_line(bodies: list[str], zh: bool) -> str:
+    """The report's own word on the model, closing the last section to complete: whether the model added a finding
+    of its own anywhere (a section shows its reading) or none in any section (no figure: the scorer reads them)."""
+    added = any(EN["model_reading"] in b or ZH["model_reading"] in b for b in bodies)
+    return (REPORT_ADDED if added else REPORT_NONE)[zh]
+
+
+# The report's line on the model (`report_line`), in English and in Chinese.
+REPORT_NONE = ("_Across the whole report the model added no finding of its own: every section stands on the data's "
+               "statements alone._", "_整份报告中模型没有提出自己的发现：各节均只依据数据本身的陈述。_")
+REPORT_ADDED = ("_The model added findings of its own, each checked against the data, only where a section shows "
+                "its reading; everything else stands on the data's statements alone._",
+                "_模型仅在标明“模型的解读”之处提出了自己的发现（均已对照数据核查）；其余内容只依据数据本身的陈述。_")
 
 
 def grouped(facts: list[str]) -> list[tuple[str, list[int]]]:

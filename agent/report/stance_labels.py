@@ -131,7 +131,23 @@ def read_labels(content: str, batch: Sequence[SampledStatement], stances: list[s
     taken = [answer for item in items if (answer := _answer(item, len(batch), allowed)) is not None]
     times = Counter(number for number, _ in taken)
     labels = {batch[number - 1].ref: stance for number, stance in taken if times[number] == 1}
+    if by_rote([stance for _, stance in sorted(taken)]):
+        return {}, len(items), "the reply gave the stances by rote (one for nearly all, or the same few in turn)"
     return labels, len(items) - len(labels), ""
+
+
+ROTE = 6  # answers at least, for a pattern to be read as rote rather than as a batch that happens to agree
+ROTE_PERIOD = 3  # "supportive, opposing, neutral, supportive, ...": the list of stances said again in turn
+ROTE_SHARE = 0.9  # one stance for this share of a batch: the sample mixes every camp's agents, so it is no reading
+
+
+def by_rote(answers: list[str]) -> bool:
+    """Whether a batch's answers, in order, repeat one stance (nearly always) or a cycle of a few: a small model at
+    its limit (Qwen2.5-Coder-0.5B answered "none" to all or all but one or two statements of a batch)."""
+    if len(answers) < ROTE:
+        return False
+    return Counter(answers).most_common(1)[0][1] >= ROTE_SHARE * len(answers) or any(
+        all(a == answers[i % period] for i, a in enumerate(answers)) for period in range(1, ROTE_PERIOD + 1))
 
 
 def _answer(item: Any, size: int, allowed: set[str]) -> tuple[int, str] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from simreportd.agent.checks import claims, grounding
-from simreportd.agent.report import prompts
+from simreportd.agent.report import guided, prompts
 from simreportd.events.models import ClaimVerdict, DomainEvent, ReportCompleted, ResponseRejected, SectionCompleted
 
 from ..checks.problem_words import problem
@@ -104,6 +104,7 @@ def completed(s: ReportState, section: SectionState, written: str, forced: bool,
     if not body.strip() and not placeholder:
         evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
         body = f"{prompts.PLACEHOLDER}\n\n{evidence}"
+    body = _closing(s, section, body)
     check = grounding.check(body, [o.result for o in section.observations], s.known_ids())
     rejections = dict(section.rejections)
     for event in repairs:
@@ -117,6 +118,16 @@ def completed(s: ReportState, section: SectionState, written: str, forced: bool,
                             rejections=dict(sorted(rejections.items())), claims=verdict, draft=draft,
                             problems=_problems(s, section, body, check)
                             + claims.problems(shown if s.mode == "guided" else verdict, cut, report_language(s)))
+
+
+def _closing(s: ReportState, section: SectionState, body: str) -> str:
+    """A guided report's last section to complete ends with the report's word on the model: whether it added a
+    finding of its own anywhere (the summary is written before any section, so it cannot say)."""
+    if s.mode != "guided" or s.outline is None or section.index in s.completed \
+            or len(s.completed) + 1 < len(s.outline.sections):
+        return body
+    bodies = [done.content for _, done in sorted(s.completed.items())] + [body]
+    return f"{body}\n\n{guided.report_line(bodies, report_language(s) == 'zh')}"
 
 
 def _problems(s: ReportState, section: SectionState, body: str, check: grounding.Grounding) -> list[str]:

@@ -69,6 +69,10 @@ def test_who_changed_sides_is_checked_for_the_camps_and_the_timing() -> None:
     assert dropped("Luis Iyer switched to the supportive camp.", EN) == [["Luis Iyer changed to supportive"]]
     assert dropped("Luis Iyer changed sides from the neutral camp.", EN) == [["Luis Iyer changed from neutral"]]
     assert dropped("Luis Iyer changed sides before the event.", EN) == [["Luis Iyer changed sides in round 7"]]
+    # Qwen on seed 25: Amara Tanaka was the most reacted to, and never changed sides
+    assert dropped("Kofi Sato's statements moved to another camp than their profile's.", EN) == [
+        ["Kofi Sato changed sides"]]
+    assert dropped("Luis Iyer's statements moved to another camp than their profile's.", EN) == []
 
 
 def test_the_largest_camp_and_the_leading_platform_are_checked() -> None:
@@ -156,3 +160,39 @@ def test_a_name_before_an_id_is_that_agents() -> None:
              "actions), Tariq Karimi (agent:23) and Hana Okafor (agent:30)), together from round 13.")  # Qwen, seed 22
     assert "Tariq Karimi is not agent:23" in dropped(wrong, result)[0]
     assert dropped("Tariq Karimi (agent:32) and Jonas Tanaka (agent:23) were the most active.", result) == []
+
+
+def with_stances(result: str, stances: dict[str, str], expressed: dict[str, int] | None = None) -> str:
+    """`result` with its agents' profile stances (as a search hit's `agent` holds them) and camps by statements."""
+    value = json.loads(result)
+    value["hits"] = [{"agent": {"name": n, "ref": f"agent:{30 + i}", "stance": s}} for i, (n, s) in
+                     enumerate(stances.items())]
+    value["camps"]["expressed"] = expressed or {}
+    return json.dumps(value, ensure_ascii=False)
+
+
+def test_who_has_the_upper_hand_is_of_the_camp_given_it_and_a_camp_given_it_is_the_largest() -> None:
+    """Qwen on seed 23 put 李晓东 (supportive) at the head of the opposing side: "占上风的是胡伟和李晓东"."""
+    zh = with_stances(ZH, {"胡伟": "opposing", "李晓东": "supportive", "朱娟": "supportive"}, {"opposing": 9, "supportive": 7})
+    qwen = ("垃圾按袋计费新规的反对方人数最多，占上风的是胡伟 (agent:30) 和李晓东 (agent:31)，"
+            "他们提出的主要观点包括：按袋计费只是收钱。")
+    assert dropped(qwen, zh) == [["李晓东 (supportive) has the upper hand for the opposing camp"]]
+    assert dropped("反对方占上风，领先的是胡伟。", zh) == []
+    assert dropped("旁观方占上风。", zh) == [["the observer camp has the upper hand"]]
+    assert dropped("朱娟在反对方中胜出。", zh) == []  # she came to speak for the opposing camp
+    en = with_stances(EN, {"Kofi Sato": "opposing", "Noor Rossi": "supportive"})
+    assert dropped("The opposing camp gained the upper hand, led by Noor Rossi.", en) == [
+        ["Noor Rossi (supportive) has the upper hand for the opposing camp"]]
+    assert dropped("Kofi Sato is winning the debate.", en) == [["Kofi Sato (opposing) has the upper hand"]]
+    for right in ("The supportive camp prevailed.", "Noor Rossi leads the supportive camp.", "Noor Rossi won the debate.",
+                  "The charge leads to higher fares, Kofi Sato said.", "Twitter leads, with Kofi Sato most reacted to."):
+        assert dropped(right, en) == [], right
+
+
+def test_a_sentence_of_the_engines_figures_in_other_words_adds_no_finding() -> None:
+    """Qwen on seed 21: the camps said again in its own words stood as its reading; it states nothing new."""
+    engine = "By their profiles the 40 agents split into 16 neutral, 12 supportive, 10 opposing and 2 observers."
+    said = "Residents split into camps, with 40 agents split into 16 neutral, 12 supportive, and 10 opposing camps."
+    assert not guided.novel(said, engine) and not guided.adds(said, engine)
+    assert guided.novel("The neutral camp is 1.6x the opposing one.", engine)  # a ratio the engine never gives
+    assert guided.novel("反对方占上风的是胡伟 (agent:1)。", "反对方人数最多。胡伟 (agent:1) 写道。")

@@ -65,13 +65,13 @@ async def test_a_guided_report_scores_at_least_the_offline_writers_on_every_meas
 
 
 def adds_a_reading(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
-    """A model that reads fact 1 in words of its own, then copies fact 2."""
+    """A model that reads fact 1 in words of its own (a ratio of two of its figures), then copies fact 2."""
     reply = copies_the_sheet(body, message)
     if reply is None:
         return None
     sentences = json.loads(reply["content"])["sentences"][:2]
-    figure = re.search(r"\d+", sentences[0]["text"])
-    sentences[0]["text"] = OWN_READING + (f" ({figure.group(0)})." if figure else ".")
+    a, b = [int(n) for n in dict.fromkeys(re.findall(r"(?<![\d.,:])[1-9]\d*(?![\d.,])", sentences[0]["text"]))][:2]
+    sentences[0]["text"] = f"{OWN_READING}: {a} against {b}, {a / b:.2f}x as many."  # a ratio the engine never gives
     return {"content": json.dumps({"sentences": sentences})}
 
 

@@ -74,6 +74,23 @@ def test_a_reply_is_read_strictly() -> None:
     assert read_labels('[{"id": 1, "stance": "opposing"}]', batch, stances)[2] == "the reply held no list of labels"
 
 
+def test_stances_given_by_rote_are_not_taken() -> None:
+    """Qwen2.5-Coder-0.5B on seeds 1-3 answered "none" to all 20 statements of every batch: taken, its labels made
+    the analysis read 41% of statements right against 83% without them."""
+    batch, stances = batch_of(20), ["opposing", "supportive"]
+    rote = [json.dumps({"labels": [{"id": i, "stance": cycle[(i - 1) % len(cycle)]} for i in range(1, 21)]})
+            for cycle in (["none"], ["supportive", "opposing"], ["supportive", "opposing", "none"])]
+    rote.append(json.dumps({"labels": [{"id": i, "stance": "opposing" if i == 7 else "none"} for i in range(1, 21)]}))
+    for reply in rote:
+        labels, rejected, note = read_labels(reply, batch, stances)
+        assert labels == {} and rejected == 20 and "by rote" in note
+    read = ["none", "supportive", "none", "opposing", "opposing", "none", "supportive", *["opposing"] * 13]
+    reply = json.dumps({"labels": [{"id": i, "stance": s} for i, s in enumerate(read, 1)]})
+    assert len(read_labels(reply, batch, stances)[0]) == 20
+    agreeing = json.dumps({"labels": [{"id": i, "stance": "opposing"} for i in (1, 2, 3)]})
+    assert len(read_labels(agreeing, batch_of(3), stances)[0]) == 3  # a short batch may agree
+
+
 def labelling(events: list[Any]) -> tuple[ReportState, effects.Effect]:
     """A report's state after `events`, folded as a restarted runner folds it, and the core's next effect,
     with every decision that needs no outside world applied."""
@@ -105,7 +122,7 @@ def test_labelling_is_folded_from_its_events_so_a_restart_asks_the_next_batch_on
                                     batch_size=20))
     _, effect = labelling(events)
     assert isinstance(effect, effects.CallLLM) and effect.request.purpose == "stance_labels"
-    answer = json.dumps({"labels": [{"id": n, "stance": "for"} for n in range(1, 21)]})
+    answer = json.dumps({"labels": [{"id": n, "stance": "for" if n % 5 else "against"} for n in range(1, 21)]})
     events.append(LLMResponded(report_id="r1", call_id=effect.request.call_id, attempt=1, content=answer))
     s, effect = labelling(events)  # the first batch read; a runner killed here starts again from the events
     assert len(s.labels) == 20 and isinstance(effect, effects.CallLLM)
@@ -221,11 +238,32 @@ async def test_hostile_replies_label_nothing_and_a_failing_model_stops_no_report
 
 
 def says_none(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
-    """A model that sees no side anywhere: every statement labelled `none`, as asked."""
+    """A model that sees a side in one statement of four: the rest labelled `none`."""
+    if body["messages"][0]["content"] != SYSTEM:
+        return None
+    listed = body["messages"][1]["content"].split("Statements:")[1]
+    return {"content": json.dumps({"labels": [{"id": int(n), "stance": "supportive" if int(n) % 4 == 1 else "none"}
+                                              for n, _ in STATEMENT.findall(listed)]})}
+
+
+def by_rote(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any] | None:
+    """Qwen2.5-Coder-0.5B's answer to every batch: `none` for every statement."""
     if body["messages"][0]["content"] != SYSTEM:
         return None
     listed = body["messages"][1]["content"].split("Statements:")[1]
     return {"content": json.dumps({"labels": [{"id": int(n), "stance": "none"} for n, _ in STATEMENT.findall(listed)]})}
+
+
+async def test_a_model_that_answers_by_rote_labels_nothing_and_the_report_reads_stances_as_without_one(
+        tmp_path: Path, llm_sim: Path) -> None:
+    with FakeLLM(script=by_rote) as llm:
+        _, events = await labelled_report(tmp_path / "rote", llm_sim, llm, 40)
+    labelled = [e.data for e in events if e.type == "StancesLabelled"]
+    assert len(labelled) == 2 and all(b["labels"] == {} and b["rejected"] == 20 and "by rote" in b["note"]
+                                      for b in labelled)
+    with FakeLLM() as llm:
+        _, without = await labelled_report(tmp_path / "none", llm_sim, llm, 0)
+    assert analytics_shifts(events) == analytics_shifts(without)
 
 
 def test_the_analysis_bench_scores_a_models_labels(tmp_path: Path) -> None:
