@@ -361,10 +361,10 @@ def eventsourcing_reads(store_path: Path, repeat: int) -> list[float]:
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.closing(sqlite3.connect(store_path)) as log:
         recorder, originator = es_recorder(Path(tmp) / "es.sqlite3", "NORMAL"), uuid.uuid4()
-        rows = log.execute("SELECT position, type, schema_version, data FROM events ORDER BY position")
-        while chunk := rows.fetchmany(1000):
-            recorder.insert_events([StoredEvent(originator, position, f"{type_name}:{schema}", data.encode())
-                                    for position, type_name, schema, data in chunk])
+        rows = log.execute("SELECT position, stream, type, schema_version, data FROM events ORDER BY position")
+        while chunk := rows.fetchmany(1000):  # the topic carries the stream too: an action's data needs it
+            recorder.insert_events([StoredEvent(originator, position, f"{stream}|{type_name}:{schema}", data.encode())
+                                    for position, stream, type_name, schema, data in chunk])
         return [es_read_models(recorder) for _ in range(repeat)]
 
 
@@ -373,8 +373,9 @@ def es_read_models(recorder: Any) -> float:
     started, start, count = time.perf_counter(), 1, 0
     while batch := recorder.select_notifications(start, 1000):
         for notification in batch:
-            type_name, schema = notification.topic.rsplit(":", 1)
-            decode(type_name, int(schema), json.loads(notification.state))
+            stream, _, topic = notification.topic.rpartition("|")
+            type_name, schema = topic.rsplit(":", 1)
+            decode(type_name, int(schema), json.loads(notification.state), stream)
         start, count = batch[-1].id + 1, count + len(batch)
     return count / (time.perf_counter() - started)
 

@@ -1,6 +1,6 @@
-"""The inline fold (`[service] fold = "inline"`) wakes at every commit, even one that lands while it is
-reading the log's head: a wake-up lost there left it asleep until its next poll, half a second behind the log
-(the store's head went back to what the read saw)."""
+"""The log's head and the inline fold (`[service] fold = "inline"`): a commit that lands while the head is read
+is in the head the read returns (a wake-up lost there left the fold asleep until its next poll, half a second
+behind the log), and a caught-up fold is woken by each commit with the head in hand, without reading it."""
 
 from __future__ import annotations
 
@@ -45,16 +45,28 @@ async def test_a_commit_during_a_head_read_is_in_the_head_it_returns(tmp_path: P
         assert await store.last_position() == 2
 
 
-async def test_the_inline_fold_folds_a_commit_that_lands_while_it_reads_the_head(
+class CountedHeadStore(SQLiteEventStore):
+    """A real store that counts its reads of the log's head."""
+
+    reads = 0
+
+    async def _read_head(self) -> int:
+        self.reads += 1
+        return await super()._read_head()
+
+
+async def test_the_caught_up_inline_fold_is_woken_by_a_commit_without_reading_the_head(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(event_log, "POLL_SECONDS", 3600)  # no poll saves a lost wake-up here:
-    monkeypatch.setattr(runner, "FILE_CHECK_S", 3600)  # only the commit's own wake-up moves the fold
+    monkeypatch.setattr(event_log, "POLL_SECONDS", 3600)  # no poll moves the fold here:
+    monkeypatch.setattr(runner, "FILE_CHECK_S", 3600)  # only the commit's own wake-up does
     path = tmp_path / "events.sqlite3"
-    async with OvertakenHeadStore(path) as store, ProjectionRunner(store, views_path_for(path), projections()) as views:
+    async with CountedHeadStore(path) as store, ProjectionRunner(store, views_path_for(path), projections()) as views:
         await store.append(STREAM, [PlanningStarted(report_id="report_wakeup")])
-        store.overtake = True  # the fold's first wait reads the head: the second event commits meanwhile
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(views.run)
+            await views.wait_for(1, timeout=TIMEOUT)
+            reads = store.reads
+            await store.append(STREAM, [PlanningStarted(report_id="report_wakeup")])
             await views.wait_for(2, timeout=TIMEOUT)
             tasks.cancel_scope.cancel()
-        assert views.position == 2 and not store.overtake
+        assert views.position == 2 and store.reads == reads  # the commit handed over the head it made
