@@ -248,7 +248,8 @@ class SQLiteEventStore(EventLog):
         self._fill_versions(conn, {p.stream for p in group})
         versions = dict(self._versions)
         batches: list[Row] = []
-        rows, outcomes = plan_group(group, versions, known, self._db_head, self._rows_for(batches), id_bytes)
+        rows, outcomes = plan_group(group, versions, known, self._db_head, self._rows_for(batches), id_bytes,
+                                     keep_known=False)
         if rows:
             conn.executemany(INSERT_BATCH, batches)
             conn.executemany(INSERT, rows)
@@ -261,13 +262,20 @@ class SQLiteEventStore(EventLog):
         def rows_for(pending: Pending, position: int, version: int, recorded_at: str) -> list[Row]:
             stream, rows, meta = ids[pending.stream], [], None
             for new in pending.events:
-                event, event_id = new.event, id_bytes(new.raw_id)
+                event, event_id = new.event, new.raw_id
+                if type(event_id) is not bytes:
+                    event_id = id_bytes(event_id)
                 position, version = position + 1, version + 1
                 if meta is None or (new.meta is not meta and new.meta != meta):  # an append starts a batch
                     meta = new.meta
                     batches.append((position, event_id, recorded_at, encode_meta(meta)))
-                rows.append((position, stream, version, event.type_name, event.SCHEMA_VERSION, event_id,
-                             event.data if type(event) is Encoded else encode(event)))
+                kind = type(event)
+                if kind is Encoded:
+                    rows.append((position, stream, version, event.type_name, event.SCHEMA_VERSION, event_id,
+                                 event.data))
+                else:  # a model: its type's name and version as class attributes, not a property call each
+                    rows.append((position, stream, version, kind.__name__, kind.SCHEMA_VERSION, event_id,
+                                 encode(event)))
             return rows
 
         return rows_for
