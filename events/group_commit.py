@@ -83,8 +83,9 @@ def plan_group(group: list[Pending], versions: dict[str, int], known: dict[Any, 
     ids already stored (as `id_key` makes them) to their (position, version) (a backend may pass {} and
     replan on a UNIQUE violation); `head` is the highest position committed. A conflicting append fails
     alone. Without `keep_known`, `known` is the group's own: the last append's ids, which no later one can
-    repeat, are not added (a big batch is often a group of one). `rows_for(pending, position, version, recorded_at)` makes an append's rows, its first at the
-    position and version after those given: `ROW_COLUMNS` unless a backend stores another shape.
+    repeat, are not added (a big batch is often a group of one). `rows_for(pending, position, version,
+    recorded_at)` makes an append's rows, its first at the position and version after those given:
+    `ROW_COLUMNS` unless a backend stores another shape.
     """
     recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
     rows: list[Row] = []

@@ -16,7 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack
-from typing import Self
+from typing import Self, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -371,6 +371,6 @@ def _wrapped(events: Sequence[DomainEvent | Encoded | NewEvent]) -> list[NewEven
     """`events` as NewEvents, those without an id given fresh ones: the batch's ids in one call, not NewEvent's
     default of a call an event (each takes the lock and the clock and draws its own random bytes)."""
     if not any(isinstance(e, NewEvent) for e in events):  # a batch of models: no test an event to wrap it
-        return list(map(NewEvent, events, new_event_id_bytes(len(events))))
+        return list(map(NewEvent, cast(Sequence[DomainEvent | Encoded], events), new_event_id_bytes(len(events))))
     fresh = iter(new_event_id_bytes(sum(not isinstance(e, NewEvent) for e in events)))
     return [e if isinstance(e, NewEvent) else NewEvent(e, next(fresh)) for e in events]

@@ -275,11 +275,11 @@ class SQLiteEventStore(EventLog):
                 if meta is None or (new.meta is not meta and new.meta != meta):  # an append starts a batch
                     meta = new.meta
                     batches.append((position, event_id, recorded_at, encode_meta(meta)))
-                kind = type(event)
-                if kind is Encoded:
+                if type(event) is Encoded:
                     rows.append((position, stream, version, event.type_name, event.SCHEMA_VERSION, event_id,
                                  event.data))
                 else:  # a model: its type's name and version as class attributes, not a property call each
+                    kind = type(event)
                     rows.append((position, stream, version, kind.__name__, kind.SCHEMA_VERSION, event_id,
                                  encode(event)))
             return rows
