@@ -161,9 +161,10 @@ def test_event_ids_are_uuid7_and_strictly_increasing_one_at_a_time_and_in_bulk()
 
 
 def test_event_ids_in_bytes_are_uuid7_increasing_and_read_as_their_text() -> None:
-    ids = [*new_event_id_bytes(5000), *new_event_id_bytes(1)]
+    ids = [*new_event_id_bytes(5000), *new_event_id_bytes(1), *new_event_id_bytes(63), *new_event_id_bytes(64)]
     texts = [id_text(i) for i in ids]
     assert texts == sorted(texts) and len(set(texts)) == len(ids) and all(len(i) == 16 for i in ids)
+    assert len({i[9:] for i in ids}) == len(ids)  # the random bits differ from id to id, in runs made at once too
     parsed = [uuid.UUID(t) for t in texts]
     assert {u.version for u in parsed} == {7} and {u.variant for u in parsed} == {uuid.RFC_4122}
     assert [u.bytes for u in parsed] == ids
