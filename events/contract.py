@@ -19,6 +19,9 @@ from .models import DomainEvent
 from .positions import Position
 
 ANY_VERSION: None = None  # `expected_version` that accepts whatever version the stream is at
+# The meta of every event appended without one: one dict, never changed, so that a batch's rows see one meta by
+# identity and build no dict an event.
+NO_META: dict[str, Any] = {}
 
 
 class NewEvent:
@@ -32,7 +35,7 @@ class NewEvent:
                  meta: dict[str, Any] | None = None) -> None:
         self.event = event
         self.raw_id = new_event_id() if event_id is None else event_id  # as given or made: what the store keeps
-        self.meta: dict[str, Any] = {} if meta is None else meta
+        self.meta: dict[str, Any] = NO_META if meta is None else meta
 
     @property
     def event_id(self) -> str:

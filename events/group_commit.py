@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -74,23 +74,26 @@ RowsFor = Callable[[Pending, int, int, str], list[Row]]
 
 
 def plan_group(group: list[Pending], versions: dict[str, int], known: dict[Any, tuple[int, int]],
-               head: int, rows_for: RowsFor | None = None,
-               id_key: Callable[[str | bytes], Any] = id_text) -> tuple[list[Row], list[Outcome]]:
+               head: int, rows_for: RowsFor | None = None, id_key: Callable[[str | bytes], Any] = id_text,
+               keep_known: bool = True) -> tuple[list[Row], list[Outcome]]:
     """Decide which appends of a group succeed and at which positions: the rows to insert and one outcome
     per append.
 
     `versions` holds every stream of the group at its current version and is updated; `known` maps event
     ids already stored (as `id_key` makes them) to their (position, version) (a backend may pass {} and
     replan on a UNIQUE violation); `head` is the highest position committed. A conflicting append fails
-    alone. `rows_for(pending, position, version, recorded_at)` makes an append's rows, its first at the
-    position and version after those given: `ROW_COLUMNS` unless a backend stores another shape.
+    alone. Without `keep_known`, `known` is the group's own: the last append's ids, which no later one can
+    repeat, are not added (a big batch is often a group of one). `rows_for(pending, position, version,
+    recorded_at)` makes an append's rows, its first at the position and version after those given:
+    `ROW_COLUMNS` unless a backend stores another shape.
     """
     recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
     rows: list[Row] = []
     outcomes: list[Outcome] = []
     make = rows_for or full_rows
+    last = None if keep_known else group[-1]
     for pending in group:
-        outcome = _plan_one(pending, versions, known, head + len(rows), id_key)
+        outcome = _plan_one(pending, versions, known, head + len(rows), id_key, pending is not last)
         if isinstance(outcome, AppendResult) and not outcome.duplicate:
             rows.extend(make(pending, outcome.positions[0] - 1, outcome.version - len(pending.events),
                              recorded_at))
@@ -124,9 +127,10 @@ def _plan_one(
     known: dict[Any, tuple[int, int]],
     head: int,
     id_key: Callable[[str | bytes], Any],
+    remember: bool = True,
 ) -> Outcome:
-    """The result of one append, or the error it gets; updates `versions` and `known`."""
-    ids = [id_key(e.raw_id) for e in pending.events]
+    """The result of one append, or the error it gets; updates `versions` and, if `remember`, `known`."""
+    ids = [id_key(e.raw_id) for e in pending.events] if known or remember else []
     if known and not known.keys().isdisjoint(ids):
         seen = [known[i] for i in ids if i in known]
         if len(seen) != len(ids):
@@ -136,8 +140,11 @@ def _plan_one(
     stream, current = pending.stream, versions[pending.stream]
     if pending.expected_version is not None and pending.expected_version != current:
         return ConcurrencyConflict(stream, pending.expected_version, current)
-    count = len(ids)
-    known.update(zip(ids, zip(range(head + 1, head + count + 1), range(current + 1, current + count + 1),
-                              strict=True), strict=True))
+    count = len(pending.events)
+    if remember:
+        known.update(zip(ids, zip(range(head + 1, head + count + 1), range(current + 1, current + count + 1),
+                                  strict=True), strict=True))
     versions[stream] = current + count
-    return AppendResult(stream, tuple(map(Position, range(head + 1, head + count + 1))), current + count)
+    # Position is a NewType: the ints are Positions already, no call an event to say so.
+    positions = cast(tuple[Position, ...], tuple(range(head + 1, head + count + 1)))
+    return AppendResult(stream, positions, current + count)

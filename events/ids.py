@@ -16,6 +16,8 @@ _SEQUENCE = [f"{s:03x}-" for s in range(1 << 12)]  # 12 bits of sequence, as tex
 _VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}  # a random digit as 0b10xx
 _SEQUENCE_BYTES = [(0x7000 | s).to_bytes(2, "big") for s in range(1 << 12)]  # the version, then the sequence
 _VARIANT_BYTES = bytes(0x80 | (b & 0x3F) for b in range(256))  # a random byte as 0b10xxxxxx
+_SEQUENCE_RUN = b"".join(_SEQUENCE_BYTES)  # every sequence's two bytes in order, sliced for a run of ids
+RUN_AT_ONCE = 64  # from this many ids in one millisecond, `_id_run` makes them (fewer: its set-up costs more)
 
 
 def _stamps(count: int) -> list[tuple[int, int, int]]:
@@ -55,11 +57,30 @@ def new_event_id_bytes(count: int) -> list[bytes]:
     ids: list[bytes] = []
     for ms, sequence, take in _stamps(count):
         stamp = ms.to_bytes(6, "big")
+        if take >= RUN_AT_ONCE:
+            ids += _id_run(stamp, sequence, take)
+            continue
         noise = bytearray(os.urandom(8 * take))
         noise[0::8] = bytes(noise[0::8]).translate(_VARIANT_BYTES)  # every id's variant bits, in one call
         ids += [stamp + _SEQUENCE_BYTES[s] + noise[i:i + 8]
                 for s, i in zip(range(sequence, sequence + take), range(0, 8 * take, 8), strict=True)]
     return ids
+
+
+def _id_run(stamp: bytes, sequence: int, take: int) -> list[bytes]:
+    """`take` ids of one millisecond written into one buffer a byte column at a time, then cut: a batch's ids
+    without two joins an id."""
+    buf = bytearray(16 * take)
+    for k in range(6):
+        buf[k::16] = stamp[k:k + 1] * take
+    run = _SEQUENCE_RUN[2 * sequence:2 * (sequence + take)]
+    buf[6::16], buf[7::16] = run[0::2], run[1::2]
+    noise = os.urandom(8 * take)
+    buf[8::16] = noise[0::8].translate(_VARIANT_BYTES)
+    for k in range(1, 8):
+        buf[8 + k::16] = noise[k::8]
+    data = bytes(buf)
+    return [data[i:i + 16] for i in range(0, 16 * take, 16)]
 
 
 def new_event_id() -> str:

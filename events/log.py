@@ -16,7 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AsyncExitStack
-from typing import Self
+from typing import Self, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -208,10 +208,7 @@ class EventLog(ABC):
         original positions.
         """
         self._check_open()
-        # The batch's ids in one call, not NewEvent's default of a call an event: each call takes the lock and
-        # the clock and draws its own random bytes.
-        fresh = iter(new_event_id_bytes(sum(not isinstance(e, NewEvent) for e in events)))
-        wrapped = [e if isinstance(e, NewEvent) else NewEvent(e, next(fresh)) for e in events]
+        wrapped = _wrapped(events)
         if not wrapped:
             raise ValueError("append needs at least one event")
         pending = Pending(stream, wrapped, expected_version)
@@ -368,3 +365,12 @@ def redacted_url(url: str) -> str:
         credentials, _, host = rest.rpartition("@")
         rest = credentials.split(":")[0] + "@" + host
     return scheme + sep + rest
+
+
+def _wrapped(events: Sequence[DomainEvent | Encoded | NewEvent]) -> list[NewEvent]:
+    """`events` as NewEvents, those without an id given fresh ones: the batch's ids in one call, not NewEvent's
+    default of a call an event (each takes the lock and the clock and draws its own random bytes)."""
+    if not any(isinstance(e, NewEvent) for e in events):  # a batch of models: no test an event to wrap it
+        return list(map(NewEvent, cast(Sequence[DomainEvent | Encoded], events), new_event_id_bytes(len(events))))
+    fresh = iter(new_event_id_bytes(sum(not isinstance(e, NewEvent) for e in events)))
+    return [e if isinstance(e, NewEvent) else NewEvent(e, next(fresh)) for e in events]
