@@ -9,8 +9,9 @@ of them passes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol, Self
 
 from .codec import Encoded, Recorded, RecordedRow
@@ -19,9 +20,9 @@ from .models import DomainEvent
 from .positions import Position
 
 ANY_VERSION: None = None  # `expected_version` that accepts whatever version the stream is at
-# The meta of every event appended without one: one dict, never changed, so that a batch's rows see one meta by
-# identity and build no dict an event.
-NO_META: dict[str, Any] = {}
+# The meta of every event appended without one: one read-only mapping, so that a batch's rows see one meta by
+# identity and build no dict an event, and no caller can change every such event's meta by writing to one.
+NO_META: Mapping[str, Any] = MappingProxyType({})
 
 
 class NewEvent:
@@ -32,10 +33,10 @@ class NewEvent:
     __slots__ = ("event", "meta", "raw_id")
 
     def __init__(self, event: DomainEvent | Encoded, event_id: str | bytes | None = None,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: Mapping[str, Any] | None = None) -> None:
         self.event = event
         self.raw_id = new_event_id() if event_id is None else event_id  # as given or made: what the store keeps
-        self.meta: dict[str, Any] = NO_META if meta is None else meta
+        self.meta: Mapping[str, Any] = NO_META if meta is None else meta
 
     @property
     def event_id(self) -> str:

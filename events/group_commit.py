@@ -12,7 +12,7 @@ A planned row is the tuple `ROW_COLUMNS` names, the order every backend inserts.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -104,7 +104,7 @@ def plan_group(group: list[Pending], versions: dict[str, int], known: dict[Any, 
 def full_rows(pending: Pending, position: int, version: int, recorded_at: str) -> list[Row]:
     """An append's rows as `ROW_COLUMNS` names them, every fact in every row (PostgreSQL, memory)."""
     rows = []
-    meta: tuple[dict[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
+    meta: tuple[Mapping[str, Any] | None, str] = (None, "{}")  # `caused` gives a batch one meta: encoded once
     for new in pending.events:
         event = new.event
         position, version = position + 1, version + 1
@@ -116,9 +116,9 @@ def full_rows(pending: Pending, position: int, version: int, recorded_at: str) -
     return rows
 
 
-def encode_meta(meta: dict[str, Any]) -> str:
+def encode_meta(meta: Mapping[str, Any]) -> str:
     """An event's meta as stored: sorted keys, "{}" for none."""
-    return json.dumps(meta, sort_keys=True) if meta else "{}"
+    return json.dumps(dict(meta), sort_keys=True) if meta else "{}"
 
 
 def _plan_one(

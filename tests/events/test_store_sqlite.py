@@ -7,6 +7,7 @@ import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -252,3 +253,11 @@ async def test_big_appends_from_two_stores_on_one_file_stay_gapless_and_a_retry_
     assert [r.event_id for r in read] == [e.event_id for batch in batches for e in batch]
     assert [r.event.report_id for r in read[740:760]] == [f"r2-{i}" for i in range(240, 250)] + [
         f"r3-{i}" for i in range(10)]
+
+
+def test_events_appended_without_meta_share_one_that_no_caller_can_write() -> None:
+    first, second = NewEvent(PlanningStarted(report_id="r")), NewEvent(PlanningStarted(report_id="r"))
+    assert first.meta is second.meta and dict(first.meta) == {}
+    writable: Any = first.meta
+    with pytest.raises(TypeError):
+        writable["correlation_id"] = "c"  # would have become every such event's meta
