@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, positio
 CREATE TABLE IF NOT EXISTS projection_schema (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS projection_failures (projection TEXT NOT NULL, position INTEGER NOT NULL,
     type TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (projection, position));
+CREATE TABLE IF NOT EXISTS projection_pending_search (name TEXT PRIMARY KEY);
 """
 
 
@@ -54,6 +55,7 @@ def reset(conn: sqlite3.Connection, projections: Sequence[Projection], fingerpri
         conn.execute("DELETE FROM projection_checkpoint")
         conn.execute("DELETE FROM projection_schema")
         conn.execute("DELETE FROM projection_failures")
+        conn.execute("DELETE FROM projection_pending_search")
     for projection in projections:
         conn.executescript(projection.schema)
         for index in projection.deferred_indexes:  # built once the log is folded: see create_deferred_indexes
@@ -61,6 +63,8 @@ def reset(conn: sqlite3.Connection, projections: Sequence[Projection], fingerpri
     with transaction(conn):  # OR REPLACE, IF EXISTS: the fold child may make a healed file anew at once
         conn.execute("INSERT OR REPLACE INTO projection_schema (name, fingerprint) VALUES (?, ?)",
                      (NAME, fingerprint))
+        conn.executemany("INSERT OR IGNORE INTO projection_pending_search (name) VALUES (?)",
+                         [(search.table,) for p in projections for search in p.deferred_search])
 
 
 def update_indexes(conn: sqlite3.Connection, projections: Sequence[Projection], fingerprint: str) -> None:
@@ -97,6 +101,23 @@ def create_deferred_indexes(conn: sqlite3.Connection, projections: Sequence[Proj
                 conn.execute(index_statement(schema, name))
         finally:  # a failed build (a full disk) leaves the fold its own cache
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+
+
+def pending_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> frozenset[str]:
+    """The fold's statements writing the search rows of full-text tables that wait to be filled (a fold from
+    empty that has not caught up yet): the fold leaves them out."""
+    waiting = {name for (name,) in conn.execute("SELECT name FROM projection_pending_search")}
+    return frozenset(s.insert for p in projections for s in p.deferred_search if s.table in waiting)
+
+
+def fill_deferred_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> None:
+    """Fill the full-text tables a fold from empty left empty, in one pass over the rows they index, inside the
+    caller's transaction (a kill before its commit leaves them waiting, and the next fold from there fills them)."""
+    waiting = {name for (name,) in conn.execute("SELECT name FROM projection_pending_search")}
+    for search in (s for p in projections for s in p.deferred_search if s.table in waiting):
+        conn.execute(f"INSERT INTO {search.table} ({search.table}) VALUES ('delete-all')")  # noqa: S608 (ours)
+        conn.executemany(search.fill, ((rowid, search.text(text or "")) for rowid, text in conn.execute(search.rows)))
+        conn.execute("DELETE FROM projection_pending_search WHERE name = ?", (search.table,))
 
 
 DIGEST_PAGE = 1000  # rows hashed as one text: fixed, so the same rows always hash the same

@@ -31,6 +31,8 @@ from .bookkeeping import (
     NAME,
     create_deferred_indexes,
     digest,
+    fill_deferred_search,
+    pending_search,
     read_checkpoint,
     reset,
     stored_fingerprint,
@@ -239,6 +241,7 @@ class ProjectionRunner:
                 if len(batch) < PAGE or not (batch := await self.store.read_rows(reached, PAGE)):
                     # caught up: the queries come next
                     await self.in_thread(create_deferred_indexes, self._require(), self.projections)
+                    await self.in_thread(fill_deferred_search, self._require(), self.projections)
                     break
             await self.in_thread(self._require().execute, "COMMIT")
         except BaseException:
@@ -364,13 +367,14 @@ class ProjectionRunner:
             return done
         if done != self._memory_at:
             self._forget()
+        skip = pending_search(conn, self.projections)
         for projection in self.projections:
             events = [r for r in batch if r[0] > done and r[3] in projection.types]
             if guarded:
                 for row in events:
-                    self._fold_guarded(conn, projection, Recorded(*row))
+                    self._fold_guarded(conn, projection, Recorded(*row), skip)
             else:
-                _execute(conn, row_writes(projection, events))
+                _execute(conn, row_writes(projection, events), skip)
         conn.execute(
             "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
             " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
@@ -386,15 +390,12 @@ class ProjectionRunner:
                 forget()
         self._memory_at = Position(-1)
 
-    @staticmethod
-    def _fold(conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
-        _execute(conn, projection.apply(recorded))
-
-    def _fold_guarded(self, conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
+    def _fold_guarded(self, conn: sqlite3.Connection, projection: Projection, recorded: Recorded,
+                      skip: frozenset[str]) -> None:
         """Fold one event in a savepoint: if it fails, undo only it and leave a marker (docs/architecture.md#untrusted-input)."""
         conn.execute("SAVEPOINT fold")
         try:
-            self._fold(conn, projection, recorded)
+            _execute(conn, projection.apply(recorded), skip)
         except sqlite3.OperationalError:
             raise
         except Exception as exc:  # noqa: BLE001 (skipping the event's effect keeps every later start alive)
@@ -418,8 +419,9 @@ class ProjectionRunner:
         return self._conn
 
 
-def _execute(conn: sqlite3.Connection, writes: Iterable[Write]) -> None:
-    """Perform writes in order, runs of the same statement in one `executemany`."""
+def _execute(conn: sqlite3.Connection, writes: Iterable[Write], skip: frozenset[str] = frozenset()) -> None:
+    """Perform writes in order, runs of the same statement in one `executemany`; those of `skip` left out."""
     for sql, run in itertools.groupby(writes, key=operator.itemgetter(0)):
-        conn.executemany(sql, [params for _, params in run])
+        if sql not in skip:
+            conn.executemany(sql, [params for _, params in run])
 
