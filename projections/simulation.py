@@ -146,9 +146,7 @@ class SimulationModel:
 
     @property
     def deferred_search(self) -> tuple[SearchIndex, ...]:
-        """The posts' search rows: filled once a fold from empty has caught up (FTS5 flushes its terms at every
-        savepoint, so a run's search rows at a time cost about a fifth of a fold from empty, one pass at the end
-        a fiftieth)."""
+        """The posts' search rows, filled once a fold from empty has caught up (docs/architecture.md#read-models)."""
         return (POSTS_SEARCH,)
 
     def forget(self) -> None:
