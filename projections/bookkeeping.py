@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, positio
 CREATE TABLE IF NOT EXISTS projection_schema (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS projection_failures (projection TEXT NOT NULL, position INTEGER NOT NULL,
     type TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (projection, position));
-CREATE TABLE IF NOT EXISTS projection_pending_search (name TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS projection_pending_search (name TEXT PRIMARY KEY, after INTEGER NOT NULL);
 """
 
 
@@ -66,7 +66,7 @@ def reset(conn: sqlite3.Connection, projections: Sequence[Projection], fingerpri
     with transaction(conn):  # OR REPLACE, IF EXISTS: the fold child may make a healed file anew at once
         conn.execute("INSERT OR REPLACE INTO projection_schema (name, fingerprint) VALUES (?, ?)",
                      (NAME, fingerprint))
-        conn.executemany("INSERT OR IGNORE INTO projection_pending_search (name) VALUES (?)",
+        conn.executemany("INSERT OR IGNORE INTO projection_pending_search (name, after) VALUES (?, 0)",
                          [(search.table,) for p in projections for search in p.deferred_search])
 
 
@@ -107,19 +107,31 @@ def create_deferred_indexes(conn: sqlite3.Connection, projections: Sequence[Proj
 
 
 def pending_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> frozenset[str]:
-    """The fold's statements writing the search rows of full-text tables that wait to be filled (a fold from
-    empty that has not caught up yet): the fold leaves them out."""
+    """The fold's statements writing the search rows of full-text tables that wait to be filled (the fold is
+    behind the log, or folds it from empty): the fold leaves them out."""
     waiting = {name for (name,) in conn.execute("SELECT name FROM projection_pending_search")}
     return frozenset(s.insert for p in projections for s in p.deferred_search if s.table in waiting)
 
 
+def defer_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> None:
+    """Leave the search rows out from now on, until the fold has caught up (`fill_deferred_search`): every row
+    written so far has its search row, so the fill starts after the last (inside the caller's transaction)."""
+    for search in (s for p in projections for s in p.deferred_search):
+        conn.execute("INSERT OR IGNORE INTO projection_pending_search (name, after) VALUES (?, ?)",
+                     (search.table, conn.execute(search.last).fetchone()[0] or 0))
+
+
 def fill_deferred_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> None:
-    """Fill the full-text tables a fold from empty left empty, in one pass over the rows they index, inside the
-    caller's transaction (a kill before its commit leaves them waiting, and the next fold from there fills them)."""
-    waiting = {name for (name,) in conn.execute("SELECT name FROM projection_pending_search")}
+    """Fill the full-text tables whose search rows the fold left out, in one pass over the rows they index
+    after where it began to, inside the caller's transaction (a kill before its commit leaves them waiting, and
+    the next fold from there fills them)."""
+    waiting = dict(conn.execute("SELECT name, after FROM projection_pending_search"))
     for search in (s for p in projections for s in p.deferred_search if s.table in waiting):
-        conn.execute(f"INSERT INTO {search.table} ({search.table}) VALUES ('delete-all')")  # noqa: S608 (ours)
-        conn.executemany(search.fill, ((rowid, search.text(text or "")) for rowid, text in conn.execute(search.rows)))
+        after = waiting[search.table]
+        if after == 0:  # from empty: whatever an older fold of ours left there goes
+            conn.execute(f"INSERT INTO {search.table} ({search.table}) VALUES ('delete-all')")  # noqa: S608 (ours)
+        conn.executemany(search.fill, ((rowid, search.text(text or ""))
+                                       for rowid, text in conn.execute(search.rows, (after,))))
         conn.execute("DELETE FROM projection_pending_search WHERE name = ?", (search.table,))
 
 

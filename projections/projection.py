@@ -28,12 +28,14 @@ def by_type_name(table: Mapping[type[DomainEvent], Handler]) -> dict[str, Handle
 
 
 class SearchIndex(NamedTuple):
-    """A full-text table that a fold from empty leaves empty and fills once it has caught up, from the rows it
-    indexes: one pass over them costs a tenth of what a search row a post, flushed at every savepoint, costs."""
+    """A full-text table whose rows a fold that is behind the log (or folds it from empty) leaves out and writes
+    once it has caught up, in one pass over the rows it indexes: FTS5 flushes its terms at every savepoint, and
+    a run's search rows at a time cost several times that pass."""
 
     table: str  # the full-text table (in the projection's `extra_tables`; its schema creates it)
     insert: str  # the fold's own statement writing one search row: left out while the table waits
-    rows: str  # SELECT of (rowid, stored text) of every row the table indexes
+    rows: str  # SELECT of (rowid, stored text) of the rows the table indexes after a rowid (?), in rowid order
+    last: str  # SELECT of the last rowid the table indexes (NULL: none)
     fill: str  # INSERT of one (rowid, text) search row
     text: Callable[[str], str]  # what the fold makes of a row's stored text before it indexes it
 
@@ -63,7 +65,7 @@ class Projection(Protocol):
 
     @property
     def deferred_search(self) -> tuple[SearchIndex, ...]:
-        """Full-text tables left empty while the read model is folded from empty, filled once it has caught up."""
+        """Full-text tables whose rows wait while the fold is behind the log, written once it has caught up."""
         ...
 
     @property

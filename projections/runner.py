@@ -30,6 +30,7 @@ from .bookkeeping import (
     META_SCHEMA,
     NAME,
     create_deferred_indexes,
+    defer_search,
     digest,
     fill_deferred_search,
     pending_search,
@@ -233,6 +234,8 @@ class ProjectionRunner:
         listened: list[Recorded] = []
         await self.in_thread(self._require().execute, "BEGIN IMMEDIATE")
         try:
+            if len(batch) == PAGE:  # behind the log: the search rows wait until it has caught up
+                await self.in_thread(defer_search, self._require(), self.projections)
             for _ in range(GROUP_PAGES):
                 reached = await self.in_thread(self._fold_page, batch)
                 listened += [Recorded(*r) for r in batch if self.listened_types is None or r[3] in self.listened_types]

@@ -146,7 +146,7 @@ class SimulationModel:
 
     @property
     def deferred_search(self) -> tuple[SearchIndex, ...]:
-        """The posts' search rows, filled once a fold from empty has caught up (docs/architecture.md#read-models)."""
+        """The posts' search rows, written once a fold that is behind has caught up (docs/architecture.md#read-models)."""
         return (POSTS_SEARCH,)
 
     def forget(self) -> None:
@@ -351,8 +351,9 @@ def han_spaced(text: str) -> str:
     return text if text.isascii() else HAN.sub(r" \1 ", text)
 
 
-POSTS_SEARCH = SearchIndex("sim_posts_fts", POST_SEARCH, "SELECT id, content FROM sim_posts ORDER BY id",
-                           "INSERT INTO sim_posts_fts (rowid, content) VALUES (?, ?)", han_spaced)
+POSTS_SEARCH = SearchIndex("sim_posts_fts", POST_SEARCH, "SELECT id, content FROM sim_posts WHERE id > ? ORDER BY id",
+                           "SELECT max(id) FROM sim_posts", "INSERT INTO sim_posts_fts (rowid, content) VALUES (?, ?)",
+                           han_spaced)
 
 
 EDGE = (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, ?, {AGENT_NAMED}, ?), ?, ?, 0)")

@@ -1,10 +1,10 @@
-"""A fold from empty leaves the posts' search rows out and fills them in one pass once it has caught up: the search
-index it leaves is the one a fold writing them as it goes leaves, even after a kill before it caught up."""
+"""A fold that is behind the log (or folds it from empty) leaves the posts' search rows out and writes them in one
+pass once it has caught up: the search index it leaves is the one a fold writing them as it goes leaves, even after
+a kill before it caught up."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -44,24 +44,31 @@ def waiting(path: Path) -> list[str]:
 async def test_a_fold_from_empty_fills_the_search_rows_once_caught_up_even_after_a_kill(
         small_sim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with_a_han_post(small_sim)
-    monkeypatch.setattr(runner, "PAGE", 50)
     monkeypatch.setattr(runner, "GROUP_PAGES", 1)
-    views, as_it_goes = tmp_path / "views.sqlite3", tmp_path / "as_it_goes.sqlite3"
+    views, as_it_goes, behind = (tmp_path / f"{name}.sqlite3" for name in ("views", "as_it_goes", "behind"))
     async with MemoryEventStore() as store:
         await SimulationIngestor(store, small_sim).check()
+        monkeypatch.setattr(runner, "PAGE", 1_000_000)  # never a whole page: never behind
+        async with runner.ProjectionRunner(store, as_it_goes, projections()) as live:
+            await live._fold_pages(await store.read_rows(0, 1))  # caught up with nothing waiting from then on
+            assert waiting(as_it_goes) == []
+            await live.catch_up()
+        monkeypatch.setattr(runner, "PAGE", 50)
         async with runner.ProjectionRunner(store, views, projections()) as first:
             await first._fold_pages(await store.read_rows(0, 50))  # stopped after one page, as by a kill
             assert waiting(views) == ["sim_posts_fts"] and search_index(views) == []
         async with runner.ProjectionRunner(store, views, projections()) as restarted:
             await restarted.catch_up()
-        async with runner.ProjectionRunner(store, as_it_goes, projections()) as live:
-            with sqlite3.connect(as_it_goes) as conn:  # a file that waits for nothing: its fold writes them as it goes
-                conn.execute("DELETE FROM projection_pending_search")
-            await live.catch_up()
-    assert waiting(views) == [] and waiting(as_it_goes) == []
+        async with runner.ProjectionRunner(store, behind, projections()) as late:
+            await late._fold_pages(await store.read_rows(0, 30))  # caught up, its search rows written
+            written = search_index(behind)
+            await late._fold_pages(await store.read_rows(30, 50))  # then behind: they wait
+            assert waiting(behind) == ["sim_posts_fts"] and search_index(behind) == written != []
+            await late.catch_up()
+    assert waiting(views) == waiting(as_it_goes) == waiting(behind) == []
     filled = search_index(views)
-    assert filled == search_index(as_it_goes)
-    assert ("气", ) in {(term,) for term, *_ in filled} and ("works",) in {(term,) for term, *_ in filled}
+    assert filled == search_index(as_it_goes) == search_index(behind)
+    assert {"气", "works"} <= {term for term, *_ in filled}
 
 
 async def test_a_rebuild_leaves_the_search_rows_of_the_fold_it_replaces(small_sim: Path, tmp_path: Path) -> None:
