@@ -28,7 +28,6 @@ CREATE TABLE IF NOT EXISTS projection_checkpoint (name TEXT PRIMARY KEY, positio
 CREATE TABLE IF NOT EXISTS projection_schema (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS projection_failures (projection TEXT NOT NULL, position INTEGER NOT NULL,
     type TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (projection, position));
-CREATE TABLE IF NOT EXISTS projection_pending_search (name TEXT PRIMARY KEY, after INTEGER NOT NULL);
 """
 
 
@@ -58,7 +57,6 @@ def reset(conn: sqlite3.Connection, projections: Sequence[Projection], fingerpri
         conn.execute("DELETE FROM projection_checkpoint")
         conn.execute("DELETE FROM projection_schema")
         conn.execute("DELETE FROM projection_failures")
-        conn.execute("DELETE FROM projection_pending_search")
     for projection in projections:
         conn.executescript(projection.schema)
         for index in projection.deferred_indexes:  # built once the log is folded: see create_deferred_indexes
@@ -66,8 +64,6 @@ def reset(conn: sqlite3.Connection, projections: Sequence[Projection], fingerpri
     with transaction(conn):  # OR REPLACE, IF EXISTS: the fold child may make a healed file anew at once
         conn.execute("INSERT OR REPLACE INTO projection_schema (name, fingerprint) VALUES (?, ?)",
                      (NAME, fingerprint))
-        conn.executemany("INSERT OR IGNORE INTO projection_pending_search (name, after) VALUES (?, 0)",
-                         [(search.table,) for p in projections for search in p.deferred_search])
 
 
 def update_indexes(conn: sqlite3.Connection, projections: Sequence[Projection], fingerprint: str) -> None:
@@ -104,35 +100,6 @@ def create_deferred_indexes(conn: sqlite3.Connection, projections: Sequence[Proj
                 conn.execute(index_statement(schema, name))
         finally:  # a failed build (a full disk) leaves the fold its own cache
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-
-
-def pending_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> frozenset[str]:
-    """The fold's statements writing the search rows of full-text tables that wait to be filled (the fold is
-    behind the log, or folds it from empty): the fold leaves them out."""
-    waiting = {name for (name,) in conn.execute("SELECT name FROM projection_pending_search")}
-    return frozenset(s.insert for p in projections for s in p.deferred_search if s.table in waiting)
-
-
-def defer_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> None:
-    """Leave the search rows out from now on, until the fold has caught up (`fill_deferred_search`): every row
-    written so far has its search row, so the fill starts after the last (inside the caller's transaction)."""
-    for search in (s for p in projections for s in p.deferred_search):
-        conn.execute("INSERT OR IGNORE INTO projection_pending_search (name, after) VALUES (?, ?)",
-                     (search.table, conn.execute(search.last).fetchone()[0] or 0))
-
-
-def fill_deferred_search(conn: sqlite3.Connection, projections: Sequence[Projection]) -> None:
-    """Fill the full-text tables whose search rows the fold left out, in one pass over the rows they index
-    after where it began to, inside the caller's transaction (a kill before its commit leaves them waiting, and
-    the next fold from there fills them)."""
-    waiting = dict(conn.execute("SELECT name, after FROM projection_pending_search"))
-    for search in (s for p in projections for s in p.deferred_search if s.table in waiting):
-        after = waiting[search.table]
-        if after == 0:  # from empty: whatever an older fold of ours left there goes
-            conn.execute(f"INSERT INTO {search.table} ({search.table}) VALUES ('delete-all')")  # noqa: S608 (ours)
-        conn.executemany(search.fill, ((rowid, search.text(text or ""))
-                                       for rowid, text in conn.execute(search.rows, (after,))))
-        conn.execute("DELETE FROM projection_pending_search WHERE name = ?", (search.table,))
 
 
 DIGEST_PAGE = 1000  # rows hashed as one text: fixed, so the same rows always hash the same

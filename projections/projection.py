@@ -8,8 +8,8 @@ Tests can fold events into an in-memory database without the event store.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple, Protocol, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from simreportd.events.codec import Recorded, RecordedRow
 from simreportd.events.models import DomainEvent
@@ -25,19 +25,6 @@ def by_type_name(table: Mapping[type[DomainEvent], Handler]) -> dict[str, Handle
     not a handler that silently never runs.
     """
     return {cls.TYPE: handler for cls, handler in table.items()}
-
-
-class SearchIndex(NamedTuple):
-    """A full-text table whose rows a fold that is behind the log (or folds it from empty) leaves out and writes
-    once it has caught up, in one pass over the rows it indexes: FTS5 flushes its terms at every savepoint, and
-    a run's search rows at a time cost several times that pass."""
-
-    table: str  # the full-text table (in the projection's `extra_tables`; its schema creates it)
-    insert: str  # the fold's own statement writing one search row: left out while the table waits
-    rows: str  # SELECT of (rowid, stored text) of the rows the table indexes after a rowid (?), in rowid order
-    last: str  # SELECT of the last rowid the table indexes (NULL: none)
-    fill: str  # INSERT of one (rowid, text) search row
-    text: Callable[[str], str]  # what the fold makes of a row's stored text before it indexes it
 
 
 class Projection(Protocol):
@@ -61,11 +48,6 @@ class Projection(Protocol):
     def deferred_indexes(self) -> tuple[str, ...]:
         """Indexes of `schema` that only queries use, not `apply`: left out while the read model is folded
         from empty and created once it has caught up."""
-        ...
-
-    @property
-    def deferred_search(self) -> tuple[SearchIndex, ...]:
-        """Full-text tables whose rows wait while the fold is behind the log, written once it has caught up."""
         ...
 
     @property

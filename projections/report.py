@@ -101,7 +101,6 @@ class ReportView:
     tables = ("reports", "report_sections", *agent_log.TABLES)
     extra_tables = ()
     deferred_indexes = ()
-    deferred_search = ()
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
         event, t, at = recorded.event, recorded.type, recorded.recorded_at

@@ -30,10 +30,7 @@ from .bookkeeping import (
     META_SCHEMA,
     NAME,
     create_deferred_indexes,
-    defer_search,
     digest,
-    fill_deferred_search,
-    pending_search,
     read_checkpoint,
     reset,
     stored_fingerprint,
@@ -234,8 +231,6 @@ class ProjectionRunner:
         listened: list[Recorded] = []
         await self.in_thread(self._require().execute, "BEGIN IMMEDIATE")
         try:
-            if len(batch) == PAGE:  # behind the log: the search rows wait until it has caught up
-                await self.in_thread(defer_search, self._require(), self.projections)
             for _ in range(GROUP_PAGES):
                 reached = await self.in_thread(self._fold_page, batch)
                 listened += [Recorded(*r) for r in batch if self.listened_types is None or r[3] in self.listened_types]
@@ -244,7 +239,6 @@ class ProjectionRunner:
                 if len(batch) < PAGE or not (batch := await self.store.read_rows(reached, PAGE)):
                     # caught up: the queries come next
                     await self.in_thread(create_deferred_indexes, self._require(), self.projections)
-                    await self.in_thread(fill_deferred_search, self._require(), self.projections)
                     break
             await self.in_thread(self._require().execute, "COMMIT")
         except BaseException:
@@ -370,14 +364,13 @@ class ProjectionRunner:
             return done
         if done != self._memory_at:
             self._forget()
-        skip = pending_search(conn, self.projections)
         for projection in self.projections:
             events = [r for r in batch if r[0] > done and r[3] in projection.types]
             if guarded:
                 for row in events:
-                    self._fold_guarded(conn, projection, Recorded(*row), skip)
+                    self._fold_guarded(conn, projection, Recorded(*row))
             else:
-                _execute(conn, row_writes(projection, events), skip)
+                _execute(conn, row_writes(projection, events))
         conn.execute(
             "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
             " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
@@ -393,12 +386,15 @@ class ProjectionRunner:
                 forget()
         self._memory_at = Position(-1)
 
-    def _fold_guarded(self, conn: sqlite3.Connection, projection: Projection, recorded: Recorded,
-                      skip: frozenset[str]) -> None:
+    @staticmethod
+    def _fold(conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
+        _execute(conn, projection.apply(recorded))
+
+    def _fold_guarded(self, conn: sqlite3.Connection, projection: Projection, recorded: Recorded) -> None:
         """Fold one event in a savepoint: if it fails, undo only it and leave a marker (docs/architecture.md#untrusted-input)."""
         conn.execute("SAVEPOINT fold")
         try:
-            _execute(conn, projection.apply(recorded), skip)
+            self._fold(conn, projection, recorded)
         except sqlite3.OperationalError:
             raise
         except Exception as exc:  # noqa: BLE001 (skipping the event's effect keeps every later start alive)
@@ -422,9 +418,8 @@ class ProjectionRunner:
         return self._conn
 
 
-def _execute(conn: sqlite3.Connection, writes: Iterable[Write], skip: frozenset[str] = frozenset()) -> None:
-    """Perform writes in order, runs of the same statement in one `executemany`; those of `skip` left out."""
+def _execute(conn: sqlite3.Connection, writes: Iterable[Write]) -> None:
+    """Perform writes in order, runs of the same statement in one `executemany`."""
     for sql, run in itertools.groupby(writes, key=operator.itemgetter(0)):
-        if sql not in skip:
-            conn.executemany(sql, [params for _, params in run])
+        conn.executemany(sql, [params for _, params in run])
 

@@ -33,7 +33,7 @@ from simreportd.events.models import (
 from simreportd.events.positions import Position
 
 from .authors import UNKNOWN, Authors
-from .projection import SearchIndex, Write, by_type_name
+from .projection import Write, by_type_name
 from .tallies import Sayings, Tally, citation
 
 SCHEMA = """
@@ -143,11 +143,6 @@ class SimulationModel:
 
     def __init__(self) -> None:
         self.authors = Authors()  # what `apply_batch` folded, for the edges' targets (authors.py)
-
-    @property
-    def deferred_search(self) -> tuple[SearchIndex, ...]:
-        """The posts' search rows, written once a fold that is behind has caught up (docs/architecture.md#read-models)."""
-        return (POSTS_SEARCH,)
 
     def forget(self) -> None:
         """The file holds folds this object did not make (another process's, a rollback, a rebuild): let go of
@@ -349,11 +344,6 @@ def han_spaced(text: str) -> str:
     """Han characters as single tokens (Chinese has no spaces, so unicode61 would index whole clauses).
     ASCII text, most posts of most runs, skips the search (2.4 us a post)."""
     return text if text.isascii() else HAN.sub(r" \1 ", text)
-
-
-POSTS_SEARCH = SearchIndex("sim_posts_fts", POST_SEARCH, "SELECT id, content FROM sim_posts WHERE id > ? ORDER BY id",
-                           "SELECT max(id) FROM sim_posts", "INSERT INTO sim_posts_fts (rowid, content) VALUES (?, ?)",
-                           han_spaced)
 
 
 EDGE = (f"INSERT INTO sim_edges VALUES (?, ?, ?, ?, ?, ?, ?, coalesce({AUTHOR_OF_POST}, ?, {AGENT_NAMED}, ?), ?, ?, 0)")

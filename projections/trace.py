@@ -59,7 +59,6 @@ class TraceView:
     tables = ("trace_steps",)
     extra_tables = ()
     deferred_indexes = ()
-    deferred_search = ()
     types = frozenset(KINDS)
 
     def apply(self, recorded: Recorded) -> Iterable[Write]:
