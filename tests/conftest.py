@@ -23,7 +23,7 @@ PYTHON = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("simreportd", "events", "projections", "analysis", "agent", "daemon", "simulator")
 # The folders of tests that run in this process, a folder a layer: what starts a real process is a story.
-IN_PROCESS = ("events", "projections", "agent", "daemon")
+IN_PROCESS = ("events", "projections", "agent", "daemon", "writing")
 
 
 # The modules whose tests run longest, mostly waiting on real processes (30 + 20 stops at random moments, three
