@@ -31,8 +31,8 @@ from .folder import FolderSnapshot, SourceFile, read_setup, snapshot
 from .ingest_state import (
     FileMark,
     IngestState,
+    batch_for_lines,
     events_for_interviews,
-    events_for_lines,
     events_for_rows,
     finished_from_hint,
     parse_lines,
@@ -251,9 +251,9 @@ class SimulationIngestor:
                 extra[index] = {**extra.get(index, {}), **args}
         before = state.version
         try:
-            events = events_for_lines(state, source.key, source.platform, source.identity, lines[:plan.cut],
-                                      parsed[:plan.cut], plan.skip, extra)
-            await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
+            batch = batch_for_lines(state, source.key, source.platform, source.identity, lines[:plan.cut],
+                                    parsed[:plan.cut], plan.skip, extra, {"correlation_id": new_batch_id()})
+            await self.store.append(self.stream, batch, expected_version=before)
         except BaseException:
             self.state = None  # the fold ran ahead of the log; rebuild it from the log
             raise
