@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import orjson
 
@@ -34,12 +34,11 @@ from simreportd.events.models import (
     acted_action,
 )
 
+from .chunk import OURS, Chunk, lead_of, parse_lines, raw_line
 from .oasis import Interview
-from .parse import MAX_ACTION_TYPE, Bad, Parsed, line_value, parse_line, parse_row, plain_action
+from .parse import Bad, Parsed, line_value, parse_row
 from .tail import FileIdentity, Line
-from .values import clean_text, fits, has_long_integer, may_nest_deeper
-
-BOM = b"\xef\xbb\xbf"
+from .values import clean_text, fits
 
 
 @dataclass(frozen=True)
@@ -172,64 +171,6 @@ class IngestState:
 RUN_EXCERPTS = 4  # lines quoted in a run's rejection beside its first
 
 
-def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | Bad]:
-    """Each line parsed (a UTF-8 byte order mark at the start of a file is not part of its first line). Lines
-    refused for the same reason share one `Bad`: a read of garbage costs its lines, not a reason each."""
-    chunk = b"\n".join([line.raw for line in lines])
-    if platform is None or has_long_integer(chunk):
-        return _parse_each(lines, platform, plain=False)
-    if may_nest_deeper(chunk):
-        return _parse_each(lines, platform, plain=True)
-    return _parse_plain(lines, platform)
-
-
-def _parse_each(lines: list[Line], platform: Platform | None, plain: bool) -> list[Parsed | Bad]:
-    """`parse_lines` a line at a time, `plain_action` first if `plain` (no line of the chunk has a long integer)."""
-    out: list[Parsed | Bad] = []
-    reasons: dict[str, Bad] = {}
-    for line in lines:
-        raw = _raw(line)
-        item = (plain and not line.too_long and plain_action(raw, platform)) or _parse_one(line, raw, platform)  # type: ignore[arg-type]
-        out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
-    return out
-
-
-def _parse_one(line: Line, raw: bytes, platform: Platform | None) -> Parsed | Bad:
-    if line.too_long:
-        return Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)")
-    return parse_line(raw, platform)
-
-
-def _parse_plain(lines: list[Line], platform: Platform) -> list[Parsed | Bad]:
-    """`parse_lines` of a chunk with no long integer and no line nested too deep (checked on the chunk): what
-    `plain_action` accepts, taken in one loop with its checks in line, the rest by `parse_line`. The loop is
-    ingest's cost a line beside orjson's: a call and a model a line were most of it."""
-    out: list[Parsed | Bad] = []
-    reasons: dict[str, Bad] = {}
-    loads, refused, new, most = orjson.loads, orjson.JSONDecodeError, tuple.__new__, MAX_ACTION_TYPE
-    for line in lines:
-        if not line[3]:  # too long: its raw is an excerpt
-            try:
-                obj = loads(line[2])
-            except refused:
-                obj = None
-            if type(obj) is dict:  # ints here have fewer than 19 digits: 64-bit
-                round_no, agent, kind = obj.get("round"), obj.get("agent_id"), obj.get("action_type")
-                if type(round_no) is int and type(agent) is int and round_no >= 0 and agent >= 0 \
-                        and type(kind) is str and 0 < len(kind) <= most and kind.isupper() \
-                        and type(obj.get("action_args")) is dict and "event_type" not in obj:
-                    out.append(new(Parsed, ("action", platform, obj)))
-                    continue
-        item = _parse_one(line, _raw(line), platform)
-        out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
-    return out
-
-
-def _raw(line: Line) -> bytes:
-    """A line's bytes without the byte order mark that may open a file."""
-    return line.raw[len(BOM):] if line.offset == 0 and line.raw.startswith(BOM) else line.raw
-
-
 def events_for_lines(
     state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line],
     parsed: list[Parsed | Bad] | None = None, skip: frozenset[int] = frozenset(),
@@ -239,21 +180,68 @@ def events_for_lines(
     (a seed post the runner logged again) make none; `extra` adds to a line's `action_args` what the database
     holds and the line dropped. The last event carries the file's identity (an action's line: `Acted`)."""
     out, _ = _line_events(state, key, platform, identity, lines, parsed, skip, extra)
-    return [Encoded(ACTED, event, AgentActed.ACTION_VERSION) if type(event) is str else event for event in out]
+    return [Encoded(ACTED, event, AgentActed.ACTION_VERSION) if isinstance(event, str) else event for event in out]
 
 
 def batch_for_lines(
     state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line],
     parsed: list[Parsed | Bad], skip: frozenset[int], extra: dict[int, dict[str, Any]], meta: Mapping[str, Any],
+    chunk: Chunk | None = None,
 ) -> EventBatch:
-    """`events_for_lines`' events as one append's columns, every event with `meta`: what ingest appends."""
-    datas, others = _line_events(state, key, platform, identity, lines, parsed, skip, extra)
+    """`events_for_lines`' events as one append's columns, every event with `meta`: what ingest appends. With
+    the `chunk` these lines were parsed in (all of them), its texts are taken as they are (`_chunk_events`)."""
+    if chunk is not None and platform is not None and _whole(state, key, identity, platform, lines, skip, chunk):
+        datas, others = _chunk_events(state, key, platform, identity, lines, chunk, extra)
+    else:
+        datas, others = _line_events(state, key, platform, identity, lines, parsed, skip, extra)
     types, versions = [ACTED] * len(datas), [AgentActed.ACTION_VERSION] * len(datas)
     for i in others:
         event = datas[i]
         assert not isinstance(event, str)
         types[i], versions[i], datas[i] = event.type_name, event.SCHEMA_VERSION, encode(event)
-    return EventBatch(types, versions, datas, meta)  # type: ignore[arg-type]  (every event is its text now)
+    return EventBatch(types, versions, cast(list[str], datas), meta)  # every event is its text now
+
+
+def _whole(state: IngestState, key: str, identity: FileIdentity, platform: Platform, lines: list[Line],
+           skip: frozenset[int], chunk: Chunk) -> bool:
+    """Whether `_chunk_events` can take these lines: all of the chunk, none skipped or refused, its texts made with
+    the lead of the state's generation."""
+    return chunk.texts is not None and not skip and len(chunk.texts) == len(lines) \
+        and chunk.lead == Acted(state, key, identity).lead(platform).encode() \
+        and not any(type(chunk.parsed[i]) is Bad for i in chunk.others)
+
+
+def _chunk_events(state: IngestState, key: str, platform: Platform, identity: FileIdentity, lines: list[Line],
+                  chunk: Chunk, extra: dict[int, dict[str, Any]]) -> tuple[list[DomainEvent | Encoded | str], list[int]]:
+    """`_line_events` of a whole chunk none of whose lines is refused or skipped: its texts as they are, an event
+    made only for each other line, the last and one that `extra` completes; the texts' actions folded at once."""
+    assert chunk.texts is not None
+    out = cast(list[DomainEvent | Encoded | str], list(chunk.texts))  # each None is made below
+    last = len(lines) - 1
+    made = sorted({*chunk.others, *(i for i, added in extra.items() if added), last})
+    plain = len(lines) - len(made)  # the lines taken as their text
+    if plain:
+        state.took(platform, plain, chunk.top)
+    special = set(made)
+    for i in chunk.mutes:
+        if i not in special:
+            state.count_mute(platform, cast(Parsed, chunk.parsed[i]).fields["agent_id"])
+    acted = Acted(state, key, identity)
+    for i in made:
+        item, line = chunk.parsed[i], lines[i]
+        assert type(item) is Parsed
+        if item.kind == "action":
+            added = extra.get(i)
+            out[i] = acted.line(item, line.offset, line.end, line.tail if i == last else False, raw_line(line),
+                                added if added and fits(added) else None)
+        elif item.kind in ROUND_EVENTS:
+            out[i] = _round_event(state, key, identity, line, item)
+        else:
+            event = _event_for_line(state, key, line, item, Source(**_source(key, identity, line.offset, line.end,
+                                                                            line.tail)))
+            state.apply(event)
+            out[i] = event
+    return out, made
 
 
 ACTED = AgentActed.TYPE
@@ -294,7 +282,7 @@ def _line_events(
             added = extra.get(i) if extra else None
             line = lines[i]
             others.append(len(out))
-            out.append(acted.line(item, line.offset, line.end, line.tail if i == last else False, _raw(line),
+            out.append(acted.line(item, line.offset, line.end, line.tail if i == last else False, raw_line(line),
                                   added if added and fits(added) else None))
             continue
         line = lines[i]
@@ -424,7 +412,6 @@ def _source(key: str, identity: FileIdentity, offset: int, end: int, tail: str |
     return {"file": key, "ino": identity.ino, "head": identity.head, "offset": offset, "end": end, "tail": tail}
 
 
-OURS = frozenset({"simulation_id", "generation", "platform", "source"})  # what ingest puts in front of a line
 
 
 class Acted:
@@ -469,7 +456,7 @@ class Acted:
         """The text every action of `platform` starts with, up to the line's own keys."""
         lead = self._leads.get(platform)
         if lead is None:
-            lead = self._leads[platform] = f'{{"generation":{self.state.generation},"platform":"{platform}",'
+            lead = self._leads[platform] = lead_of(self.state.generation, platform)
         return lead
 
 
