@@ -264,7 +264,7 @@ class SQLiteEventStore(EventLog):
         if batches:
             conn.executemany(INSERT_BATCH, batches)
             _insert_rows(conn, rows)
-            _insert_values(conn, columns)
+            insert_values(conn, columns)
         written = [o.positions[-1] for o in outcomes if isinstance(o, AppendResult) and not o.duplicate]
         return versions, max(written, default=None), outcomes
 
@@ -443,7 +443,7 @@ def batch_values(batch: EventBatch, position: int, stream: int, version: int) ->
         [values[i:i + width] for i in range(whole * width, count * width, width)]
 
 
-def _insert_values(conn: sqlite3.Connection, columns: list[list[Any]]) -> None:
+def insert_values(conn: sqlite3.Connection, columns: list[list[Any]]) -> None:
     """Insert `batch_values`' lists: those of a whole statement's rows by INSERT_ROWS, the rest by INSERT."""
     statement = ROWS_A_STATEMENT * len(INSERT_COLUMNS)
     conn.executemany(INSERT_ROWS, (values for values in columns if len(values) == statement))

@@ -14,7 +14,7 @@ import orjson
 
 from simreportd.events.models import Platform
 
-from .parse import MAX_ACTION_TYPE, Bad, Parsed, parse_line, plain_action
+from .parse import MAX_ACTION_TYPE, Bad, Parsed, parse_event, parse_line, plain_action
 from .tail import Line
 from .values import has_long_integer, may_nest_deeper
 
@@ -124,6 +124,12 @@ def _parse_plain(lines: list[Line], platform: Platform, lead: bytes | None) -> C
                         others.append(len(out))
                         texts.append(None)
                     out.append(new(Parsed, ("action", platform, obj)))
+                    continue
+                if "event_type" in obj:  # a round's start or end: read already, as `parse_line` would read it
+                    item = parse_event(obj, platform)
+                    others.append(len(out))
+                    texts.append(None)
+                    out.append(reasons.setdefault(item.reason, item) if type(item) is Bad else item)
                     continue
         item = _parse_one(line, raw_line(line), platform)
         seeded = seeded or _is_seed(item)
