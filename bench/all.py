@@ -63,8 +63,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fold_floor import insert_floor, read_models  # noqa: E402  (a sibling bench script)
-from ingest_floor import store_floor  # noqa: E402
 from ingest import write_big_folder  # noqa: E402
+from ingest_floor import store_floor  # noqa: E402
 from peaks import Peaks, children, cpu_seconds, high_water_mb, role  # noqa: E402
 from tools import measure, p95  # noqa: E402
 
