@@ -91,8 +91,8 @@ def _parse_one(line: Line, raw: bytes, platform: Platform | None) -> Parsed | Ba
 
 def _parse_plain(lines: list[Line], platform: Platform, lead: bytes | None) -> Chunk:
     """`parse_chunk` of a chunk with no long integer and no line nested too deep (checked on the chunk): what
-    `plain_action` accepts, taken in one loop with its checks in line (a call and a model a line were most of
-    the cost beside orjson's), and its text made; the other lines by `parse_line`."""
+    `plain_action` accepts, taken in one loop with its checks in line (no call or model a line: the loop runs
+    for every line a run writes), and its text made; the other lines by `parse_line`."""
     out: list[Parsed | Bad] = []
     texts: list[str | None] = []
     others: list[int] = []

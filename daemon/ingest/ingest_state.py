@@ -272,7 +272,7 @@ def _line_events(
             f, raw = item[2], lines[i][2]
             if lead is not None and i != last and raw[0] == 123 and "platform" not in f and "source" not in f \
                     and "generation" not in f and "simulation_id" not in f and not (extra and extra.get(i)):
-                round_no = f["round"]  # `Acted.line`'s text, made here: a call a line cost more than the line
+                round_no = f["round"]  # `Acted.line`'s text, made in line: this runs for nearly every line
                 top = round_no if round_no > top else top
                 if f["action_type"] == "MUTE":
                     state.count_mute(item[1], f["agent_id"])
@@ -480,7 +480,7 @@ ROUND_EVENTS = frozenset({"round_start", "round_end"})
 def _round_event(state: IngestState, key: str, identity: FileIdentity, line: Line, parsed: Parsed) -> Encoded:
     """The `RoundStarted` or `RoundEnded` of a line, as `_event_for_line` makes it and `model_dump_json` writes it
     (fields in the model's order), its text made directly, and folded into `state` as `apply` folds it: two a
-    round, their models and serialiser cost as much as a small round's actions."""
+    round, so no model or serialiser for each."""
     f, platform = parsed.fields, parsed.platform
     state.version += 1
     state.files[key] = FileMark(identity.ino, identity.head, line.end, line.tail)

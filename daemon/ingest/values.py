@@ -107,8 +107,7 @@ def has_long_integer(chunk: bytes) -> bool:
 
 def may_nest_deeper(chunk: bytes, max_depth: int = MAX_DEPTH) -> bool:
     """Whether some line of `chunk` has more openers than `max_depth` (so may nest deeper: `line` looks closer):
-    one C call for a read's lines, its openers and line ends kept and nothing else, where a line's count was one
-    call a line."""
+    one C call for a read's lines, not one a line (its openers and line ends kept, nothing else)."""
     return b"[" * (max_depth + 1) in chunk.translate(_OPENER, _NOT_OPENER)
 
 
