@@ -12,7 +12,7 @@ author's stance.
 The input is what the fold keeps per agent and argument (`projections.simulation.Sayings`),
 not the statements: all of an agent's statements of one argument fall in the same camp, so
 where the first and last of them stand, and how many there are, decide what reading each
-statement in (round, ref) order would (tests/daemon/test_camps_tally.py holds the two side by side).
+statement in (round, ref) order would (tests/agent/test_camps_tally.py holds the two side by side).
 """
 
 from __future__ import annotations
