@@ -131,8 +131,11 @@ class ServerSlots:
 
 @functools.cache
 def trusted_authorities() -> ssl.SSLContext:
-    """The system's certificate authorities, read once a process: reading them is most of building a client."""
-    return ssl.create_default_context()
+    """The TLS context the openai client would build (its HTTP library's default: the system's authorities,
+    `SSL_CERT_FILE`), built once a process: reading the authorities is most of building a client."""
+    import httpx2  # the openai client's HTTP library, imported with it
+
+    return httpx2.create_ssl_context()
 
 
 class OpenAIProvider:

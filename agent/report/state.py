@@ -44,6 +44,7 @@ from simreportd.events.models import (
     ToolCalled,
     ToolFailed,
     ToolObserved,
+    ToolProtocol,
     ToolProtocolChosen,
     WriterChanged,
     WritingModeChosen,
@@ -128,7 +129,7 @@ class ReportState:
     context: dict[str, Any] | None = None
     outline: OutlinePlanned | None = None
     outline_rejections: int = 0
-    protocol: str | None = None
+    protocol: ToolProtocol | None = None
     sections: dict[int, SectionState] = field(default_factory=dict)
     completed: dict[int, SectionCompleted] = field(default_factory=dict)
     conversations: dict[int, Conversation] = field(default_factory=lambda: {0: Conversation()})  # by lane

@@ -65,7 +65,7 @@ class IngestState:
     generation: int = 0
     files: dict[str, FileMark] = field(default_factory=dict)
     retired: dict[str, list[FileMark]] = field(default_factory=dict)
-    started: set[str] = field(default_factory=set)
+    started: set[Platform] = field(default_factory=set)
     finished: dict[str, bool] = field(default_factory=dict)
     last_round_end: dict[str, int] = field(default_factory=dict)
     last_round: dict[str, int] = field(default_factory=dict)
@@ -164,7 +164,7 @@ class IngestState:
         if self.completed or not platforms or not platforms <= set(self.finished):
             return None
         return SimulationCompleted(simulation_id=self.simulation_id, generation=self.generation,
-                                   platforms=sorted(platforms),  # type: ignore[arg-type]
+                                   platforms=sorted(platforms),
                                    all_rounds_ran=all(self.finished[p] for p in platforms))
 
 
