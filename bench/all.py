@@ -10,6 +10,9 @@ a process still running: a daemon and its fold child), against a floor timed in 
 - the minimal floor of ingest: orjson parses each raw line, which is stored as it came (a BLOB) beside its
   action type, `executemany` in transactions of 1,000 rows, WAL, `synchronous=NORMAL`: the least any ingest
   that parses and stores every line can spend;
+- the store floor: the minimal floor plus what the store must keep an action whatever the code (the checks a
+  line needs, its text with its lead, a UUIDv7 id, the compact row with its unique index, a batch row a
+  transaction: bench/ingest_floor.py), the block floor of the daemon's ingest;
 - the read floor: a plain `SELECT` of the store's own events in position order and `orjson.loads` of each
   row's data: the least any fold can spend before it writes anything;
 - the floors a block needs (the "block floor" column): a fold must also leave the read-model rows the reports
@@ -61,6 +64,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from fold_floor import insert_floor, read_models  # noqa: E402  (a sibling bench script)
 from ingest import write_big_folder  # noqa: E402
+from ingest_floor import store_floor  # noqa: E402
 from peaks import Peaks, children, cpu_seconds, high_water_mb, role  # noqa: E402
 from tools import measure, p95  # noqa: E402
 
@@ -444,6 +448,7 @@ class Repeats:
     def __init__(self) -> None:
         self.floor: list[Spent] = []
         self.floor_bytes: list[int] = []
+        self.store_floor: list[Spent] = []  # the minimal floor + what the store keeps (bench/ingest_floor.py)
         self.read_floor: list[Spent] = []
         self.inserts: list[Spent] = []  # the read-model rows the run's fold left, inserted (bench/fold_floor.py)
         self.read_model_rows: list[int] = []
@@ -463,6 +468,7 @@ async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks:
     floor_db = root / f"floor{i}.sqlite3"
     figures.floor.append(spent_on(lambda: minimal_floor(folder, floor_db)))
     figures.floor_bytes.append(floor_db.stat().st_size)
+    figures.store_floor.append(spent_on(lambda: store_floor(folder, root / f"store_floor{i}.sqlite3")))
     store_path = root / f"store{i}" / "events.sqlite3"
     with peaks.watch("library ingest, then the simulation model folded", {"this process": "this process"}):
         ingest, folded, events = await ingest_and_fold(folder, store_path)
@@ -489,6 +495,7 @@ async def repeat_once(root: Path, folder: Path, i: int, figures: Repeats, peaks:
 def floor_rows(f: Repeats, lines: int, events: int, raw: int) -> list[Row]:
     """The rows of the daemon as users run it, the library path and the store, against the floors."""
     floor = [t.cpu / lines * 1e6 for t in f.floor]
+    kept = [t.cpu / lines * 1e6 for t in f.store_floor]
     reads = [t.cpu / events * 1e6 for t in f.read_floor]
     folds = [(t.cpu + w.cpu) / events * 1e6 for t, w in zip(f.read_floor, f.inserts, strict=True)]
     daemons = [(g.cpu + t.cpu + w.cpu) / lines * 1e6 for g, t, w in zip(f.floor, f.read_floor, f.inserts, strict=True)]
@@ -504,8 +511,11 @@ def floor_rows(f: Repeats, lines: int, events: int, raw: int) -> list[Row]:
         ("`simreportd run`: daemon process + fold child, CPU per action", [(r.daemon_cpu + r.child_cpu) / lines * 1e6
                                                                            for r in runs], floor, "µs", "<= 4x the floor",
          daemons),
+        ("store floor: the minimal floor + what the store keeps an action (the checks a line needs, its text with "
+         "its lead, a UUIDv7 id, the compact row with its index and a batch row a transaction: "
+         "bench/ingest_floor.py); CPU per action", kept, floor, "µs", "the block floor of the ingest row below"),
         ("`simreportd run`: the daemon process until SimulationCompleted is stored (its ingest), CPU per action",
-         [r.ingest_cpu / lines * 1e6 for r in runs], floor, "µs", "<= 2x the floor"),
+         [r.ingest_cpu / lines * 1e6 for r in runs], floor, "µs", "<= 2x the floor", kept),
         ("`simreportd run`: the daemon process until the fold caught up, CPU per action",
          [r.daemon_cpu / lines * 1e6 for r in runs], floor, "µs", "part of the first row"),
         ("`simreportd run`: folder dropped -> read models caught up, wall", [r.wall for r in runs],

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 Platform = Literal["twitter", "reddit"]
+ToolProtocol = Literal["native", "text"]  # how tool calls travel: the API's own field, or tags in the text
 
 
 class DomainEvent(BaseModel):

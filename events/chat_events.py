@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import DomainEvent
+from .base import DomainEvent, ToolProtocol
 from .report_events import (
     ClaimVerdict,
     LLMFailed,
@@ -37,7 +37,7 @@ class ChatStarted(ChatEvent):
     generation: int
     provider: str
     model: str
-    protocol: Literal["native", "text"]
+    protocol: ToolProtocol
     settings: ReportRules
     surface: str = "cli"  # where the chat was opened: cli, websocket, http
 

@@ -12,7 +12,7 @@ A planned row is the tuple `ROW_COLUMNS` names, the order every backend inserts.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -22,6 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
 
+from .batch import raw_ids
 from .codec import Encoded, encode
 from .contract import AppendResult, NewEvent
 from .ids import id_text
@@ -39,7 +40,7 @@ class Pending:
     """One caller's append, waiting in the writer's queue for its outcome."""
 
     stream: str
-    events: list[NewEvent]
+    events: Sequence[NewEvent]  # a list, or an `EventBatch` (batch.py) that the SQLite store writes as columns
     expected_version: int | None
     outcome: Outcome | None = None
 
@@ -92,11 +93,12 @@ def plan_group(group: list[Pending], versions: dict[str, int], known: dict[Any, 
     outcomes: list[Outcome] = []
     make = rows_for or full_rows
     last = None if keep_known else group[-1]
+    placed = head  # the last position planned: a backend's `rows_for` may keep an append's rows as columns
     for pending in group:
-        outcome = _plan_one(pending, versions, known, head + len(rows), id_key, pending is not last)
+        outcome = _plan_one(pending, versions, known, placed, id_key, pending is not last)
         if isinstance(outcome, AppendResult) and not outcome.duplicate:
-            rows.extend(make(pending, outcome.positions[0] - 1, outcome.version - len(pending.events),
-                             recorded_at))
+            rows.extend(make(pending, placed, outcome.version - len(pending.events), recorded_at))
+            placed += len(pending.events)
         outcomes.append(outcome)
     return rows, outcomes
 
@@ -130,7 +132,7 @@ def _plan_one(
     remember: bool = True,
 ) -> Outcome:
     """The result of one append, or the error it gets; updates `versions` and, if `remember`, `known`."""
-    ids = [id_key(e.raw_id) for e in pending.events] if known or remember else []
+    ids = [id_key(i) for i in raw_ids(pending.events)] if known or remember else []
     if known and not known.keys().isdisjoint(ids):
         seen = [known[i] for i in ids if i in known]
         if len(seen) != len(ids):

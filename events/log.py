@@ -23,6 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from simreportd.errors import AppendFailed, SimreportdError, StoreClosed, StoreFull, StoreReplaced, WaitTimeout
 
+from .batch import EventBatch
 from .codec import Encoded, Recorded, RecordedRow
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent, caused
 from .group_commit import Pending, Row, gather_group
@@ -264,9 +265,13 @@ class EventLog(ABC):
     def _committed_rows(self, rows: list[Row]) -> None:
         """After a commit: remember the head and wake the subscribers."""
         if rows:
-            self._db_head = rows[-1][0]
-            self._head = max(self._head, self._db_head)
-            self._wake_subscribers()
+            self._committed_to(rows[-1][0])
+
+    def _committed_to(self, position: int) -> None:
+        """After a commit that wrote up to `position`: remember the head and wake the subscribers."""
+        self._db_head = position
+        self._head = max(self._head, position)
+        self._wake_subscribers()
 
     def _wake_subscribers(self) -> None:
         committed, self._committed = self._committed, anyio.Event()
@@ -367,9 +372,11 @@ def redacted_url(url: str) -> str:
     return scheme + sep + rest
 
 
-def _wrapped(events: Sequence[DomainEvent | Encoded | NewEvent]) -> list[NewEvent]:
+def _wrapped(events: Sequence[DomainEvent | Encoded | NewEvent]) -> Sequence[NewEvent]:
     """`events` as NewEvents, those without an id given fresh ones: the batch's ids in one call, not NewEvent's
     default of a call an event (each takes the lock and the clock and draws its own random bytes)."""
+    if type(events) is EventBatch:  # its ids are made, its meta given: as it is
+        return events
     if not any(isinstance(e, NewEvent) for e in events):  # a batch of models: no test an event to wrap it
         return list(map(NewEvent, cast(Sequence[DomainEvent | Encoded], events), new_event_id_bytes(len(events))))
     fresh = iter(new_event_id_bytes(sum(not isinstance(e, NewEvent) for e in events)))

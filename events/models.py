@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from .base import DomainEvent, Platform
+from .base import DomainEvent, Platform, ToolProtocol
 from .chat_events import (
     ChatAnswered,
     ChatAsked,
@@ -30,11 +30,13 @@ from .chat_events import (
 )
 from .report_events import (
     RULES_ADDED_LATER,
+    CallPurpose,
     ClaimVerdict,
     ContextCompacted,
     ContextGathered,
     DraftWritten,
     InterviewAnswered,
+    InterviewMode,
     InterviewRequested,
     InterviewUnlocked,
     LLMFailed,
@@ -312,6 +314,7 @@ __all__ = [
     "AgentActed",
     "AgentInterviewed",
     "AnyEvent",
+    "CallPurpose",
     "ChatAnswered",
     "ChatAsked",
     "ChatEvent",
@@ -338,6 +341,7 @@ __all__ = [
     "IngestFailed",
     "IngestRejected",
     "InterviewAnswered",
+    "InterviewMode",
     "InterviewRequested",
     "InterviewUnlocked",
     "LLMFailed",
@@ -376,6 +380,7 @@ __all__ = [
     "ToolCalled",
     "ToolFailed",
     "ToolObserved",
+    "ToolProtocol",
     "ToolProtocolChosen",
     "UnsupportedSentence",
     "WriterChanged",

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import DomainEvent, Platform
+from .base import DomainEvent, Platform, ToolProtocol
 
 
 class ReportEvent(DomainEvent):
@@ -124,14 +124,17 @@ class SectionStarted(ReportEvent):
     title: str
 
 
+CallPurpose = Literal["outline", "section", "interview", "chat", "probe", "stance_labels"]  # what a model call is for
+
+
 class LLMRequested(ReportEvent):
     type: Literal["LLMRequested"] = "LLMRequested"
     call_id: str
-    purpose: Literal["outline", "section", "interview", "chat", "probe", "stance_labels"]
+    purpose: CallPurpose
     section_index: int = 0
     model: str
     params: dict[str, Any] = Field(default_factory=dict)
-    protocol: Literal["native", "text"] = "native"
+    protocol: ToolProtocol = "native"
     tools: list[str] = Field(default_factory=list)
     messages_added: list[dict[str, Any]]
     fingerprint: str
@@ -179,7 +182,7 @@ class LLMFailed(ReportEvent):
 
 class ToolProtocolChosen(ReportEvent):
     type: Literal["ToolProtocolChosen"] = "ToolProtocolChosen"
-    protocol: Literal["native", "text"]
+    protocol: ToolProtocol
     reason: str
 
 
@@ -388,6 +391,9 @@ class ReportDeleted(ReportEvent):
     trigger: str = "http"
 
 
+InterviewMode = Literal["live", "persona"]  # the running simulation's agent answered, or its persona in our model
+
+
 class InterviewRequested(ReportEvent):
     type: Literal["InterviewRequested"] = "InterviewRequested"
     interview_id: str
@@ -395,7 +401,7 @@ class InterviewRequested(ReportEvent):
     agent_id: int
     question: str
     platform: Platform | None = None
-    mode: Literal["live", "persona"] = "persona"
+    mode: InterviewMode = "persona"
 
 
 class InterviewAnswered(ReportEvent):
@@ -403,5 +409,5 @@ class InterviewAnswered(ReportEvent):
     interview_id: str
     agent_id: int
     answer: str
-    mode: Literal["live", "persona"]
+    mode: InterviewMode
     platform: Platform | None = None

@@ -25,6 +25,7 @@ import anyio
 
 from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, StoreReadOnly, StoreUnusable
 
+from .batch import EventBatch, raw_ids
 from .codec import Encoded, Recorded, RecordedRow, encode
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent
 from .group_commit import Outcome, Pending, Replan, Row, RowsFor, encode_meta, plan_group, settle
@@ -77,6 +78,7 @@ MIGRATE_FROM_1 = [
     "DROP TABLE events_v1",
 ]
 
+INSERT_COLUMNS = ("position", "stream", "version", "type", "schema_version", "event_id", "data")
 INSERT = ("INSERT INTO event_log (position, stream, version, type, schema_version, event_id, data)"
           " VALUES (?, ?, ?, ?, ?, ?, ?)")
 # A group's rows, ROWS_A_STATEMENT to one statement: one step of SQLite's machine for so many rows, not one each,
@@ -214,13 +216,14 @@ class SQLiteEventStore(EventLog):
     async def _commit_group(self, group: list[Pending]) -> None:
         """One transaction for the whole group, planned, inserted and committed in one call on the writer's thread
         (`_commit_on_writer`); then the head moves, the subscribers wake and the callers get their outcomes."""
-        versions, rows, outcomes = await self._on_writer(self._commit_on_writer, group)
+        versions, head, outcomes = await self._on_writer(self._commit_on_writer, group)
         self._versions = versions
-        self._committed_rows(rows)
+        if head is not None:
+            self._committed_to(head)
         settle(group, outcomes)
         await self._bound_wal()
 
-    def _commit_on_writer(self, group: list[Pending]) -> tuple[dict[str, int], list[Row], list[Outcome]]:
+    def _commit_on_writer(self, group: list[Pending]) -> tuple[dict[str, int], int | None, list[Outcome]]:
         """Plan the group optimistically against the cached versions and head, insert and commit (on the writer's
         thread).
 
@@ -234,40 +237,50 @@ class SQLiteEventStore(EventLog):
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                versions, rows, outcomes = self._plan(conn, group, {})
+                versions, head, outcomes = self._plan(conn, group, {})
                 if any(isinstance(o, ConcurrencyConflict) for o in outcomes):
                     raise Replan
             except (sqlite3.IntegrityError, Replan):
                 self._abandon(conn)
                 conn.execute("BEGIN IMMEDIATE")
                 self._db_head = _scalar(conn, HEAD)
-                versions, rows, outcomes = self._plan(conn, group, _known_ids(conn, group))
+                versions, head, outcomes = self._plan(conn, group, _known_ids(conn, group))
             conn.execute("COMMIT")
         except BaseException:
             self._abandon(conn)
             raise
-        return versions, rows, outcomes
+        return versions, head, outcomes
 
     def _plan(self, conn: sqlite3.Connection, group: list[Pending], known: dict[Any, tuple[int, int]]) -> tuple[
-            dict[str, int], list[Row], list[Outcome]]:
-        """Plan the group and insert its rows and batches, inside the write transaction."""
+            dict[str, int], int | None, list[Outcome]]:
+        """Plan the group and insert its rows and batches, inside the write transaction; the position of its last
+        row (None: it wrote none)."""
         self._fill_versions(conn, {p.stream for p in group})
         versions = dict(self._versions)
         batches: list[Row] = []
-        rows, outcomes = plan_group(group, versions, known, self._db_head, self._rows_for(batches), id_bytes,
+        columns: list[list[Any]] = []  # the rows of `EventBatch` appends, as statements' values
+        rows, outcomes = plan_group(group, versions, known, self._db_head, self._rows_for(batches, columns), id_bytes,
                                      keep_known=False)
-        if rows:
+        if batches:
             conn.executemany(INSERT_BATCH, batches)
             _insert_rows(conn, rows)
-        return versions, rows, outcomes
+            insert_values(conn, columns)
+        written = [o.positions[-1] for o in outcomes if isinstance(o, AppendResult) and not o.duplicate]
+        return versions, max(written, default=None), outcomes
 
-    def _rows_for(self, batches: list[Row]) -> RowsFor:
-        """What makes an append's compact rows, adding the batches they start to `batches`."""
+    def _rows_for(self, batches: list[Row], columns: list[list[Any]]) -> RowsFor:
+        """What makes an append's compact rows, adding the batches they start to `batches`; an `EventBatch`'s go
+        to `columns`, as the values of whole statements, column by column (no tuple an event)."""
         ids = self._stream_ids
 
         def rows_for(pending: Pending, position: int, version: int, recorded_at: str) -> list[Row]:
-            stream, rows, meta = ids[pending.stream], [], None
-            for new in pending.events:
+            stream, meta, events = ids[pending.stream], None, pending.events
+            rows: list[Row] = []
+            if type(events) is EventBatch:
+                batches.append((position + 1, events.ids[0], recorded_at, encode_meta(events.meta)))
+                columns.extend(batch_values(events, position, stream, version))
+                return rows
+            for new in events:
                 event, event_id = new.event, new.raw_id
                 if type(event_id) is not bytes:
                     event_id = id_bytes(event_id)
@@ -415,14 +428,36 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
         conn.executemany(INSERT, rows[whole:])
 
 
+def batch_values(batch: EventBatch, position: int, stream: int, version: int) -> list[list[Any]]:
+    """The values of a batch's rows, after `position` and `version`, ROWS_A_STATEMENT rows a list and the rest a
+    row a list: every column written at once by a slice of one list."""
+    count, width = len(batch), len(INSERT_COLUMNS)
+    values: list[Any] = [None] * (count * width)
+    values[0::width] = range(position + 1, position + count + 1)
+    values[1::width] = [stream] * count
+    values[2::width] = range(version + 1, version + count + 1)
+    values[3::width], values[4::width], values[5::width], values[6::width] = (batch.types, batch.versions, batch.ids,
+                                                                             batch.datas)
+    whole, statement = count - count % ROWS_A_STATEMENT, ROWS_A_STATEMENT * width
+    return [values[i:i + statement] for i in range(0, whole * width, statement)] + \
+        [values[i:i + width] for i in range(whole * width, count * width, width)]
+
+
+def insert_values(conn: sqlite3.Connection, columns: list[list[Any]]) -> None:
+    """Insert `batch_values`' lists: those of a whole statement's rows by INSERT_ROWS, the rest by INSERT."""
+    statement = ROWS_A_STATEMENT * len(INSERT_COLUMNS)
+    conn.executemany(INSERT_ROWS, (values for values in columns if len(values) == statement))
+    conn.executemany(INSERT, (values for values in columns if len(values) != statement))
+
+
 def _known_ids(conn: sqlite3.Connection, group: list[Pending]) -> dict[Any, tuple[int, int]]:
     """The group's event ids already stored, with their (position, version): a retried append is found by its
     first event's id among the batches, then its events' ids are compared one by one."""
     known: dict[Any, tuple[int, int]] = {}
     for pending in group:
-        ids = {id_bytes(e.raw_id) for e in pending.events}
-        found = conn.execute("SELECT position FROM batches WHERE first_id = ?",
-                             (id_bytes(pending.events[0].raw_id),)).fetchone()
+        given = raw_ids(pending.events)
+        ids = {id_bytes(i) for i in given}
+        found = conn.execute("SELECT position FROM batches WHERE first_id = ?", (id_bytes(given[0]),)).fetchone()
         if found is not None:
             rows = conn.execute("SELECT event_id, position, version FROM event_log WHERE position >= ?1"
                                 " AND position < ?1 + ?2", (found[0], len(pending.events)))

@@ -35,7 +35,7 @@ POSTING = frozenset({"CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"})
 
 class Tally:
     """The counters of many actions added up in memory: a row per round, agent, action type and platform
-    instead of four upserts per action. The read model comes out the same (tests/daemon/test_folds.py)."""
+    instead of four upserts per action. The read model comes out the same (tests/projections/test_folds.py)."""
 
     def __init__(self) -> None:
         self.platforms: dict[tuple[str, int, str], _PlatformTally] = {}
@@ -103,7 +103,7 @@ class Sayings:
     """What each agent said, per argument, for the camps: how often, where first and last, and the first post
     or quote, so that finding a run's camps reads a row per agent and argument, not every statement. Kept per
     batch like `Tally`, and written last (nothing in the fold reads it); the same rows however the log is
-    folded (tests/daemon/test_camps_tally.py)."""
+    folded (tests/agent/test_camps_tally.py)."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple[Any, ...], list[Any]] = {}

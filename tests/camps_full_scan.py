@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, NamedTuple
 
-from simreportd.agent.tools.camps import Voices, _camp, _tallies
+from simreportd.agent.tools.camps import MAX_READINGS, Voices, _camp, _tallies
 from simreportd.projections.tallies import argument_key
 
 
@@ -37,8 +37,14 @@ def statements(conn: sqlite3.Connection, key: tuple[str, int]) -> list[Statement
 
 
 def camps(said: list[Statement], top: int = 3) -> dict[str, Any]:
-    shifts = _shifts(said, _voices(said, set()))
-    shifts = _shifts(said, _voices(said, _moved(shifts)))
+    shifts: list[dict[str, Any]] = []
+    left_out: dict[int, dict[str, Any]] = {}
+    for _ in range(MAX_READINGS):  # until a reading finds no one new, as the tally's does
+        shifts = _shifts(said, _voices(said, _moved(list(left_out.values()))))
+        new = any(s["agent_id"] not in left_out for s in shifts)
+        left_out.update((s["agent_id"], s) for s in shifts)
+        if not new:
+            break
     voices = _voices(said, _moved(shifts))
     return {"arguments": _arguments(said, voices, top),
             "stance_shifts": [{k: v for k, v in s.items() if not k.startswith("_")} for s in shifts]}
@@ -71,11 +77,12 @@ def _shifts(said: list[Statement], voices: Voices) -> list[dict[str, Any]]:
         spoken_for = {camp for _, camp in later}
         if len(later) >= 2 and len(spoken_for) == 1 and later[0][0].round > 0:
             example = later[0][0]
+            held = placed[first - 1][0].round if first else -1  # the last statement for their own stance
             rounds = [s.round for s, _ in later]
             out.append({"agent": f"agent:{agent}", "agent_id": agent, "name": example.name, "stated_stance": stated,
                         "now_speaks_for": spoken_for.pop(), "from_round": example.round, "statements_after": len(later),
                         "statements_before": first, "example": {"ref": example.ref, "content": example.content},
-                        "_rounds": list(range(example.round, max(rounds) + 1))})
+                        "_rounds": list(range(min(held + 1, example.round), max(rounds) + 1))})
     return out
 
 

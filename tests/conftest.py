@@ -5,10 +5,13 @@ from __future__ import annotations
 import compileall
 import json
 import os
+import subprocess
 import sys
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from simreportd.daemon.config import Config
@@ -19,6 +22,8 @@ TIMEOUT = float(os.environ.get("SIMREPORTD_TEST_TIMEOUT", "60"))
 PYTHON = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("simreportd", "events", "projections", "analysis", "agent", "daemon", "simulator")
+# The folders of tests that run in this process, a folder a layer: what starts a real process is a story.
+IN_PROCESS = ("events", "projections", "agent", "daemon", "writing")
 
 
 # The modules whose tests run longest, mostly waiting on real processes (30 + 20 stops at random moments, three
@@ -69,6 +74,24 @@ def first_rank(module: str) -> int:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def no_process_started(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail a layer's test that starts a process (a daemon, a command, a fold child) at once, through anyio as
+    the daemon starts its fold child or through subprocess: it belongs in tests/stories."""
+    if request.path.parent.name not in IN_PROCESS:
+        return
+
+    def refuse(args: Any, *rest: Any, **options: Any) -> None:
+        raise AssertionError(f"a test of tests/{request.path.parent.name} started a process ({args!r}): "
+                             "move it to tests/stories")
+
+    async def refuse_async(args: Any, *rest: Any, **options: Any) -> None:
+        refuse(args)
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(anyio, "open_process", refuse_async)
 
 
 @pytest.fixture(autouse=True)

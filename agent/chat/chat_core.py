@@ -227,7 +227,7 @@ def _request(s: ChatState, turn: Turn, added: list[dict[str, Any]], tools: list[
     params.update({k: v for k, v in (extra or {}).items() if v is not None})
     model = s.started.model or s.started.provider
     return LLMRequested(report_id=s.started.report_id, call_id=f"chat-llm-{s.llm_calls + 1}", purpose="chat",
-                        section_index=turn.number, model=model, params=params, protocol=s.protocol,  # type: ignore[arg-type]
+                        section_index=turn.number, model=model, params=params, protocol=s.protocol,
                         tools=tools, messages_added=added, fresh=fresh,
                         fingerprint=fingerprint(model, params, s.protocol, tools, messages))
 

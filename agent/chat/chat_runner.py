@@ -34,6 +34,7 @@ from simreportd.events.models import (
     StancesLabelled,
     ToolFailed,
     ToolObserved,
+    ToolProtocol,
 )
 from simreportd.events.streams import chat_stream, report_stream
 from simreportd.projections.standing import standing_of
@@ -92,13 +93,13 @@ class ChatRunner:
         grounds are the run's planning context and what the tools find, with no report text (`NO_REPORT`)."""
         return await self._start(NO_REPORT, simulation_id, generation, None, surface)
 
-    async def _start(self, report_id: str, simulation_id: str, generation: int, protocol: str | None,
+    async def _start(self, report_id: str, simulation_id: str, generation: int, protocol: ToolProtocol | None,
                      surface: str) -> str:
         w = self.writer
         chat_id = new_chat_id()
         started = ChatStarted(chat_id=chat_id, report_id=report_id, simulation_id=simulation_id, generation=generation,
                               provider=w.provider, model=w.model,
-                              protocol=protocol or ("text" if w.settings.tool_protocol == "text" else "native"),  # type: ignore[arg-type]
+                              protocol=protocol or ("text" if w.settings.tool_protocol == "text" else "native"),
                               settings=await self._sized(w), surface=surface)
         await self.store.append(chat_stream(chat_id), caused([started], correlation_id=chat_id), expected_version=0)
         log.debug("chat %s opened on %s (%s)", chat_id, f"report {report_id}" if report_id else simulation_id, surface)

@@ -25,6 +25,7 @@ from simreportd.events.models import (
     ToolCalled,
     ToolCallRequest,
     ToolObserved,
+    ToolProtocol,
 )
 
 from ..report import prompts
@@ -80,7 +81,7 @@ class ChatState:
         return self.started.settings
 
     @property
-    def protocol(self) -> str:
+    def protocol(self) -> ToolProtocol:
         return self.started.protocol if self.started else "native"
 
     @property

@@ -8,9 +8,11 @@ runner retries, so every attempt is an event. Errors are translated here, once, 
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import re
+import ssl
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -127,6 +129,15 @@ class ServerSlots:
             self.limiter.total_tokens = self.limit + 1
 
 
+@functools.cache
+def trusted_authorities() -> ssl.SSLContext:
+    """The TLS context the openai client would build (its HTTP library's default: the system's authorities,
+    `SSL_CERT_FILE`), built once a process: reading the authorities is most of building a client."""
+    import httpx2  # the openai client's HTTP library, imported with it
+
+    return httpx2.create_ssl_context()
+
+
 class OpenAIProvider:
     """Any OpenAI-compatible chat completions server (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter)."""
 
@@ -138,7 +149,8 @@ class OpenAIProvider:
         import openai  # here, not at the top: it takes a second to import, and only the API writer needs it
 
         self.client = openai.AsyncOpenAI(base_url=base_url or None, api_key=api_key or "not-needed",
-                                         timeout=timeout_s, max_retries=0)
+                                         timeout=timeout_s, max_retries=0,
+                                         http_client=openai.DefaultAsyncHttpxClient(verify=trusted_authorities()))
         self.timeout_s, self.base_url = timeout_s, str(self.client.base_url).rstrip("/")
         self.stream = stream  # stream replies: `timeout_s` is then the silence allowed between two chunks
         self.max_reply_bytes = max_reply_bytes  # a longer reply is refused, never recorded: the log keeps it all

@@ -8,7 +8,14 @@ from typing import Any
 
 from simreportd.agent.llm import budget
 from simreportd.agent.report import prompts
-from simreportd.events.models import ContextCompacted, LLMFailed, LLMRequested, ReportFailed, ToolProtocolChosen
+from simreportd.events.models import (
+    CallPurpose,
+    ContextCompacted,
+    LLMFailed,
+    LLMRequested,
+    ReportFailed,
+    ToolProtocolChosen,
+)
 
 from ..tools.toolspec import openai_tools
 from .effects import CallLLM, Effect, emit
@@ -102,7 +109,7 @@ def _tools_tokens(s: ReportState, tools: list[str]) -> int:
     return int(len(prompts.dumps(openai_tools(tools))) / s.chars_per_token) if tools else 0
 
 
-def request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]], tools: list[str],
+def request(s: ReportState, purpose: CallPurpose, index: int, added: list[dict[str, Any]], tools: list[str],
             named: str | None = None, fresh: bool = False,
             extra: dict[str, Any] | None = None) -> ContextCompacted | LLMRequested:
     """The next request, or first the compaction that makes it fit the context.
@@ -134,8 +141,8 @@ def request(s: ReportState, purpose: str, index: int, added: list[dict[str, Any]
     digest = hashlib.sha256() if fresh else c.digest.copy()  # the messages so far are hashed already
     for message in added:
         digest.update(message_bytes(message))
-    return LLMRequested(report_id=s.report_id, call_id=f"llm-{s.llm_calls + 1}", purpose=purpose,  # type: ignore[arg-type]
-                        section_index=index, model=model, params=params, protocol=protocol,  # type: ignore[arg-type]
+    return LLMRequested(report_id=s.report_id, call_id=f"llm-{s.llm_calls + 1}", purpose=purpose,
+                        section_index=index, model=model, params=params, protocol=protocol,
                         tools=tools, messages_added=added, fresh=fresh,
                         fingerprint=_seal(model, params, protocol, tools, digest.hexdigest()))
 

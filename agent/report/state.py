@@ -44,6 +44,7 @@ from simreportd.events.models import (
     ToolCalled,
     ToolFailed,
     ToolObserved,
+    ToolProtocol,
     ToolProtocolChosen,
     WriterChanged,
     WritingModeChosen,
@@ -99,6 +100,7 @@ class SectionState:
     final_requested: bool = False
     forced_replies: int = 0  # replies to the forced final request
     observations: list[ToolObserved] = field(default_factory=list)
+    returned_ids: set[str] = field(default_factory=set)  # the ids in `observations`, read once as each arrives
     accepted: set[int] = field(default_factory=set)  # iterations whose reply led to a tool call
     rejections: dict[str, int] = field(default_factory=dict)
 
@@ -127,7 +129,7 @@ class ReportState:
     context: dict[str, Any] | None = None
     outline: OutlinePlanned | None = None
     outline_rejections: int = 0
-    protocol: str | None = None
+    protocol: ToolProtocol | None = None
     sections: dict[int, SectionState] = field(default_factory=dict)
     completed: dict[int, SectionCompleted] = field(default_factory=dict)
     conversations: dict[int, Conversation] = field(default_factory=lambda: {0: Conversation()})  # by lane
@@ -326,6 +328,7 @@ class ReportState:
         if (section := self._close_call(e.section_index, e.call_id)) is None:
             return
         section.observations.append(e)
+        section.returned_ids |= grounding.ids_in([e.result])
         self.lane(e.section_index).pending.append(
             self._result_message(e.section_index, e.call_id, e.tool, e.result, section))
 
@@ -382,7 +385,7 @@ class ReportState:
 
     def known_ids(self) -> set[str]:
         """Ids any tool of this report returned: citing one of them is citing the simulation model."""
-        return grounding.ids_in([o.result for s in self.sections.values() for o in s.observations])
+        return set().union(*(s.returned_ids for s in self.sections.values()))
 
     def _close_call(self, index: int, call_id: str) -> SectionState | None:
         """The section the call belonged to, call closed; None when a protocol switch abandoned the call."""

@@ -6,7 +6,14 @@ from typing import Any
 
 from simreportd.agent.checks import claims, grounding
 from simreportd.agent.report import guided, prompts
-from simreportd.events.models import ClaimVerdict, DomainEvent, ReportCompleted, ResponseRejected, SectionCompleted
+from simreportd.events.models import (
+    ClaimVerdict,
+    DomainEvent,
+    RejectionReason,
+    ReportCompleted,
+    ResponseRejected,
+    SectionCompleted,
+)
 
 from ..checks.problem_words import problem
 from ..findings.language import Language, language_of
@@ -25,7 +32,7 @@ def _body(s: ReportState, text: str, base: dict[str, Any]) -> tuple[str, list[Do
                                    detail="removed lines that repeat the daemon's instructions or markup")]
 
 
-def _unusable(body: str) -> tuple[str, str] | None:
+def _unusable(body: str) -> tuple[RejectionReason, str] | None:
     """Why a section body cannot stand, as (reason, feedback), or None when it can."""
     if is_raw_tool_call(body):
         return "raw_tool_call_as_content", prompts.wrong_format("text")
@@ -38,7 +45,7 @@ def final_answer(s: ReportState, section: SectionState, final: str, base: dict[s
     """A section's final answer: completed, or sent back once for what it lacks (tools, grounding, claims)."""
     body, events = _body(s, final, base)
     if (problem := _unusable(body)) is not None:
-        return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
+        return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],
                                           feedback=problem[1] if problem[0] == "empty_section"
                                           else prompts.wrong_format(s.protocol or "native"))]
     minimum = s.rules.min_tool_calls
@@ -73,10 +80,10 @@ def forced_completion(s: ReportState, section: SectionState, reply: Reply, base:
     if problem[0] == "length_cut" and section.forced_replies > FORCED_RETRIES:
         return events + [completed(s, section, body, True, events, cut=True)]  # the model's own text, cut
     if section.forced_replies <= FORCED_RETRIES:
-        return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],  # type: ignore[arg-type]
+        return events + [ResponseRejected(**base, reason=problem[0], detail=body[:200],
                                           feedback=problem[1] + " " + prompts.forced_final(s.protocol or "native"))]
     evidence = "\n".join(f"- {o.tool}: {o.result[:300]}" for o in section.observations) or "- (no evidence)"
-    events.append(ResponseRejected(**base, reason=problem[0], detail="forced final answer unusable; evidence kept"))  # type: ignore[arg-type]
+    events.append(ResponseRejected(**base, reason=problem[0], detail="forced final answer unusable; evidence kept"))
     return events + [completed(s, section, f"{prompts.PLACEHOLDER}\n\n{evidence}", True, events)]
 
 

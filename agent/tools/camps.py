@@ -12,7 +12,7 @@ author's stance.
 The input is what the fold keeps per agent and argument (`projections.simulation.Sayings`),
 not the statements: all of an agent's statements of one argument fall in the same camp, so
 where the first and last of them stand, and how many there are, decide what reading each
-statement in (round, ref) order would (tests/daemon/test_camps_tally.py holds the two side by side).
+statement in (round, ref) order would (tests/agent/test_camps_tally.py holds the two side by side).
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def statement_stances(rows: Iterable[tuple[Any, ...]], meaning: Mapping[str, str
 
 
 NONE = "none"  # the label of a statement that takes no side
+MAX_READINGS = 5  # of the side changes at most: each finds the side-changers the one before it hid
 MIN_LABELS, AT_LEAST_LABELLED = 3, 2  # labels that decide an agent's change of side; of them, after the turn
 
 
@@ -98,15 +99,22 @@ def _spoken(s: Saying) -> str:
 
 def _side_changes(said: list[Saying], meaning: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[Saying]]:
     """Who changed sides, and the sayings grouped by meaning. An agent with at least MIN_LABELS labelled
-    statements changed sides by their labels alone; the others by the arguments their statements fall in
-    (found twice: the second time without the side-changers' later words among the votes)."""
+    statements changed sides by their labels alone; the others by the arguments their statements fall in,
+    read again without the words every side-changer found so far said in their change among the votes, until
+    a reading finds no one new: partisans who turn together write the same new arguments, and their profiles'
+    stances vote those into the old camp, hiding one another."""
     by_labels = _label_shifts(said)
     grouped = _grouped(said, meaning) if meaning else said
     shifts: list[dict[str, Any]] = []
-    for _ in range(2):
-        found = _shifts(grouped, _voices(grouped, _moved(shifts)), bool(meaning))
+    left_out: dict[int, dict[str, Any]] = {}  # every side-changer found so far, as last found
+    for _ in range(MAX_READINGS):
+        found = _shifts(grouped, _voices(grouped, _moved(list(left_out.values()))), bool(meaning))
         shifts = sorted([s for s in found if s["agent_id"] not in by_labels] + [s for s in by_labels.values() if s],
                         key=lambda s: s["agent_id"])
+        new = any(s["agent_id"] not in left_out for s in shifts)
+        left_out.update((s["agent_id"], s) for s in shifts)
+        if not new:
+            break
     return shifts, grouped
 
 
@@ -181,9 +189,10 @@ Voices = dict[str, set[tuple[int, str]]]  # per argument key, its distinct (auth
 
 
 def _moved(shifts: list[dict[str, Any]]) -> dict[int, tuple[int, int]]:
-    """Per side-changer, the rounds from their change to their last statement for the other side: what they
-    said in them is left out of the votes."""
-    return {s["agent_id"]: (s["from_round"], s["_to"]) for s in shifts}
+    """Per side-changer, the rounds of their change: from the one after their last statement for their own
+    stance to their last for the other side. What they said only in them is left out of the votes: words in
+    between take neither side clearly, and would vote for the side they left."""
+    return {s["agent_id"]: (s["_from"], s["_to"]) for s in shifts}
 
 
 def _voices(said: list[Saying], moved: dict[int, tuple[int, int]]) -> Voices:
@@ -276,10 +285,12 @@ def _shift_by_meaning(agent: int, placed: list[tuple[Saying, str]],
 
 def _shift_found(agent: int, turn: Saying, camp: str, stated: str, after: int,
                  before: list[tuple[Saying, str]], to: int) -> dict[str, Any]:
+    held = max((s.last[0] for s, c in before if c == stated and s.last < turn.first), default=-1)
     return {"agent": f"agent:{agent}", "agent_id": agent, "name": turn.name, "stated_stance": stated,
             "now_speaks_for": camp, "from_round": turn.first[0], "statements_after": after,
             "statements_before": sum(s.statements for s, c in before if c == stated),
-            "example": {"ref": turn.first[1], "content": turn.first_text}, "_to": to}
+            "example": {"ref": turn.first[1], "content": turn.first_text}, "_from": min(held + 1, turn.first[0]),
+            "_to": to}
 
 
 def _arguments(said: list[Saying], voices: Voices, top: int,

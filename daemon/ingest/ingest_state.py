@@ -8,13 +8,14 @@ No I/O here: `events_for_lines` turns already-read lines into events and folds t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import orjson
 
-from simreportd.events.codec import Encoded, Recorded
+from simreportd.events.batch import EventBatch
+from simreportd.events.codec import Encoded, Recorded, encode
 from simreportd.events.models import (
     AgentActed,
     AgentInterviewed,
@@ -33,12 +34,11 @@ from simreportd.events.models import (
     acted_action,
 )
 
+from .chunk import OURS, Chunk, lead_of, parse_lines, raw_line
 from .oasis import Interview
-from .parse import Bad, Parsed, line_value, parse_line, parse_row, plain_action
+from .parse import Bad, Parsed, line_value, parse_row
 from .tail import FileIdentity, Line
-from .values import clean_text, fits, has_long_integer
-
-BOM = b"\xef\xbb\xbf"
+from .values import clean_text, fits
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class IngestState:
     generation: int = 0
     files: dict[str, FileMark] = field(default_factory=dict)
     retired: dict[str, list[FileMark]] = field(default_factory=dict)
-    started: set[str] = field(default_factory=set)
+    started: set[Platform] = field(default_factory=set)
     finished: dict[str, bool] = field(default_factory=dict)
     last_round_end: dict[str, int] = field(default_factory=dict)
     last_round: dict[str, int] = field(default_factory=dict)
@@ -121,8 +121,18 @@ class IngestState:
             self.files[mark[0]] = mark[1]
         self.last_round[platform] = max(self.last_round.get(platform, 0), round_no)
         if action_type == "MUTE":
-            key = f"{platform}:{agent_id}"
-            self.mutes[key] = self.mutes.get(key, 0) + 1
+            self.count_mute(platform, agent_id)
+
+    def took(self, platform: str, count: int, top: int) -> None:
+        """Fold `count` actions of `platform` (none the last of its batch) whose highest round is `top`, at once:
+        `acted` for each, less the MUTEs (`count_mute`)."""
+        self.version += count
+        self.last_round[platform] = max(self.last_round.get(platform, 0), top)
+
+    def count_mute(self, platform: str, agent_id: int) -> None:
+        """One more MUTE by the agent (which of its MUTEs an action is finds the muted in the database)."""
+        key = f"{platform}:{agent_id}"
+        self.mutes[key] = self.mutes.get(key, 0) + 1
 
     def _new_generation(self, generation: int) -> None:
         for key, mark in self.files.items():
@@ -154,32 +164,11 @@ class IngestState:
         if self.completed or not platforms or not platforms <= set(self.finished):
             return None
         return SimulationCompleted(simulation_id=self.simulation_id, generation=self.generation,
-                                   platforms=sorted(platforms),  # type: ignore[arg-type]
+                                   platforms=sorted(platforms),
                                    all_rounds_ran=all(self.finished[p] for p in platforms))
 
 
 RUN_EXCERPTS = 4  # lines quoted in a run's rejection beside its first
-
-
-def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | Bad]:
-    """Each line parsed (a UTF-8 byte order mark at the start of a file is not part of its first line). Lines
-    refused for the same reason share one `Bad`: a read of garbage costs its lines, not a reason each."""
-    out: list[Parsed | Bad] = []
-    reasons: dict[str, Bad] = {}
-    plain = platform is not None and not has_long_integer(b"\n".join([line.raw for line in lines]))
-    for line in lines:
-        if line.too_long:
-            out.append(Bad(f"line longer than the limit ({line.end - line.offset - 1} bytes)"))
-            continue
-        raw = _raw(line)
-        item = (plain and plain_action(raw, platform)) or parse_line(raw, platform)  # type: ignore[arg-type]
-        out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
-    return out
-
-
-def _raw(line: Line) -> bytes:
-    """A line's bytes without the byte order mark that may open a file."""
-    return line.raw[len(BOM):] if line.offset == 0 and line.raw.startswith(BOM) else line.raw
 
 
 def events_for_lines(
@@ -190,25 +179,121 @@ def events_for_lines(
     """One event per line (a rejection for a bad one), folded into `state` as they are made. Lines in `skip`
     (a seed post the runner logged again) make none; `extra` adds to a line's `action_args` what the database
     holds and the line dropped. The last event carries the file's identity (an action's line: `Acted`)."""
+    out, _ = _line_events(state, key, platform, identity, lines, parsed, skip, extra)
+    return [Encoded(ACTED, event, AgentActed.ACTION_VERSION) if isinstance(event, str) else event for event in out]
+
+
+def batch_for_lines(
+    state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line],
+    parsed: list[Parsed | Bad], skip: frozenset[int], extra: dict[int, dict[str, Any]], meta: Mapping[str, Any],
+    chunk: Chunk | None = None,
+) -> EventBatch:
+    """`events_for_lines`' events as one append's columns, every event with `meta`: what ingest appends. With
+    the `chunk` these lines were parsed in (all of them), its texts are taken as they are (`_chunk_events`)."""
+    if chunk is not None and platform is not None and _whole(state, key, identity, platform, lines, skip, chunk):
+        datas, others = _chunk_events(state, key, platform, identity, lines, chunk, extra)
+    else:
+        datas, others = _line_events(state, key, platform, identity, lines, parsed, skip, extra)
+    types, versions = [ACTED] * len(datas), [AgentActed.ACTION_VERSION] * len(datas)
+    for i in others:
+        event = datas[i]
+        assert not isinstance(event, str)
+        types[i], versions[i], datas[i] = event.type_name, event.SCHEMA_VERSION, encode(event)
+    return EventBatch(types, versions, cast(list[str], datas), meta)  # every event is its text now
+
+
+def _whole(state: IngestState, key: str, identity: FileIdentity, platform: Platform, lines: list[Line],
+           skip: frozenset[int], chunk: Chunk) -> bool:
+    """Whether `_chunk_events` can take these lines: all of the chunk, none skipped or refused, its texts made with
+    the lead of the state's generation."""
+    return chunk.texts is not None and not skip and len(chunk.texts) == len(lines) \
+        and chunk.lead == Acted(state, key, identity).lead(platform).encode() \
+        and not any(type(chunk.parsed[i]) is Bad for i in chunk.others)
+
+
+def _chunk_events(state: IngestState, key: str, platform: Platform, identity: FileIdentity, lines: list[Line],
+                  chunk: Chunk, extra: dict[int, dict[str, Any]]) -> tuple[list[DomainEvent | Encoded | str], list[int]]:
+    """`_line_events` of a whole chunk none of whose lines is refused or skipped: its texts as they are, an event
+    made only for each other line, the last and one that `extra` completes; the texts' actions folded at once."""
+    assert chunk.texts is not None
+    out = cast(list[DomainEvent | Encoded | str], list(chunk.texts))  # each None is made below
+    last = len(lines) - 1
+    made = sorted({*chunk.others, *(i for i, added in extra.items() if added), last})
+    plain = len(lines) - len(made)  # the lines taken as their text
+    if plain:
+        state.took(platform, plain, chunk.top)
+    special = set(made)
+    for i in chunk.mutes:
+        if i not in special:
+            state.count_mute(platform, cast(Parsed, chunk.parsed[i]).fields["agent_id"])
+    acted = Acted(state, key, identity)
+    for i in made:
+        item, line = chunk.parsed[i], lines[i]
+        assert type(item) is Parsed
+        if item.kind == "action":
+            added = extra.get(i)
+            out[i] = acted.line(item, line.offset, line.end, line.tail if i == last else False, raw_line(line),
+                                added if added and fits(added) else None)
+        elif item.kind in ROUND_EVENTS:
+            out[i] = _round_event(state, key, identity, line, item)
+        else:
+            event = _event_for_line(state, key, line, item, Source(**_source(key, identity, line.offset, line.end,
+                                                                            line.tail)))
+            state.apply(event)
+            out[i] = event
+    return out, made
+
+
+ACTED = AgentActed.TYPE
+
+
+def _line_events(
+    state: IngestState, key: str, platform: Platform | None, identity: FileIdentity, lines: list[Line],
+    parsed: list[Parsed | Bad] | None, skip: frozenset[int], extra: dict[int, dict[str, Any]] | None,
+) -> tuple[list[DomainEvent | Encoded | str], list[int]]:
+    """`events_for_lines`' events, an action line taken as it came as its data alone (a str), and the indexes of
+    those that are not. Such an action is folded into `state` with the others of the chunk, at the end."""
     parsed = parse_lines(lines, platform) if parsed is None else parsed
     acted = Acted(state, key, identity)
     last = len(lines) - 1
     while last in skip:
         last -= 1
-    out: list[DomainEvent | Encoded] = []
+    lead = acted.lead(platform).encode() if platform is not None else None
+    out: list[DomainEvent | Encoded | str] = []
+    others: list[int] = []
     run: list[Line] = []  # the bad lines after a rejection, joined into it when the run ends
-    for i, (line, item) in enumerate(zip(lines, parsed)):
-        if i in skip:
+    taken, top = 0, -1  # actions taken as text, and their highest round
+    for i, item in enumerate(parsed):
+        if skip and i in skip:
             continue
+        if type(item) is Parsed and item[0] == "action":
+            if run:
+                _join_run(state, key, identity, out, run)
+            f, raw = item[2], lines[i][2]
+            if lead is not None and i != last and raw[0] == 123 and "platform" not in f and "source" not in f \
+                    and "generation" not in f and "simulation_id" not in f and not (extra and extra.get(i)):
+                round_no = f["round"]  # `Acted.line`'s text, made in line: this runs for nearly every line
+                top = round_no if round_no > top else top
+                if f["action_type"] == "MUTE":
+                    state.count_mute(item[1], f["agent_id"])
+                out.append((lead + raw[1:]).decode())  # "{" (123) opens the line: `lead` opens the event
+                taken += 1
+                continue
+            added = extra.get(i) if extra else None
+            line = lines[i]
+            others.append(len(out))
+            out.append(acted.line(item, line.offset, line.end, line.tail if i == last else False, raw_line(line),
+                                  added if added and fits(added) else None))
+            continue
+        line = lines[i]
         if isinstance(item, Bad) and out and isinstance(out[-1], IngestRejected):
             run.append(line)
             continue
         if run:
             _join_run(state, key, identity, out, run)
-        if type(item) is Parsed and item.kind == "action":
-            added = extra.get(i) if extra else None
-            out.append(acted.line(item, line.offset, line.end, line.tail if i == last else False,
-                                  _raw(line), added if added and fits(added) else None))
+        others.append(len(out))
+        if type(item) is Parsed and item.kind in ROUND_EVENTS:
+            out.append(_round_event(state, key, identity, line, item))
             continue
         event = _event_for_line(state, key, line, item, Source(**_source(key, identity, line.offset, line.end,
                                                                         line.tail)))
@@ -216,7 +301,9 @@ def events_for_lines(
         out.append(event)
     if run:
         _join_run(state, key, identity, out, run)
-    return out
+    if taken:
+        state.took(platform or "twitter", taken, top)
+    return out, others
 
 
 class SeedPlan(NamedTuple):
@@ -234,10 +321,11 @@ def plan_seeds(parsed: list[Parsed | Bad], full: bool) -> SeedPlan:
     line, with the copy's id; the copy is skipped. Until the copies (and the line after them) or the run's end
     have been written, the seeds wait (`cut` stops before them), unless the batch is `full`."""
     n = len(parsed)
-    acts = [p.fields if isinstance(p, Parsed) and p.kind == "action" else None for p in parsed]
-    seeds = [i for i, f in enumerate(acts) if f is not None and f["action_type"] == "CREATE_POST" and f["round"] == 0]
+    seeds = [i for i, p in enumerate(parsed) if type(p) is Parsed and p[0] == "action" and p[2]["round"] == 0
+             and p[2]["action_type"] == "CREATE_POST"]
     if not seeds:
         return SeedPlan(n, frozenset(), {})
+    acts = [p.fields if isinstance(p, Parsed) and p.kind == "action" else None for p in parsed]
     wait = SeedPlan(n if full else seeds[0], frozenset(), {})
     first = next((i for i in range(seeds[-1] + 1, n) if (f := acts[i]) is not None and f["round"] >= 1), None)
     if first is None:
@@ -278,7 +366,7 @@ def events_for_interviews(state: IngestState, key: str, platform: Platform, iden
     return out
 
 
-def _join_run(state: IngestState, key: str, identity: FileIdentity, out: list[DomainEvent | Encoded],
+def _join_run(state: IngestState, key: str, identity: FileIdentity, out: list[DomainEvent | Encoded | str],
               run: list[Line]) -> None:
     """Join the `run` of bad lines into the rejection before it (`out[-1]`), once, and empty it: however many
     lines a run has, one event of bounded size; `state` reads on after its last line."""
@@ -324,7 +412,6 @@ def _source(key: str, identity: FileIdentity, offset: int, end: int, tail: str |
     return {"file": key, "ino": identity.ino, "head": identity.head, "offset": offset, "end": end, "tail": tail}
 
 
-OURS = frozenset({"simulation_id", "generation", "platform", "source"})  # what ingest puts in front of a line
 
 
 class Acted:
@@ -350,7 +437,7 @@ class Acted:
         if mark is None and raw is not None and not added and "platform" not in f and "source" not in f \
                 and "generation" not in f and "simulation_id" not in f:  # the common case: joined as text
             text = raw.decode()
-            return Encoded("AgentActed", f'{self._lead(p)}{text[text.index("{") + 1:]}', AgentActed.ACTION_VERSION)
+            return Encoded("AgentActed", f'{self.lead(p)}{text[text.index("{") + 1:]}', AgentActed.ACTION_VERSION)
         source = {"offset": offset, "end": end} if mark is None else \
             _source(self.key, self.identity, offset, end, tail or None)
         if raw is None or added or not OURS.isdisjoint(f):  # rebuilt, completed, or naming our keys itself
@@ -362,14 +449,14 @@ class Acted:
             return Encoded("AgentActed", orjson.dumps(data).decode(), AgentActed.LINE_VERSION)
         text = raw.decode()
         return Encoded("AgentActed", f'{{"simulation_id":{orjson.dumps(state.simulation_id).decode()},'
-                       f'{self._lead(p)[1:]}"source":{orjson.dumps(source).decode()},{text[text.index("{") + 1:]}',
+                       f'{self.lead(p)[1:]}"source":{orjson.dumps(source).decode()},{text[text.index("{") + 1:]}',
                        AgentActed.LINE_VERSION)
 
-    def _lead(self, platform: str) -> str:
+    def lead(self, platform: str) -> str:
         """The text every action of `platform` starts with, up to the line's own keys."""
         lead = self._leads.get(platform)
         if lead is None:
-            lead = self._leads[platform] = f'{{"generation":{self.state.generation},"platform":"{platform}",'
+            lead = self._leads[platform] = lead_of(self.state.generation, platform)
         return lead
 
 
@@ -385,6 +472,29 @@ def finished_from_hint(state: IngestState, hint: dict[Platform, int],
         out.append(PlatformFinished(simulation_id=state.simulation_id, generation=state.generation,
                                     platform=platform, total_rounds=total, all_rounds_ran=all_ran))
     return out
+
+
+ROUND_EVENTS = frozenset({"round_start", "round_end"})
+
+
+def _round_event(state: IngestState, key: str, identity: FileIdentity, line: Line, parsed: Parsed) -> Encoded:
+    """The `RoundStarted` or `RoundEnded` of a line, as `_event_for_line` makes it and `model_dump_json` writes it
+    (fields in the model's order), its text made directly, and folded into `state` as `apply` folds it: two a
+    round, so no model or serialiser for each."""
+    f, platform = parsed.fields, parsed.platform
+    state.version += 1
+    state.files[key] = FileMark(identity.ino, identity.head, line.end, line.tail)
+    data: dict[str, Any] = {"simulation_id": state.simulation_id, "generation": state.generation,
+                            "platform": platform, "round": f["round"]}
+    if parsed.kind == "round_start":
+        data["simulated_hour"] = f["simulated_hour"]
+        model: type[RoundStarted | RoundEnded] = RoundStarted
+    else:
+        data["actions_count"] = f["actions_count"]
+        state.last_round_end[platform] = f["round"]
+        model = RoundEnded
+    data["source"] = _source(key, identity, line.offset, line.end, line.tail)
+    return Encoded(model.__name__, orjson.dumps(data).decode(), model.SCHEMA_VERSION)
 
 
 def _event_for_line(state: IngestState, key: str, line: Line, parsed: Parsed | Bad, source: Source) -> DomainEvent:

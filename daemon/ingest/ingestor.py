@@ -27,15 +27,16 @@ from simreportd.events.models import (
 from simreportd.events.streams import simulation_stream
 
 from . import foreign, oasis
+from .chunk import lead_of, parse_chunk
 from .folder import FolderSnapshot, SourceFile, read_setup, snapshot
 from .ingest_state import (
     FileMark,
     IngestState,
+    SeedPlan,
+    batch_for_lines,
     events_for_interviews,
-    events_for_lines,
     events_for_rows,
     finished_from_hint,
-    parse_lines,
     plan_seeds,
 )
 from .inputs import Confinement
@@ -233,8 +234,11 @@ class SimulationIngestor:
                           lines: list[Line]) -> int:
         """Append the events of as many of `lines` as can be taken now (seed posts wait for their copies;
         targets a line dropped come from the database beside it); how many were taken."""
-        parsed = parse_lines(lines, source.platform)
-        plan = plan_seeds(parsed, full=lines[-1].end - lines[0].offset >= CHUNK // 2)
+        chunk = parse_chunk(lines, source.platform,
+                            lead_of(state.generation, source.platform).encode() if source.platform else None)
+        parsed = chunk.parsed
+        plan = plan_seeds(parsed, full=lines[-1].end - lines[0].offset >= CHUNK // 2) if chunk.seeded else \
+            SeedPlan(len(parsed), frozenset(), {})
         if plan.cut == 0:
             return 0
         extra: dict[int, dict[str, Any]] = dict(plan.ids)
@@ -251,9 +255,9 @@ class SimulationIngestor:
                 extra[index] = {**extra.get(index, {}), **args}
         before = state.version
         try:
-            events = events_for_lines(state, source.key, source.platform, source.identity, lines[:plan.cut],
-                                      parsed[:plan.cut], plan.skip, extra)
-            await self.store.append(self.stream, caused(events, new_batch_id()), expected_version=before)
+            batch = batch_for_lines(state, source.key, source.platform, source.identity, lines[:plan.cut],
+                                    parsed[:plan.cut], plan.skip, extra, {"correlation_id": new_batch_id()}, chunk)
+            await self.store.append(self.stream, batch, expected_version=before)
         except BaseException:
             self.state = None  # the fold ran ahead of the log; rebuild it from the log
             raise

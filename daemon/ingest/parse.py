@@ -45,7 +45,7 @@ def parse_line(raw: bytes, platform: Platform | None) -> Parsed | Bad:
     if platform is None:
         return Bad(f"no usable platform (got {line_platform!r}); expected one of {', '.join(PLATFORMS)}")
     if "event_type" in obj:
-        return _parse_event(obj, platform)
+        return parse_event(obj, platform)
     return parse_action(obj, platform)
 
 
@@ -89,7 +89,8 @@ def plain_action(raw: bytes, platform: Platform) -> Parsed | None:
     return None
 
 
-def _parse_event(obj: dict[str, Any], platform: Platform) -> Parsed | Bad:
+def parse_event(obj: dict[str, Any], platform: Platform) -> Parsed | Bad:
+    """A simulation or round event's line (its `event_type` given), read as a JSON object whose values fit."""
     kind = obj["event_type"]
     if kind not in EVENT_TYPES:
         return Bad(f"unknown event_type {kind!r}")

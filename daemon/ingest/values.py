@@ -25,6 +25,8 @@ REFUSED = _REFUSED  # what `line` returns for a line `loads` must read, to take 
 # 19 digits always fits in 64 bits; no more openers than MAX_DEPTH cannot nest deeper (a regex took 5 us).
 _SHAPE = bytes(48 if 48 <= i <= 57 else 91 if i in (91, 123) else 32 for i in range(256))
 _LONG_INTEGER = b"0" * 19
+_OPENER = bytes(91 if i == 123 else i for i in range(256))  # "{" becomes "[": openers, as `_SHAPE` counts them
+_NOT_OPENER = bytes(i for i in range(256) if i not in (10, 91, 123))
 _JSON_SPACE = " \t\n\r"  # what a JSON decoder skips before a value
 _VALUE_STARTS = frozenset('"{[-0123456789tfnNI')  # a value's first character, NaN and Infinity included
 
@@ -101,6 +103,12 @@ def has_long_integer(chunk: bytes) -> bool:
     """Whether any line of `chunk` has an integer of 19 digits or more (`line` refuses those lines): one
     C call for a read's lines, not one a line."""
     return _LONG_INTEGER in chunk.translate(_SHAPE)
+
+
+def may_nest_deeper(chunk: bytes, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether some line of `chunk` has more openers than `max_depth` (so may nest deeper: `line` looks closer):
+    one C call for a read's lines, not one a line (its openers and line ends kept, nothing else)."""
+    return b"[" * (max_depth + 1) in chunk.translate(_OPENER, _NOT_OPENER)
 
 
 def _fast(text: str) -> Any:

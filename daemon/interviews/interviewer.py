@@ -22,9 +22,11 @@ from simreportd.errors import InterviewLocked, LLMError, NotFound, RPCFailed, Us
 from simreportd.events import EventStore
 from simreportd.events.models import (
     InterviewAnswered,
+    InterviewMode,
     InterviewRequested,
     InterviewUnlocked,
     LLMRequested,
+    Platform,
     ReportRequested,
 )
 from simreportd.events.streams import report_stream
@@ -191,7 +193,7 @@ class Interviewer:
 
     async def ask(self, target: str, agent_id: int, question: str, platform: str | None = None) -> dict[str, Any]:
         """A user's question to one agent, refused before the report's interviews are unlocked; recorded."""
-        question = check_question(question, "interview")
+        question, named = check_question(question, "interview"), _platform(platform)
         if isinstance(agent_id, bool) or not isinstance(agent_id, int) or not -2**63 <= agent_id < 2**63:
             raise UsageError(f"agent {str(agent_id)[:30]} is no agent id (a 64-bit integer)")
         report = await self._unlocked_report(target)
@@ -199,7 +201,8 @@ class Interviewer:
         interview_id = uuid.uuid4().hex[:12]
         live, unanswered = await self.environment.liveness(simulation_id)
         folder = self.environment.folder_of(simulation_id)
-        mode, answer = "persona", ""
+        mode: InterviewMode = "persona"
+        answer = ""
         note = f"live interview failed ({unanswered}); answered in persona" if unanswered else ""
         if live and folder:
             try:
@@ -215,9 +218,9 @@ class Interviewer:
         stream = report_stream(report.report_id)
         await self.store.append(stream, [
             InterviewRequested(report_id=report.report_id, interview_id=interview_id, simulation_id=simulation_id,
-                               agent_id=agent_id, question=question, platform=platform, mode=mode),  # type: ignore[arg-type]
+                               agent_id=agent_id, question=question, platform=named, mode=mode),
             InterviewAnswered(report_id=report.report_id, interview_id=interview_id, agent_id=agent_id,
-                              answer=answer, mode=mode, platform=platform)])  # type: ignore[arg-type]
+                              answer=answer, mode=mode, platform=named)])
         return {"report_id": report.report_id, "simulation_id": simulation_id, "interview_id": interview_id,
                 "agent_id": agent_id, "question": question, "answer": answer, "mode": mode, "platform": platform,
                 "note": note}
@@ -281,3 +284,15 @@ def _single_answer(result: Any) -> str:
     if not parts:
         raise RPCFailed("the live environment's result holds no answer")
     return " ".join(parts)
+
+
+PLATFORMS: dict[str, Platform] = {"twitter": "twitter", "reddit": "reddit"}
+
+
+def _platform(named: str | None) -> Platform | None:
+    """The platform a question is put on, if it names one: Twitter or Reddit."""
+    if not named:
+        return None
+    if named not in PLATFORMS:
+        raise UsageError(f"platform {named[:30]!r} is neither twitter nor reddit: name one of them, or none")
+    return PLATFORMS[named]

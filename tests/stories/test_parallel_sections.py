@@ -23,9 +23,9 @@ from simreportd.projections.export import load_report
 from simreportd.projections.sqlite import connect_views
 
 from ..conftest import PYTHON, TIMEOUT, write_config
-from ..daemon.test_report_llm import llm_config, report_once
 from ..fake_llm import FakeLLM
 from ..processes import count, wait_until
+from ..writing.test_report_llm import llm_config, report_once
 from .test_kill import kill_and_restart
 
 pytestmark = pytest.mark.anyio

@@ -16,8 +16,8 @@ from simreportd.daemon.server import http_api, mirofish
 from simreportd.projections.runner import views_path_for
 
 from ..conftest import PYTHON, TIMEOUT, write_config
-from ..daemon.test_report_llm import llm_config, report_once, types
 from ..fake_llm import FakeLLM
+from ..writing.test_report_llm import llm_config, report_once, types
 
 pytestmark = pytest.mark.anyio
 

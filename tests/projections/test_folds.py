@@ -1,4 +1,4 @@
-"""The pure folds, each on its own in memory: read models, websocket frames and ingest's own state.
+"""The pure folds, each on its own in memory: the read models.
 
 No store, no runner, no daemon: events in, rows or frames out (projections/projection.py promises this).
 """
@@ -13,15 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simreportd.daemon.ingest.ingest_state import IngestState
 from simreportd.daemon.ingest.ingestor import SimulationIngestor
-from simreportd.daemon.server.protocol import ProtocolError, notifications, parse_message
 from simreportd.events import MemoryEventStore
 from simreportd.events.codec import Recorded, encode
 from simreportd.events.models import (
     AgentActed,
     DomainEvent,
-    InterviewUnlocked,
     LLMRequested,
     OutlinePlanned,
     OutlineSection,
@@ -47,7 +44,7 @@ from simreportd.projections.projection import Projection, index_names, index_sta
 from simreportd.projections.report import ReportView
 from simreportd.projections.simulation import SimulationModel
 from simreportd.projections.sqlite import reading
-from simreportd.projections.standing import Standing, progress_for
+from simreportd.projections.standing import progress_for
 from simreportd.projections.trace import TraceView
 
 SIM = {"simulation_id": "s", "generation": 1}
@@ -173,46 +170,6 @@ def test_the_trace_numbers_iterations_by_llm_request() -> None:
     assert [(s["kind"], s["section_index"], s["iteration"]) for s in steps] == [
         ("planning", 0, 0), ("outline", 0, 0), ("section", 1, 0), ("llm_request", 1, 1), ("final_answer", 1, 1),
         ("failed", 1, 1)]
-
-
-def frames(event: DomainEvent, sections: int = 2) -> list[dict[str, Any]]:
-    [r] = recorded([event], "report-r1")
-    return notifications(r, Standing(simulation_id="s", sections_total=sections).after(event))  # as the fanout
-
-
-def test_notifications_announce_sections_failures_and_interviews() -> None:
-    ready, status = frames(SectionCompleted(**R, section_index=1, title="One", content="x"))
-    assert (ready["type"], ready["sections_total"]) == ("section_ready", 2)
-    assert (status["status"], status["progress"]) == ("generating", progress_for(1, 2))
-    [failed] = frames(ReportFailed(**R, stage="section", error="boom"))
-    assert (failed["status"], failed["progress"], failed["error"]) == ("failed", -1, "boom")
-    [unlocked] = frames(InterviewUnlocked(**R, simulation_id="s", live_environment=False))
-    assert (unlocked["type"], unlocked["simulation_id"]) == ("interview_unlocked", "s")
-    assert frames(LLMRequested(**R, call_id="c", purpose="section", section_index=1, model="m", fingerprint="f",
-                               messages_added=[])) == []
-
-
-def test_bad_client_frames_get_the_error_they_deserve() -> None:
-    cases = {"not json": "bad_json", "[]": "bad_message", '{"op": "subscribe", "topics": ["x"]}': "bad_topics",
-             '{"op": "subscribe", "after": -1}': "bad_after", '{"op": "launch"}': "unknown_op",
-             '{"op": {}}': "bad_message", "[" * 100_000 + "]" * 100_000: "bad_json",
-             '{"op": "fork", "report_id": "r", "at": -1}': "bad_request"}
-    for text, code in cases.items():
-        error = parse_message(text)
-        assert isinstance(error, ProtocolError) and error.code == code, (text, error)
-
-
-def test_ingest_state_completes_a_run_once_every_platform_present_has_finished() -> None:
-    state = IngestState("s")
-    for event in RUN[:-2]:
-        state.apply(event)
-    assert state.completion({"twitter", "reddit"}) is None and state.completion({"twitter"}) is None
-    state.apply(RUN[-2])
-    assert state.completion({"twitter", "reddit"}) is None  # reddit's file is there but has not finished
-    completed = state.completion({"twitter"})
-    assert completed is not None and completed.platforms == ["twitter"] and completed.all_rounds_ran
-    state.apply(completed)
-    assert state.completion({"twitter"}) is None  # once
 
 
 def table_rows(conn: sqlite3.Connection, projection: Projection) -> dict[str, list[Any]]:

@@ -9,7 +9,7 @@ from simreportd.agent.report import arguments, core, effects
 from simreportd.events.models import ResponseRejected, SectionCompleted, ToolCalled, ToolObserved
 from simreportd.projections.export import full_markdown, render
 
-from ..agent.test_core import drive, observe_all, reasons, reply, started, use_tools
+from .test_core import drive, observe_all, reasons, reply, started, use_tools
 
 ANALYTICS = json.dumps({"total_actions": 1234, "actions_by_platform": {"twitter": 800, "reddit": 434},
                         "per_round": [{"round": 1, "twitter": 3, "reddit": 1}, {"round": 2, "twitter": 4, "reddit": 2},
@@ -107,7 +107,7 @@ def test_an_outline_cut_at_the_length_limit_falls_back_to_the_data_outline_at_on
     from simreportd.agent.report.state import ReportState
     from simreportd.events.models import ContextGathered, LLMResponded, OutlinePlanned, ReportRequested
 
-    from ..agent.test_core import SETTINGS
+    from .test_core import SETTINGS
 
     s = ReportState("r1")
     s.apply(ReportRequested(report_id="r1", simulation_id="sim", generation=1, provider="openai", model="m",

@@ -21,7 +21,7 @@ from simreportd.events.models import (
     WriterChanged,
 )
 
-from ..agent.test_core import drive, observe_all, reasons, reply, started, use_tools
+from .test_core import drive, observe_all, reasons, reply, started, use_tools
 
 
 @pytest.mark.parametrize("content", [

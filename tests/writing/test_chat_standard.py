@@ -14,9 +14,9 @@ from websockets.asyncio.client import connect
 from simreportd.daemon.cli.local import generate
 from simreportd.events.streams import chat_stream
 
+from ..daemon.test_server import Running
 from ..fake_llm import FakeLLM
 from ..stories.test_chat import llm_config, post
-from .test_server import Running
 
 pytestmark = pytest.mark.anyio
 
