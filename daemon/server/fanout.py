@@ -62,7 +62,7 @@ HISTORY_PAGES = (20, 500)  # events of history read at once for one client: a pa
 FOLDED_WAIT_S = 5.0  # how long a report's frames wait for the read models to fold its events (a stalled fold:
 # a full disk, a rebuild) before they go anyway
 BROADCAST_PAGE = 500  # events of a live read of the log
-KEPT_ALONE = sorted(PROGRESSING)  # what the broadcaster reads while no session is open
+KEPT_ALONE = sorted(PROGRESSING)  # what the broadcaster reads of the log passed while no session was open
 IDLE_S = 3600.0  # a wait for the next commit; polls for other processes' appends meanwhile (`wait_for`)
 HISTORY_BYTES = 64 * 1024  # history frames queued for a client before its history reader waits for it; a page
 # of history is encoded up to this many bytes too, so a client that does not read holds at most twice it
@@ -259,6 +259,7 @@ class Fanout:
         self.gave_up_at: Position | None = None  # a wait for the fold ran out here; none again until it is folded
         self.progress = SimulationProgress(self.sessions)  # live `simulation_progress` frames (run_progress.py)
         self.position = Position(0)  # how far the broadcaster has read the log
+        self.unseen: Position | None = None  # from here to `position` the log passed while no session was open
 
     async def serve(self, websocket: WebSocket) -> None:
         """One connection (the `/ws` route): its sender, its history reader and its commands in one task group."""
@@ -352,8 +353,9 @@ class Fanout:
     async def broadcast(self, after: int) -> None:
         """Follow the log from `after` and offer each event to every session, until the store closes.
 
-        While no session is open only a run's progress is read (a session opened later reads its history
-        itself): reading every event of a big ingest for nobody cost the daemon a read and a row an event."""
+        While no session is open nothing is read: a session opened later reads its history itself, and the
+        runs' progress passed meanwhile is read once a session is there to be told (reading a big ingest's
+        every event for nobody cost the daemon a read and a row an event, a daemon with no dashboard open)."""
         store, self.position = self.daemon.store, Position(after)
         with contextlib.suppress(StoreClosed):  # the daemon is shutting down
             while True:
@@ -361,16 +363,26 @@ class Fanout:
                     head = await store.wait_for(Position(self.position + 1), timeout=IDLE_S)  # the head in hand
                 except WaitTimeout:
                     continue
+                if not self.sessions:
+                    self.unseen = self.position if self.unseen is None else self.unseen
+                    self.position = head
+                    self.reports.clear()  # a report's outline may pass unseen
+                    continue
+                if self.unseen is not None:
+                    await self._see_progress(self.unseen, self.position)
                 while self.position < head:
-                    alone = not self.sessions
-                    kept = KEPT_ALONE if alone else None
-                    batch = await store.read_all(self.position, BROADCAST_PAGE, types=kept, until=head)
+                    batch = await store.read_all(self.position, BROADCAST_PAGE, until=head)
                     self.position = batch[-1].position if batch else head
-                    if alone:
-                        self.reports.clear()  # a report's outline may pass unseen
-                        self.progress.saw(batch)
-                    elif batch:
+                    if batch:
                         await self._offer(batch)
+
+    async def _see_progress(self, after: Position, until: Position) -> None:
+        """Note the runs' progress the log passed while no session was open, up to `until`."""
+        while after < until:
+            batch = await self.daemon.store.read_all(after, BROADCAST_PAGE, types=KEPT_ALONE, until=until)
+            after = batch[-1].position if batch else until
+            self.progress.saw(batch)
+        self.unseen = None
 
     async def _offer(self, batch: list[Recorded]) -> None:
         """One read of the log to every session. Its frames live only here, not until the next read: after a
