@@ -7,35 +7,18 @@ both paths behave alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simreportd.daemon.ingest.folder import MARKERS, is_simulation_folder
 from simreportd.errors import UsageError
 from simreportd.events.positions import Position
-from simreportd.projections import report_queries
-from simreportd.projections.sqlite import reading
 
 from .config import LLMConfig
 from .host import Host
+from .rebuild import Rebuilt, rebuild_views
 from .report_replay import fork_report
 from .writers import check_writer, choose_writer, missing_configuration
-
-
-@dataclass(frozen=True)
-class Rebuilt:
-    """Digests of every read model before and after a rebuild, and the position reached."""
-
-    before: dict[str, str]
-    after: dict[str, str]
-    position: Position
-    position_before: Position  # where the read models were when `before` was taken
-
-    @property
-    def comparable(self) -> bool:
-        """Both digests are of the same log: nothing was appended while the read models were rebuilt."""
-        return self.position_before == self.position
 
 
 async def request_report(daemon: Host, folder: Path, force: bool = False, provider: str | None = None,
@@ -95,15 +78,4 @@ async def fork(daemon: Host, report_id: str, at: int, provider: str | None = Non
 
 async def rebuild(daemon: Host) -> Rebuilt:
     """Drop the read models, fold the whole log again, export every report; digests before and after."""
-    await daemon.views.catch_up()  # the digest before is of the whole log as it is now
-    before, position_before = await daemon.views.digest_at()
-    await daemon.views.rebuild()
-    after, position = await daemon.views.digest_at()
-    for report_id in await daemon.views.in_thread(report_ids, daemon.views.path):
-        await daemon.exporter.export(report_id)
-    return Rebuilt(before, after, position, position_before)
-
-
-def report_ids(views_path: Path) -> list[str]:
-    with reading(views_path) as conn:
-        return report_queries.report_ids(conn)
+    return await rebuild_views(daemon.views, daemon.exporter)

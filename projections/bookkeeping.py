@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
+
+import orjson
 
 from simreportd.events.positions import Position
 
@@ -115,11 +118,21 @@ def digest(conn: sqlite3.Connection, projections: Sequence[Projection]) -> tuple
                 order = ", ".join(columns)
                 rows = conn.execute(f"SELECT {order} FROM {table} ORDER BY {order}")  # noqa: S608 (ours)
                 while page := rows.fetchmany(DIGEST_PAGE):  # a page a hash update: a rebuild digests twice
-                    h.update(repr(page).encode())
+                    h.update(_page_bytes(page))
             digests[projection.name] = h.hexdigest()
     finally:
         conn.execute("COMMIT")
     return digests, position
+
+
+def _page_bytes(page: list[Any]) -> bytes:
+    """A page of rows as bytes to hash: orjson's (a third of `repr`'s time, which a digest of every row adds up
+    to), `repr`'s for a page orjson cannot write (a BLOB). orjson writes an infinity as null: a digest does not
+    tell the two apart, which no fold of ours writes."""
+    try:
+        return orjson.dumps(page)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return repr(page).encode()
 
 
 def normal(statement: str) -> str:

@@ -176,22 +176,6 @@ def finish(config: Config, report_id: str, ended: Standing, daemon_config: Path 
     return 1 if strict and problems else 0
 
 
-async def rebuild(args: argparse.Namespace, config: Config) -> int:
-    async with executor_for(config, "rebuild") as work:
-        rebuilt = await work.rebuild()
-    for name in sorted(rebuilt.after):
-        verdict = "not compared" if not rebuilt.comparable else \
-            "identical" if rebuilt.before.get(name) == rebuilt.after[name] else "CHANGED"
-        print(f"{name:<12} {rebuilt.after[name][:16]}  {verdict}")
-    print(f"rebuilt read models to position {rebuilt.position}")
-    if not rebuilt.comparable:
-        say(f"the log grew from position {rebuilt.position_before} to {rebuilt.position} while the read models were "
-            "rebuilt (a simulation being ingested, a report being written): the digests are of different logs. "
-            "Run `simreportd rebuild` again when nothing is being written to compare them.")
-        return 3
-    return 0 if rebuilt.before == rebuilt.after else 1
-
-
 async def export(args: argparse.Namespace, config: Config) -> int:
     async with executor_for(config, "export") as work:
         folder = await work.export(args.report_id, Path(args.dir))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from simreportd.daemon.actions import Rebuilt
+from simreportd.daemon.rebuild import Rebuilt
 from simreportd.projections.standing import Standing
 
 Frame = dict[str, Any]

@@ -23,6 +23,7 @@ from simreportd.daemon import actions
 from simreportd.daemon.config import Config
 from simreportd.daemon.exporter import Exporter
 from simreportd.daemon.lock import Holder, read_holder
+from simreportd.daemon.rebuild import Rebuilt
 from simreportd.errors import ChatFailed, HandoverFailed
 from simreportd.projections.runner import views_path_for
 from simreportd.projections.standing import Standing
@@ -105,10 +106,10 @@ class HandedOverExecutor:
                                   "model": model})
         return str(frame["report_id"])
 
-    async def rebuild(self) -> actions.Rebuilt:
+    async def rebuild(self) -> Rebuilt:
         print(f"Rebuilding inside the daemon {self.holder.describe()}", file=sys.stderr, flush=True)
         frame = await self._send({"op": "rebuild"})
-        return actions.Rebuilt(frame["before"], frame["after"], frame["position"], frame["position_before"])
+        return Rebuilt(frame["before"], frame["after"], frame["position"], frame["position_before"])
 
     async def interview(self, target: str, agent_id: int, question: str, platform: str | None) -> dict[str, Any]:
         return await self._send({"op": "interview", "report_id" if target.startswith("report_") else "simulation_id":

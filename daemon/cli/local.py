@@ -19,6 +19,7 @@ from simreportd.agent.chat.chat_runner import ChatRunner
 from simreportd.agent.report.state import ReportState
 from simreportd.daemon import actions
 from simreportd.daemon.chat_answers import answer_frame, step_frame
+from simreportd.daemon.rebuild import Rebuilt
 from simreportd.daemon.reports import auto_report_id, run_key_of
 from simreportd.daemon.service import Daemon
 from simreportd.errors import SimreportdError, UsageError
@@ -78,7 +79,7 @@ class LocalExecutor:
     async def fork(self, report_id: str, at: int, provider: str | None, model: str | None) -> str:
         return await actions.fork(self.daemon, report_id, at, provider, model)
 
-    async def rebuild(self) -> actions.Rebuilt:
+    async def rebuild(self) -> Rebuilt:
         return await actions.rebuild(self.daemon)
 
     async def interview(self, target: str, agent_id: int, question: str, platform: str | None) -> dict[str, Any]:

@@ -81,6 +81,10 @@ def handler_for(command: str) -> Handler:
         from simreportd.daemon.cli.chat_command import chat
 
         handler = chat
+    elif command == "rebuild":
+        from simreportd.daemon.cli.rebuild_command import rebuild
+
+        handler = rebuild
     elif command in STORE_COMMANDS:
         from simreportd.daemon.cli import store_commands
 
