@@ -129,6 +129,25 @@ class InProcess:
         return await self.request("POST", path, body)
 
 
+def written_once(base: Path) -> str:
+    """A 12-agent run simulated under `base`/sims/sim_small and its report written in this process: the report's
+    id. A module's tests each take a copy (`copy_of`) instead of writing their own."""
+    from simreportd.simulator.simulate import simulate
+
+    folder = base / "sims" / "sim_small"
+    simulate(folder, agents=12, rounds=6, seed=3)
+
+    async def write() -> str:
+        async with InProcess(in_process_config(base), [folder]) as app:
+            report_id = await app.daemon.reports.request(folder.name)
+            await app.daemon.reports.wait(report_id)  # the daemon's own scheduler writes it, in this process
+            await app.folded()
+            await app.daemon.exporter.flush()
+        return report_id
+
+    return anyio.run(write)
+
+
 def copy_of(template: Path, tmp_path: Path, **sections: dict) -> Config:
     """A config on a copy of `template`'s store, read models and report folders, under tmp_path, watching the
     template's simulations where they are (a report written once serves every test that only reads it)."""

@@ -22,11 +22,10 @@ import pytest
 
 from simreportd.daemon.gates import Gate
 from simreportd.errors import LimitReached
-from simreportd.simulator.simulate import simulate
 
 from ..conftest import TIMEOUT
 from ..fake_llm import FakeLLM
-from ..in_process import InProcess, acall, copy_of, in_process_config
+from ..in_process import InProcess, acall, copy_of, written_once
 from ..processes import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -36,18 +35,7 @@ pytestmark = pytest.mark.anyio
 def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """One completed report of a simulated run, written once for the module: (its folder, report_id)."""
     base = tmp_path_factory.mktemp("written")
-    folder = base / "sims" / "sim_small"
-    simulate(folder, agents=12, rounds=6, seed=3)
-
-    async def write() -> str:
-        async with InProcess(in_process_config(base), [folder]) as app:
-            report_id = await app.daemon.reports.request(folder.name)
-            await app.daemon.reports.wait(report_id)  # the daemon's own scheduler writes it, in this process
-            await app.folded()
-            await app.daemon.exporter.flush()
-        return report_id
-
-    return base, anyio.run(write)
+    return base, written_once(base)
 
 
 @pytest.fixture

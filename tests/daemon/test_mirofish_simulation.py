@@ -18,21 +18,30 @@ import pytest
 
 from ..conftest import TIMEOUT, make_config
 from ..fake_llm import FakeLLM
-from ..in_process import acall
-from .test_server import Running, server_config
+from ..in_process import acall, copy_of, written_once
+from .test_server import Running
 
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One completed report of a simulated run, written once for the module: (its folder, report_id)."""
+    base = tmp_path_factory.mktemp("written")
+    return base, written_once(base)
+
+
 @pytest.fixture
-async def written(tmp_path: Path, small_sim: Path):  # noqa: ANN201
-    """A daemon serving over real HTTP (its interviews write to the folder), with one completed report of
-    small_sim: (running, report_id)."""
-    async with Running(server_config(tmp_path), [small_sim]) as running:
-        report_id = await running.daemon.reports.request(small_sim.name)
-        await running.daemon.reports.wait(report_id)  # the running daemon's own scheduler writes it
-        await running.daemon.views.wait_for(await running.daemon.store.last_position(), timeout=TIMEOUT)
-        yield running, report_id
+def small_sim(template: tuple[Path, str]) -> Path:
+    """The template's simulation folder: the tests here write to it only what they take away again."""
+    return template[0] / "sims" / "sim_small"
+
+
+@pytest.fixture
+async def written(template: tuple[Path, str], tmp_path: Path, small_sim: Path):  # noqa: ANN201
+    """A daemon serving over real HTTP on a copy of the template's store and report: (running, report_id)."""
+    async with Running(copy_of(template[0], tmp_path, server={"port": 0}), [small_sim]) as running:
+        yield running, template[1]
 
 
 def action_lines(folder: Path) -> list[dict[str, Any]]:
