@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import anyio
+import pytest
 
 from simreportd.daemon.config import Config
 from simreportd.daemon.server.asgi import build_app
@@ -146,6 +147,20 @@ def written_once(base: Path) -> str:
         return report_id
 
     return anyio.run(write)
+
+
+@pytest.fixture(scope="module", name="template")
+def written_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A module's report, written once (`written_once`): (its base folder, report_id)."""
+    base = tmp_path_factory.mktemp("written")
+    return base, written_once(base)
+
+
+@pytest.fixture(name="small_sim")
+def template_sim(template: tuple[Path, str]) -> Path:
+    """The template's simulation folder, as `small_sim` in the modules that take these fixtures: their tests copy
+    its store, and write to the folder only what they take away again."""
+    return template[0] / "sims" / "sim_small"
 
 
 def copy_of(template: Path, tmp_path: Path, **sections: dict) -> Config:

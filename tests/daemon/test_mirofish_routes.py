@@ -25,23 +25,10 @@ from simreportd.errors import LimitReached
 
 from ..conftest import TIMEOUT
 from ..fake_llm import FakeLLM
-from ..in_process import InProcess, acall, copy_of, written_once
+from ..in_process import InProcess, acall, copy_of, template_sim, written_template  # noqa: F401 (fixtures)
 from ..processes import wait_until
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """One completed report of a simulated run, written once for the module: (its folder, report_id)."""
-    base = tmp_path_factory.mktemp("written")
-    return base, written_once(base)
-
-
-@pytest.fixture
-def small_sim(template: tuple[Path, str]) -> Path:
-    """The template's simulation folder (read, never written, by the tests here)."""
-    return template[0] / "sims" / "sim_small"
 
 
 @pytest.fixture

@@ -18,23 +18,10 @@ import pytest
 
 from ..conftest import TIMEOUT, make_config
 from ..fake_llm import FakeLLM
-from ..in_process import acall, copy_of, written_once
+from ..in_process import acall, copy_of, template_sim, written_template  # noqa: F401 (fixtures)
 from .test_server import Running
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """One completed report of a simulated run, written once for the module: (its folder, report_id)."""
-    base = tmp_path_factory.mktemp("written")
-    return base, written_once(base)
-
-
-@pytest.fixture
-def small_sim(template: tuple[Path, str]) -> Path:
-    """The template's simulation folder: the tests here write to it only what they take away again."""
-    return template[0] / "sims" / "sim_small"
 
 
 @pytest.fixture
