@@ -78,7 +78,8 @@ def _parse_each(lines: list[Line], platform: Platform | None, plain: bool) -> li
     reasons: dict[str, Bad] = {}
     for line in lines:
         raw = raw_line(line)
-        item = (plain and not line.too_long and plain_action(raw, platform)) or _parse_one(line, raw, platform)  # type: ignore[arg-type]
+        item = (plain and platform is not None and not line.too_long and plain_action(raw, platform)) \
+            or _parse_one(line, raw, platform)
         out.append(reasons.setdefault(item.reason, item) if isinstance(item, Bad) else item)
     return out
 
