@@ -234,8 +234,11 @@ class SimulationIngestor:
                           lines: list[Line]) -> int:
         """Append the events of as many of `lines` as can be taken now (seed posts wait for their copies;
         targets a line dropped come from the database beside it); how many were taken."""
+        # light: no plain action's fields kept, unless the database fills what lines dropped (it reads them all)
+        # or the read starts the file (its seeds are planned from theirs)
         chunk = parse_chunk(lines, source.platform,
-                            lead_of(state.generation, source.platform).encode() if source.platform else None)
+                            lead_of(state.generation, source.platform).encode() if source.platform else None,
+                            light=database is None and lines[0].offset > 0)
         parsed = chunk.parsed
         plan = plan_seeds(parsed, full=lines[-1].end - lines[0].offset >= CHUNK // 2) if chunk.seeded else \
             SeedPlan(len(parsed), frozenset(), {})
