@@ -62,10 +62,12 @@ def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | B
     return parse_chunk(lines, platform).parsed
 
 
-def parse_chunk(lines: list[Line], platform: Platform | None, lead: bytes | None = None, light: bool = False) -> Chunk:
+def parse_chunk(lines: list[Line], platform: Platform | None, lead: bytes | None = None, light: bool = False,
+                joined: bytes | None = None) -> Chunk:
     """`parse_lines`, and with `lead` (a folder's platform) each plain action's stored text; `light`: keep no
-    plain action's fields but the last's, unless a line is a seed or is refused (their plans read every line)."""
-    chunk = b"\n".join([line.raw for line in lines])
+    plain action's fields but the last's, unless a line is a seed or is refused (their plans read every line).
+    `joined`: the lines' raws joined by line ends, as the read cut them (`tail.read_chunk`)."""
+    chunk = b"\n".join([line.raw for line in lines]) if joined is None else joined
     if platform is None or has_long_integer(chunk):
         return _made_one_by_one(_parse_each(lines, platform, plain=False))
     if may_nest_deeper(chunk):
@@ -129,7 +131,7 @@ def _parse_plain(lines: list[Line], platform: Platform, lead: bytes | None, ligh
                         seeded = True
                     if lead is not None and raw[0] == 123 and "platform" not in obj and "source" not in obj \
                             and "generation" not in obj and "simulation_id" not in obj:
-                        texts.append((lead + raw[1:]).decode())  # "{" (123) opens the line: `lead` opens the text
+                        texts.append(raw.replace(b"{", lead, 1).decode())  # the "{" (123) opening the line
                         top = round_no if round_no > top else top
                         if kind == "MUTE":
                             mutes.append((len(out), agent))

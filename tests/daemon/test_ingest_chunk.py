@@ -4,6 +4,8 @@ same state, as the same lines taken one by one."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 from simreportd.daemon.ingest.chunk import TAKEN, lead_of, parse_chunk, parse_lines
 from simreportd.daemon.ingest.ingest_state import IngestState, _whole, batch_for_lines
-from simreportd.daemon.ingest.tail import FileIdentity, Line
+from simreportd.daemon.ingest.tail import FileIdentity, Line, read_chunk, read_lines
 from simreportd.events.batch import EventBatch
 
 KEY, IDENTITY, META = "twitter/actions.jsonl", FileIdentity(7, 10**6, "h"), {"correlation_id": "ingest-x"}
@@ -102,3 +104,25 @@ def test_a_light_chunk_with_a_seed_or_a_refused_line_keeps_every_line() -> None:
         assert not chunk.light and TAKEN not in chunk.parsed
         assert chunk == parse_chunk(lines, "twitter", lead_of(2, "twitter").encode())
         assert_same(lines)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([*POOL, b"", b"x" * 40]), max_size=12), st.sampled_from([b"", b'{"round": 1']),
+       st.integers(0, 3), st.booleans())
+def test_a_read_gives_its_lines_joined_as_the_chunk_joins_them(raws: list[bytes], partial: bytes, skip: int,
+                                                               bom: bool) -> None:
+    """`read_chunk`'s bytes are what `parse_chunk` would join (a line past the limit: none), and its lines
+    `read_lines`'."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "actions.jsonl"
+        path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + b"".join(raw + b"\n" for raw in raws) + partial)
+        offset = sum(len(raw) + 1 for raw in raws[:skip]) + (3 if bom and skip else 0) if skip < len(raws) else 0
+        lines, joined = read_chunk(path, offset, 64)
+        assert lines == read_lines(path, offset, 64)
+        if not lines or any(line.too_long for line in lines):
+            assert joined is None
+        else:
+            assert joined == b"\n".join(line.raw for line in lines)
+            for light in (False, True):
+                assert parse_chunk(lines, "twitter", lead_of(2, "twitter").encode(), light, joined) == \
+                    parse_chunk(lines, "twitter", lead_of(2, "twitter").encode(), light)
