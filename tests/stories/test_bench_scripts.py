@@ -49,7 +49,7 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
     "replay.py": (["500"], ["replay of a", "rebuild of every read model"]),
     "report_quality.py": (["--runs", "1", "--agents", "8", "--rounds", "3"], ["| **all** |", "Goal",
                                                                            "| wrong relations |"]),
-    "store.py": (["--tiny"], ["64 concurrent appenders", "read_all + decode into models"]),
+    "store.py": (["--tiny"], ["64 concurrent appenders", "read_all + decode into models", "| eventsourcing / floor |"]),
     "stale_environment.py": (["3", "0.2"], ["| stale alive, probe_s 0.2 |", "(the wait before the ping)"]),
     "tools.py": (["--data", "{tmp}/data", "--calls", "1", "tiny"], ["simulation_analytics", "first analytics call"]),
 }
