@@ -175,7 +175,7 @@ def _interviews(f: Facts) -> list[str]:
     items = result.get("interviews", [])
     if not items:
         return []
-    out = [say("asked", note=result.get("note", ""), count=len(items))]
+    out = [say("asked", note=result.get("note", ""))]
     for item in items:
         agent = item["agent"]
         out.append(say("answered", who=who(agent), stance=say.stance(agent["stance"]) or say("no_stance"),
@@ -220,14 +220,15 @@ def divergence_sentence(f: Facts) -> str:
     platforms = ran(f)
     if len(platforms) == 1:
         mean, n = f.means(platforms[0], True)
-        return f.say("only_platform", round=f.pivot, platform=cap(platforms[0]), mean=mean, n=n) if n else ""
+        return f.say("only_platform", round=f.pivot, platform=cap(platforms[0]), mean=mean,
+                     covered=covered(f.side(True), f.say)) if n else ""
     loud, quiet = f.loud()
     (lm, n), (qm, _) = f.means(loud, True), f.means(quiet, True)
     if not n:
         return ""
     ratio = f.say("ratio", ratio=round(lm / qm, 2)) if qm else ""
-    return f.say("divergence", round=f.pivot, loud=cap(loud), loud_mean=lm, quiet_mean=qm, quiet=cap(quiet), n=n,
-                 ratio=ratio)
+    return f.say("divergence", round=f.pivot, loud=cap(loud), loud_mean=lm, quiet_mean=qm, quiet=cap(quiet),
+                 covered=covered(f.side(True), f.say), ratio=ratio)
 
 
 def _drivers(f: Facts) -> str:
@@ -271,7 +272,7 @@ def agent_profile(f: Facts) -> str:
     if not p or not p.get("actions"):
         return ""
     a, by = p["agent"], p["by_platform"]
-    out = say("profile", who=who(a), actions=p["actions"], acts=by["twitter"] + by["reddit"], twitter=by["twitter"],
+    out = say("profile", who=who(a), actions=p["actions"], twitter=by["twitter"],
               reddit=by["reddit"], active=p["active_rounds"], first=p["first_round"], last=p["last_round"],
               statements=p["statements"])
     gave = [c for c in p.get("engaged_with", []) if c["count"] > 1][:3]
