@@ -50,3 +50,27 @@ def test_each_writer_states_only_figures_its_evidence_holds(kind: str, requireme
     results = [json.dumps(result) for found in SEEN.values() for result in found]
     verdict = claims.check(text, claims.evidence(results, claims.background(context)))  # type: ignore[arg-type]
     assert text and verdict.unsupported == [], verdict.unsupported
+
+
+def shift(n: int, name: str) -> dict[str, Any]:
+    return {"agent": f"agent:{n}", "agent_id": n, "name": name, "stated_stance": "supportive",
+            "now_speaks_for": "opposing", "from_round": 121, "statements_after": 30 + n, "statements_before": 9,
+            "example": {"content": f"Scrap it, says {name}.", "ref": f"post:reddit:{2000 + n}"}}
+
+
+NAMES = ["Kofi Lin", "Tariq Okafor", "Hana Rossi", "Aiko Nair", "Ravi Berg", "Zara Sato", "Chen Weber"]
+
+
+@pytest.mark.parametrize("requirement", ["How did Twitter and Reddit differ?", "Twitter和Reddit有何不同？"])
+def test_many_side_changers_are_listed_in_one_sentence_that_does_not_loop(requirement: str) -> None:
+    shifts = [shift(201 + i, name) for i, name in enumerate(NAMES)]
+    analytics = {**ANALYTICS, "camps": {"stance_shifts": shifts[:5], "side_changers": 7, "arguments": {}},
+                 "truncated": "shortened to fit 16 KB: lists keep their first items"}
+    seen = {**SEEN, "simulation_analytics": [analytics]}
+    text = WRITERS["drivers"](Facts(seen, background(requirement), requirement, set()))  # type: ignore[arg-type]
+    results = [json.dumps(result) for found in seen.values() for result in found]
+    verdict = claims.check(text, claims.evidence(results, claims.background(background(requirement))))  # type: ignore[arg-type]
+    assert verdict.unsupported == [] and not verdict.repetitive, verdict
+    assert ("7 agents changed sides" in text or "7名参与者改变了立场" in text) and "At least" not in text
+    assert all(name in text for name in NAMES[:5]) and NAMES[5] not in text  # the listed ones, none made up
+    assert text.count("> \"Scrap it") == 2  # the first two in their own words
