@@ -109,8 +109,9 @@ HEAD = "SELECT coalesce(max(position), 0) FROM event_log"
 CACHE_KIB = 8192
 WAL_CHECKPOINT_PAGES = 10_000
 # Those checkpoints are passive: a fold reading beside a big ingest keeps them from ever emptying the WAL, which
-# grew to 229 MB at 1M actions. Past twice their size (`SQLiteEventStore.WAL_TRUNCATE_BYTES`), the writer truncates
-# it, waiting a little for the readers' short reads to end (docs/architecture.md#the-wal-while-the-fold-reads).
+# grew to 229 MB at 1M actions. Once it holds more than a sixth of the store (`SQLiteEventStore.WAL_SHARE`, and at
+# least SQLite's own checkpoint size), the writer truncates it, waiting a little for the readers' short reads to
+# end (docs/architecture.md#the-wal-while-the-fold-reads).
 WAL_TRUNCATE_WAIT_MS = 250  # not BUSY_TIMEOUT_MS: a reader that holds on must not stall the writer for long
 BUSY_TIMEOUT_MS = 10_000
 
@@ -119,7 +120,8 @@ class SQLiteEventStore(EventLog):
     """Append-only event log in one SQLite file; use as an async context manager."""
 
     IDENTITY_EVERY_S = 0.0  # a stat: cheap enough for every group commit
-    WAL_TRUNCATE_BYTES = 2 * WAL_CHECKPOINT_PAGES * 4096
+    WAL_SHARE = 6  # the WAL is truncated past a sixth of the store: the two together stay within 1.2x the store
+    WAL_LEAST_BYTES = 1000 * 4096  # SQLite's default checkpoint size: below it a truncation costs more than it saves
 
     def __init__(self, path: str | Path, synchronous: Literal["NORMAL", "FULL"] = "NORMAL", create: bool = True) -> None:
         super().__init__()
@@ -130,7 +132,7 @@ class SQLiteEventStore(EventLog):
         self._writing = anyio.CapacityLimiter(1)
         self._reader: aiosqlite.Connection | None = None
         self._wal = self.path.with_name(self.path.name + "-wal")
-        self._wal_limit = self.WAL_TRUNCATE_BYTES
+        self._wal_limit = self.WAL_LEAST_BYTES
         self._stream_ids: dict[str, int] = {}  # the writer's, as of its open transaction
         self._names: dict[int, str] = {}  # the readers': a stream's number -> its name (streams are never renamed)
 
@@ -302,12 +304,13 @@ class SQLiteEventStore(EventLog):
         return rows_for
 
     async def _bound_wal(self) -> None:
-        """Truncate the WAL once it passes `_wal_limit` (the group is settled: a failure here is no caller's)."""
+        """Truncate the WAL once it passes `_wal_limit` and a sixth of the store (the group is settled: a failure
+        here is no caller's)."""
         try:
             size = os.stat(self._wal).st_size
-        except OSError:  # no WAL yet
-            return
-        if size <= self._wal_limit:
+            if size <= self._wal_limit or size <= os.stat(self.path).st_size // self.WAL_SHARE:
+                return
+        except OSError:  # no WAL yet, or the store is gone (the next group says so)
             return
         try:
             busy = await self._on_writer(self._truncate_wal)
@@ -315,9 +318,9 @@ class SQLiteEventStore(EventLog):
         except (OSError, sqlite3.Error) as exc:
             why = f"it failed: {exc}"
         if why is None:
-            self._wal_limit = self.WAL_TRUNCATE_BYTES
+            self._wal_limit = self.WAL_LEAST_BYTES
             return
-        self._wal_limit = size + self.WAL_TRUNCATE_BYTES // 4  # tried again once it has grown this much more
+        self._wal_limit = size + max(self.WAL_LEAST_BYTES, size // 4)  # tried again once it has grown this much more
         log.warning("the WAL of %s holds %d MB and could not be truncated (%s); trying again past %d MB", self.path,
                     size >> 20, why, self._wal_limit >> 20)
 

@@ -103,7 +103,7 @@ async def test_a_full_disk_fails_the_append_with_store_full_and_the_store_recove
 
 
 class SmallWalStore(SQLiteEventStore):
-    WAL_TRUNCATE_BYTES = 256 * 1024
+    WAL_LEAST_BYTES = 256 * 1024
 
 
 @pytest.mark.anyio
@@ -116,13 +116,33 @@ async def test_the_wal_a_reader_keeps_from_being_reset_is_truncated_once_the_rea
         reader.execute("SELECT count(*) FROM events").fetchone()  # a snapshot held, as a slow fold's read would
         for _ in range(5):
             await store.append("report-a", big)
-        assert wal.stat().st_size > SmallWalStore.WAL_TRUNCATE_BYTES
+        assert wal.stat().st_size > SmallWalStore.WAL_LEAST_BYTES
         assert "could not be truncated (a reader held on)" in caplog.text
         reader.execute("COMMIT")
+        sizes = []
         for _ in range(5):  # past the limit the refusal raised: tried again
             await store.append("report-a", big)
-        assert wal.stat().st_size == 0
+            sizes.append(wal.stat().st_size)
+        assert min(sizes) == 0  # emptied after a group, once
         assert len(await store.read_all(0, 10_000)) == 500
+        reader.close()
+
+
+class TinyWalStore(SQLiteEventStore):
+    WAL_LEAST_BYTES = 64 * 1024
+
+
+@pytest.mark.anyio
+async def test_the_wal_stays_within_a_sixth_of_the_store_while_a_reader_follows(store_path: Path) -> None:
+    wal, group = store_path.with_name(store_path.name + "-wal"), [PlanningStarted(report_id="x" * 2000)] * 20
+    async with TinyWalStore(store_path) as store:
+        reader, seen = sqlite3.connect(store_path, isolation_level=None), 0
+        for _ in range(150):  # 6 MB of events, a reader following them in short reads as the fold does
+            await store.append("report-a", group)
+            seen += len(reader.execute("SELECT position FROM events WHERE position > ?", (seen,)).fetchall())
+            bound = max(TinyWalStore.WAL_LEAST_BYTES, store_path.stat().st_size // TinyWalStore.WAL_SHARE)
+            assert wal.stat().st_size <= bound + 128 * 1024  # at most one group's pages past the bound
+        assert seen == 3000
         reader.close()
 
 
