@@ -218,7 +218,9 @@ def configured_id(folder: Path, confinement: Confinement | None = None) -> str:
     return given if isinstance(given, str) else ""
 
 
-KEPT_CONFIGS = 64  # folders whose config `configured_id` read and no `read_setup` took yet
+# Folders whose config `configured_id` read and no `read_setup` took yet: few, as a folder already known reads
+# no setup at a restart, and each config held is a parsed file (a run's can be megabytes).
+KEPT_CONFIGS = 4
 _READ_FOR_ID: dict[Path, tuple[tuple[int, int, int, int], dict[str, Any]]] = {}
 
 
