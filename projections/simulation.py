@@ -70,6 +70,8 @@ CREATE INDEX IF NOT EXISTS sim_posts_by_engagement ON sim_posts (simulation_id, 
     WHERE kind IN ('post', 'quote');
 CREATE VIRTUAL TABLE IF NOT EXISTS sim_posts_fts USING fts5(
     content, content='sim_posts', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+-- dst_agent: the author of the post the action names by id, else the one agent of the name it gives (a name
+-- several agents hold gives none).
 CREATE TABLE IF NOT EXISTS sim_edges (
     position INTEGER PRIMARY KEY, simulation_id TEXT, generation INTEGER, platform TEXT, round INTEGER,
     kind TEXT, src_agent INTEGER, dst_agent INTEGER, dst_name TEXT, target_ref TEXT, undone INTEGER DEFAULT 0);
@@ -122,7 +124,8 @@ WRITES_POSTS = frozenset({SimulationDiscovered.TYPE, SimulationGenerationStarted
 KEY = "simulation_id = ? AND generation = ?"
 AUTHOR_OF_POST = (f"(SELECT agent_id FROM sim_posts WHERE {KEY} AND platform = ? AND post_id = ?"
                   " AND kind IN ('post', 'quote') LIMIT 1)")  # comments number their own ids: not a post's author
-AGENT_NAMED = f"(SELECT agent_id FROM sim_agents WHERE {KEY} AND name = ? LIMIT 1)"
+# A name two agents hold names neither: a follow by a shared name has no target, not the first agent of the name.
+AGENT_NAMED = f"(SELECT min(agent_id) FROM sim_agents WHERE {KEY} AND name = ? HAVING count(*) = 1)"
 
 
 class SimulationModel:
