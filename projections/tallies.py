@@ -38,13 +38,13 @@ class Tally:
     instead of four upserts per action. The read model comes out the same (tests/projections/test_folds.py)."""
 
     def __init__(self) -> None:
-        self.platforms: dict[tuple[str, int, str], _PlatformTally] = {}
+        self.platforms: dict[tuple[str, int, str], PlatformTally] = {}
 
     def add(self, key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> None:
         base = (key[0], key[1], p)
         t = self.platforms.get(base)
         if t is None:
-            t = self.platforms[base] = _PlatformTally()
+            t = self.platforms[base] = PlatformTally()
         t.actions += 1
         t.rounds[r] = t.rounds.get(r, 0) + 1
         t.mix[kind] = t.mix.get(kind, 0) + 1
@@ -62,7 +62,7 @@ class Tally:
         yield from ((PLATFORM_ACTIONS, (*base, t.actions)) for base, t in tallies)
 
 
-class _PlatformTally:
+class PlatformTally:
     """One platform's counters in a `Tally` (keyed by plain values: a tuple a counter cost twice the time)."""
 
     __slots__ = ("actions", "rounds", "agents", "mix")
