@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from simreportd.events.codec import Recorded, RecordedRow, loads
+from simreportd.events.codec import Recorded, RecordedRow
 from simreportd.events.models import (
     AgentActed,
     AgentInterviewed,
@@ -33,7 +33,7 @@ from simreportd.events.positions import Position
 
 from .authors import Authors
 from .projection import Run, Write, by_type_name
-from .simulation_batch import PageFold
+from .simulation_batch import PageFold, decoded
 from .simulation_writes import (
     EDGE,
     EDGE_ENGAGEMENT,
@@ -159,9 +159,10 @@ class SimulationModel:
         """The writes of a page of plain rows (`codec.RecordedRow`, as the runner reads every event): those of
         `apply`, event by event, in far fewer statements (simulation_batch.py)."""
         # Raw: a `Recorded` an event, and its lazy data, cost more than folding most actions; the data is decoded
-        # here once (codec.loads, what `Recorded.data` reads it with).
+        # here once (as codec.loads, what `Recorded.data` reads it with).
+        rows = rows if isinstance(rows, list) else list(rows)
         page = self._page()
-        page.fold([(r[3], loads(r[7]), r[0], r[1]) for r in rows])
+        page.fold(zip([r[3] for r in rows], decoded([r[7] for r in rows]), [r[0] for r in rows], [r[1] for r in rows]))
         return page.runs()
 
     def _page(self) -> PageFold:

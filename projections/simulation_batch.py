@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pydantic_core import from_json
+
+from simreportd.events.codec import loads
 from simreportd.events.models import AgentActed
 from simreportd.events.streams import simulation_id_of
 
@@ -237,3 +240,12 @@ class PageFold:
 def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
     """`tallies.citation`, without its typed position."""
     return f"{kind}:{platform}:{native_id}" if isinstance(native_id, int) else f"{kind}:{platform}:e{position}"
+
+
+def decoded(texts: list[str]) -> list[Any]:
+    """`codec.loads` of each text: its parser mapped over the page, without a Python call a text; each text alone
+    only if the page holds one only Python's parser takes (a lone surrogate)."""
+    try:
+        return list(map(from_json, texts))
+    except ValueError:
+        return [loads(text) for text in texts]
