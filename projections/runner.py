@@ -231,7 +231,7 @@ class ProjectionRunner:
         try:
             for _ in range(GROUP_PAGES):
                 reached = await self.in_thread(self._fold_page, batch)
-                listened += [Recorded(*r) for r in batch if self.listened_types is None or r[3] in self.listened_types]
+                listened += self._listened(batch)
                 if reached < batch[-1][0]:  # rebuilt by another process
                     break
                 if len(batch) < PAGE or not (batch := await self.store.read_rows(reached, PAGE)):
@@ -245,6 +245,13 @@ class ProjectionRunner:
             raise
         self._position = reached
         return listened
+
+    def _listened(self, batch: list[RecordedRow]) -> list[Recorded]:
+        """The events of `batch` the listeners look at, made `Recorded` (none, in a fold child: no row looked at)."""
+        types = self.listened_types
+        if types is None:
+            return [Recorded(*r) for r in batch]
+        return [Recorded(*r) for r in batch if r[3] in types] if types else []
 
     async def take_folded(self) -> None:
         """Take in what another process folded (a fold child): move to the stored checkpoint, handing the

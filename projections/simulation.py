@@ -166,6 +166,7 @@ class SimulationModel:
         return page.runs()
 
     def _page(self) -> PageFold:
+        """A page's fold, with this model's handlers of the events but actions and its memory of its folds."""
         handlers = {name: handler.__get__(self) for name, handler in self.HANDLERS.items()}
         return PageFold(handlers, WRITES_POSTS, self.authors)
 

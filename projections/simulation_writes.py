@@ -27,19 +27,15 @@ EDGES = {
 UNDO = {"UNFOLLOW": "follow", "UNLIKE_POST": "like", "UNDO_LIKE_POST": "like", "UNDO_DISLIKE_POST": "dislike",
         "UNMUTE": "mute", "UNDO_REPOST": "repost"}
 
-
 KEY = "simulation_id = ? AND generation = ?"
 AUTHOR_OF_POST = (f"(SELECT agent_id FROM sim_posts WHERE {KEY} AND platform = ? AND post_id = ?"
                   " AND kind IN ('post', 'quote') LIMIT 1)")  # comments number their own ids: not a post's author
 AGENT_NAMED = f"(SELECT agent_id FROM sim_agents WHERE {KEY} AND name = ? LIMIT 1)"
 
 
-CREATES_POST = frozenset({"CREATE_POST", "QUOTE_POST"})
-
-
 # A post's row and its search row, by explicit rowids: a run's posts take the ids after the table's last, in
 # order (what autoincrement gave them one at a time), and its search rows the same ids, counted back from the
-# last: two statements a run, where `last_insert_rowid()` made each post two statements of its own.
+# last: two `executemany` a run, where `last_insert_rowid()` made each post two statements of its own.
 POST = ("INSERT INTO sim_posts (id, simulation_id, generation, platform, ref, kind, post_id, parent_post_id,"
         " agent_id, round, content, quoted_content, quoted_author, position)"
         " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM sim_posts), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
