@@ -198,7 +198,7 @@ class SimulationModel:
     def _AgentActed(self, d: dict[str, Any], key: tuple[str, int], pos: Position) -> Iterable[Write]:
         tally, edges, posts = Tally(), EdgeTally(), Posts()  # of one action: the batch fold's reference
         kind, args = acted_action(d)
-        tally.add(key, d["platform"], d["round"], d["agent_id"], kind)
+        tally.add(*key, d["platform"], d["round"], d["agent_id"], kind)
         yield from tally.writes()
         writes: list[Write] = []
         _acted(d, kind, args, key, pos, edges, posts, writes)

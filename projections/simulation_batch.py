@@ -37,7 +37,7 @@ from .simulation_writes import (
     undo_writes,
     undone_target,
 )
-from .tallies import POSTING, PlatformTally, Sayings, Tally, argument_key
+from .tallies import POSTING, Sayings, Tally, argument_key
 
 Event = tuple[str, dict[str, Any], int, str]  # (type, data, position, stream)
 Handler = Callable[[dict[str, Any], tuple[str, int], Any], Iterable[Write]]
@@ -133,18 +133,8 @@ class PageFold:
         gen, p, r, agent = d["generation"], d["platform"], d["round"], d["agent_id"]
         kind = d["action_type"].upper()
         args = d.get("action_args") or {}
-        t = self.tally.platforms.get((sim, gen, p))
-        if t is None:
-            t = self.tally.platforms[(sim, gen, p)] = PlatformTally()
-        t.actions += 1
-        t.rounds[r] = t.rounds.get(r, 0) + 1
-        t.mix[kind] = t.mix.get(kind, 0) + 1
-        amounts = t.agents.get(agent)
-        if amounts is None:
-            amounts = t.agents[agent] = [0, 0]
-        amounts[0] += 1
+        self.tally.add(sim, gen, p, r, agent, kind)
         if kind in POSTING:
-            amounts[1] += 1
             self.posted(kind, args, sim, gen, p, r, agent, pos)
         edge = EDGES.get(kind)
         if edge is not None:

@@ -38,13 +38,13 @@ class Tally:
     instead of four upserts per action. The read model comes out the same (tests/projections/test_folds.py)."""
 
     def __init__(self) -> None:
-        self.platforms: dict[tuple[str, int, str], PlatformTally] = {}
+        self.platforms: dict[tuple[str, int, str], _PlatformTally] = {}
 
-    def add(self, key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> None:
-        base = (key[0], key[1], p)
-        t = self.platforms.get(base)
+    def add(self, simulation_id: str, generation: int, p: str, r: int, agent: int, kind: str) -> None:
+        """Count an action of `kind` by `agent` in round `r` of platform `p`."""
+        t = self.platforms.get((simulation_id, generation, p))
         if t is None:
-            t = self.platforms[base] = PlatformTally()
+            t = self.platforms[(simulation_id, generation, p)] = _PlatformTally()
         t.actions += 1
         t.rounds[r] = t.rounds.get(r, 0) + 1
         t.mix[kind] = t.mix.get(kind, 0) + 1
@@ -62,7 +62,7 @@ class Tally:
         yield from ((PLATFORM_ACTIONS, (*base, t.actions)) for base, t in tallies)
 
 
-class PlatformTally:
+class _PlatformTally:
     """One platform's counters in a `Tally` (keyed by plain values: a tuple a counter cost twice the time)."""
 
     __slots__ = ("actions", "rounds", "agents", "mix")
