@@ -24,6 +24,7 @@ PLACEHOLDER = re.compile(r"\{(?:n|pct|p)\}")
 TARGET_NAME = {"LIKE_POST": "post_author_name", "DISLIKE_POST": "post_author_name", "REPOST": "original_author_name",
                "QUOTE_POST": "original_author_name", "FOLLOW": "target_user_name",
                "LIKE_COMMENT": "comment_author_name"}
+REACTIONS = ("CREATE_COMMENT", "LIKE_POST", "DISLIKE_POST", "REPOST", "QUOTE_POST")  # to a post named by its id
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
@@ -89,8 +90,9 @@ def _reference(story: Story, actions: list[tuple[str, dict[str, Any]]]) -> dict[
     agents: dict[int, dict[str, Any]] = {a.agent_id: {"name": a.name, "stance": a.stance, "actions": 0, "posts": 0,
                                                       "reactions": 0}
               for a in story.agents}
-    by_name = {a.name: a.agent_id for a in story.agents}
-    authors: dict[tuple[str, int], int] = {}
+    named = Counter(a.name for a in story.agents)
+    by_name = {a.name: a.agent_id for a in story.agents if named[a.name] == 1}  # two agents may share a name
+    authors: dict[tuple[str, int], int] = {}  # (platform, post id) -> its author; comments' under negative ids
     posts: dict[str, str] = {}
     for platform, line in actions:
         kind, args, who = line["action_type"], line["action_args"], line["agent_id"]
@@ -101,15 +103,25 @@ def _reference(story: Story, actions: list[tuple[str, dict[str, Any]]]) -> dict[
         ref, text = _post_of(platform, kind, args)
         if ref:
             posts[ref] = text
-        if kind in ("CREATE_POST", "QUOTE_POST"):
-            authors[(platform, int(ref.split(":")[2]))] = who
-        target = (authors.get((platform, args["post_id"])) if kind == "CREATE_COMMENT"
-                  else args["agent_id"] if kind == "FOLLOW" and "agent_id" in args  # the native environment's way
-                  else by_name.get(args.get(TARGET_NAME.get(kind, ""), "")))
+        if kind in ("CREATE_POST", "QUOTE_POST", "CREATE_COMMENT"):
+            authors[(platform, int(ref.split(":")[2]) * (-1 if kind == "CREATE_COMMENT" else 1))] = who
+        target = _target(platform, kind, args, authors, by_name)
         if target is not None and target != who:
             agents[target]["reactions"] += 1
     return {"rounds": [per_round[r] for r in sorted(per_round)], "agents": {str(k): v for k, v in agents.items()},
             "posts": posts}
+
+
+def _target(platform: str, kind: str, args: dict[str, Any], authors: dict[tuple[str, int], int],
+            by_name: dict[str, int]) -> int | None:
+    """Whom an action reacts to: the author of the post or comment it names by id, as the read models find
+    them; else the agent its name names, where the name is one agent's."""
+    if kind == "FOLLOW" and "agent_id" in args:  # the native environment's way
+        return int(args["agent_id"])
+    post = args.get("quoted_id", args.get("post_id")) if kind == "QUOTE_POST" else args.get("post_id")
+    found = (authors.get((platform, -args["comment_id"])) if kind == "LIKE_COMMENT" and "comment_id" in args
+             else authors.get((platform, post)) if kind in REACTIONS and isinstance(post, int) else None)
+    return found if found is not None else by_name.get(args.get(TARGET_NAME.get(kind, ""), ""))
 
 
 def _post_of(platform: str, kind: str, args: dict[str, Any]) -> tuple[str, str]:

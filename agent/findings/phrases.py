@@ -57,7 +57,7 @@ EN: dict[str, str] = {
     "before_mean_one": "Before round {round}, {platform} averaged {mean} actions per round ({covered}).",
     "after_mean_one": "After round {round}, {platform} averaged {mean} actions per round ({covered}).",
     "only_platform": "{platform} was the run's only platform: after round {round} it averaged {mean} actions per round "
-                     "over the {n} rounds that followed.",
+                     "({covered}).",
     "split": "By their profiles the {agents} agents split into {sizes}.",
     "by_wording": "Arguments were grouped by their exact wording and searches matched keywords only ({why}).",
     "camp_argument": "The {stance} camp's most repeated argument came up in {statements} by {authors}; {name} "
@@ -72,7 +72,7 @@ EN: dict[str, str] = {
     "coalition": "{size} {camp} agents ({members}), together from round {round}", "group_sep": "; ",
     "coalitions": "{count} coalition{s} of agents who follow each other and speak for the same camp formed: {groups}."
                   "{across}",
-    "asked": "Asked directly ({note}), {count} agents answered:",
+    "asked": "Asked directly ({note}), these agents answered:",
     "answered": "{who}, {stance}, {mode}):", "no_stance": "no stated stance",
     "no_analytics_platforms": "The analytics tool returned nothing, so the platforms cannot be compared.",
     "whole_run": "Over the whole run there were {twitter} actions on Twitter and {reddit} on Reddit, an overall "
@@ -82,7 +82,7 @@ EN: dict[str, str] = {
     "mix": "On {platform} the most common actions were {actions}.", "mix_item": "{action} ({count})",
     "still_said": "Still being said on {platform} after round {round}:",
     "divergence": "After round {round}, {loud} kept the debate going: {loud} averaged {loud_mean} actions per round "
-                  "against {quiet_mean} on {quiet} over the {n} rounds that followed{ratio}.",
+                  "against {quiet_mean} on {quiet} ({covered}){ratio}.",
     "ratio": ", {ratio}x as many",
     "most_active": "The most active agents were {agents}.",
     "spread": "The debate spread fastest in round {round}, with {total} actions.",
@@ -104,13 +104,17 @@ EN: dict[str, str] = {
     "own_words": "In {name}'s own words:", "no_activity": "The tools returned no activity data for this simulation.",
     "chain": "{source} {verb} {whom} {count} times", "own": "their own {noun}", "themselves": "themselves",
     "of_other": "the {noun} of {other}",
-    "profile": "{who}) took {actions} actions; {acts} of them were posts, reactions or follows, {twitter} on Twitter "
+    "profile": "{who}) took {actions} actions; posts, reactions or follows: {twitter} on Twitter "
                "and {reddit} on Reddit, in {active} rounds from round {first} to round {last}, {statements} of them "
                "posts, quotes or comments.",
     "engaged_most": " They engaged most with {others}.", "engaged_other": "{name} ({ref}, {kind} x{count})",
     "no_shift": "No agent's statements moved from one camp to another.",
     "changed": "{agents} changed sides",
     "changed_at_least": "At least {agents} changed sides (the analytics were shortened to fit: these are the first)",
+    "changed_first": "{agents} changed sides (the analytics were shortened to fit: these are the first)",
+    "shift_list": "Each spoke for another camp than their profile's from a round on: {shifts}.",
+    "shift_item": "{name} ({agent}, {stated} by profile, for the {now} camp from round {round} in all {n} statements)",
+    "shift_words": "{name} ({agent}) after the change:",
     "moved": "{counted}: their statements moved to another camp than their profile's.",
     "shift": "{name} ({agent}) is {stated} by profile, but from round {round} on, all {n} of their statements spoke for "
              "the {now} camp:",
@@ -158,7 +162,7 @@ ZH: dict[str, str] = {
     "recorded_one": "本次模拟共记录{total}次行动，全部在{platform}上（本次模拟唯一的平台），种子帖之后共{rounds}轮。",
     "before_mean_one": "第{round}轮之前，{platform}平均每轮{mean}次行动（{covered}）。",
     "after_mean_one": "第{round}轮之后，{platform}平均每轮{mean}次行动（{covered}）。",
-    "only_platform": "本次模拟只有{platform}一个平台：第{round}轮之后的{n}轮中，平均每轮{mean}次行动。",
+    "only_platform": "本次模拟只有{platform}一个平台：第{round}轮之后（{covered}），平均每轮{mean}次行动。",
     "split": "按档案，{agents}名参与者分为{sizes}。",
     "by_wording": "观点按原文归并，检索仅按关键词进行（{why}）。",
     "camp_argument": "{stance}最常重复的观点出现在{statements}中，来自{authors}；{name} ({agent}) 最先提出：",
@@ -169,7 +173,7 @@ ZH: dict[str, str] = {
     "no_coalition": "没有{size}人或以上在同一阵营内互相关注的群体（互相关注共{mutual}对）。{across}",
     "coalition": "{camp}{size}人（{members}），自第{round}轮起结成", "group_sep": "；",
     "coalitions": "形成了{count}个互相关注、为同一阵营发声的群体：{groups}。{across}",
-    "asked": "直接采访{count}名参与者（模拟环境在运行时实时回答，否则依据档案和帖子以人设回答）：",
+    "asked": "直接采访了以下参与者（模拟环境在运行时实时回答，否则依据档案和帖子以人设回答）：",
     "answered": "{who}，{stance}，{mode})：", "no_stance": "未表明立场",
     "no_analytics_platforms": "分析工具没有返回数据，无法比较两个平台。",
     "whole_run": "整个模拟中，Twitter上{twitter}次行动，Reddit上{reddit}次，总体分歧度为{divergence}"
@@ -177,7 +181,7 @@ ZH: dict[str, str] = {
     "furthest": "两者差距最大的是{rounds}：Twitter上{twitter}次行动，Reddit上{reddit}次（分歧度{value}）。",
     "mix": "{platform}上最常见的行动是{actions}。", "mix_item": "{action}（{count}）",
     "still_said": "第{round}轮之后{platform}上仍在讨论：",
-    "divergence": "第{round}轮之后，{loud}上的讨论持续升温：随后的{n}轮中{loud}平均每轮{loud_mean}次行动，"
+    "divergence": "第{round}轮之后，{loud}上的讨论持续升温：随后（{covered}）{loud}平均每轮{loud_mean}次行动，"
                   "{quiet}上则为每轮{quiet_mean}次{ratio}。",
     "ratio": "，是后者的{ratio}倍",
     "most_active": "最活跃的参与者是{agents}。",
@@ -198,12 +202,16 @@ ZH: dict[str, str] = {
     "own_words": "{name}的原话：", "no_activity": "工具没有返回这次模拟的活动数据。",
     "chain": "{source}{verb}{whom}{count}次", "own": "自己的{noun}", "themselves": "自己",
     "of_other": "{other}的{noun}",
-    "profile": "{who}) 共有{actions}次行动，其中发帖、回应或关注{acts}次（Twitter上{twitter}次，Reddit上{reddit}次），"
+    "profile": "{who}) 共有{actions}次行动，其中发帖、回应或关注在Twitter上{twitter}次、Reddit上{reddit}次，"
                "分布在第{first}轮到第{last}轮中的{active}轮，其中{statements}次是发帖、引用或评论。",
     "engaged_most": "互动最多的对象是{others}。", "engaged_other": "{name} ({ref}，{kind} ×{count})",
     "no_shift": "没有参与者的发言从一个阵营转向另一个阵营。",
     "changed": "{agents}改变了立场",
     "changed_at_least": "至少{agents}改变了立场（分析结果为适应长度而截短，以下是前几位）",
+    "changed_first": "{agents}改变了立场（分析结果为适应长度而截短，以下是前几位）",
+    "shift_list": "他们自某一轮起都在为档案立场之外的阵营发言：{shifts}。",
+    "shift_item": "{name} ({agent}，档案立场为{stated}，自第{round}轮起全部{n}条发言都在为{now}说话)",
+    "shift_words": "{name} ({agent}) 改变立场后的发言：",
     "moved": "{counted}：他们的发言转向了与档案不同的阵营。",
     "shift": "{name} ({agent}) 的档案立场是{stated}，但从第{round}轮起，其全部{n}条发言都在为{now}说话：",
     "no_platform_answer": "数据不足以比较两个平台。",

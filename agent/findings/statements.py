@@ -175,7 +175,7 @@ def _interviews(f: Facts) -> list[str]:
     items = result.get("interviews", [])
     if not items:
         return []
-    out = [say("asked", note=result.get("note", ""), count=len(items))]
+    out = [say("asked", note=result.get("note", ""))]
     for item in items:
         agent = item["agent"]
         out.append(say("answered", who=who(agent), stance=say.stance(agent["stance"]) or say("no_stance"),
@@ -220,14 +220,15 @@ def divergence_sentence(f: Facts) -> str:
     platforms = ran(f)
     if len(platforms) == 1:
         mean, n = f.means(platforms[0], True)
-        return f.say("only_platform", round=f.pivot, platform=cap(platforms[0]), mean=mean, n=n) if n else ""
+        return f.say("only_platform", round=f.pivot, platform=cap(platforms[0]), mean=mean,
+                     covered=covered(f.side(True), f.say)) if n else ""
     loud, quiet = f.loud()
     (lm, n), (qm, _) = f.means(loud, True), f.means(quiet, True)
     if not n:
         return ""
     ratio = f.say("ratio", ratio=round(lm / qm, 2)) if qm else ""
-    return f.say("divergence", round=f.pivot, loud=cap(loud), loud_mean=lm, quiet_mean=qm, quiet=cap(quiet), n=n,
-                 ratio=ratio)
+    return f.say("divergence", round=f.pivot, loud=cap(loud), loud_mean=lm, quiet_mean=qm, quiet=cap(quiet),
+                 covered=covered(f.side(True), f.say), ratio=ratio)
 
 
 def _drivers(f: Facts) -> str:
@@ -271,7 +272,7 @@ def agent_profile(f: Facts) -> str:
     if not p or not p.get("actions"):
         return ""
     a, by = p["agent"], p["by_platform"]
-    out = say("profile", who=who(a), actions=p["actions"], acts=by["twitter"] + by["reddit"], twitter=by["twitter"],
+    out = say("profile", who=who(a), actions=p["actions"], twitter=by["twitter"],
               reddit=by["reddit"], active=p["active_rounds"], first=p["first_round"], last=p["last_round"],
               statements=p["statements"])
     gave = [c for c in p.get("engaged_with", []) if c["count"] > 1][:3]
@@ -282,17 +283,26 @@ def agent_profile(f: Facts) -> str:
 
 
 def stance_shifts(f: Facts) -> list[str]:
-    """The agents who changed sides, with what they said after."""
+    """The agents who changed sides, with what they said after: a sentence each for a few, one listing them all
+    for more (a sentence each would loop), then the words of the first two."""
     shifts, say = f.camps.get("stance_shifts") or [], f.say
     if not shifts:
         return [say("no_shift")] if f.camps else []
-    agents = say.count(len(shifts), "agent")
-    counted = say("changed" if "truncated" not in f.analytics else "changed_at_least", agents=agents)
-    out = [say("moved", counted=counted)]
-    for s in shifts:
-        out.append(say("shift", name=s["name"], agent=s["agent"], stated=say.stance(s["stated_stance"]),
-                       round=s["from_round"], n=s["statements_after"], now=say.stance(s["now_speaks_for"]))
-                   + f"\n\n> \"{s['example']['content']}\" ({s['example']['ref']})")
+    count = f.camps.get("side_changers")
+    cut = "truncated" in f.analytics and (count is None or count > len(shifts))
+    agents = say.count(len(shifts) if count is None else count, "agent")
+    out = [say("moved", counted=say(("changed_at_least" if count is None else "changed_first") if cut else "changed",
+                                    agents=agents))]
+    if len(shifts) > SHIFTS_APART:
+        out.append(say("shift_list", shifts=say.listing([say(
+            "shift_item", name=s["name"], agent=s["agent"], stated=say.stance(s["stated_stance"]), round=s["from_round"],
+            n=s["statements_after"], now=say.stance(s["now_speaks_for"])) for s in shifts])))
+    listed = len(shifts) > SHIFTS_APART
+    for s in shifts[:SHIFTS_QUOTED if listed else SHIFTS_APART]:
+        said = say("shift_words", name=s["name"], agent=s["agent"]) if listed else say(
+            "shift", name=s["name"], agent=s["agent"], stated=say.stance(s["stated_stance"]), round=s["from_round"],
+            n=s["statements_after"], now=say.stance(s["now_speaks_for"]))
+        out.append(said + f"\n\n> \"{s['example']['content']}\" ({s['example']['ref']})")
     return out
 
 
@@ -352,5 +362,8 @@ def _answer_arguments(f: Facts, fastest: bool = False) -> list[str]:
         out.append(say("spread", round=f.pivot, total=volume))
     return out
 
+
+SHIFTS_APART = 3  # side-changers given a sentence each; more are listed in one sentence
+SHIFTS_QUOTED = 2  # and then the first two quoted: a third line of the same frame would read as a loop
 
 WRITERS = {"timeline": timeline, "camps": _camps, "platforms": _platforms, "drivers": _drivers, "answers": _answers}

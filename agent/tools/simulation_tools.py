@@ -194,6 +194,7 @@ class SimulationTools:
                      requirement: str) -> tuple[dict[str, Any], Wordings]:
         wordings = self.reader.wordings(sayings, requirement)
         camps = camps_from_sayings(sayings, meaning=wordings.meaning, labels=labels, off_topic=wordings.off_topic)
+        camps["side_changers"] = len(camps["stance_shifts"])  # the list may be cut to fit a result; the count not
         camps["grouped_by"] = {"meaning": self._embedder_of(wordings), "wordings": wordings.total,
                                "compared": len(wordings.keys) if wordings.vectors is not None else 0,
                                **({"note": wordings.note} if wordings.note else {})}

@@ -104,6 +104,7 @@ class GroupedBy(TypedDict, total=False):
 class Camps(TypedDict, total=False):
     arguments: dict[str, list[Argument]]  # camp -> its arguments, most stated first
     stance_shifts: list[StanceShift]
+    side_changers: int  # how many shifts there are: a figure a result cut to fit keeps whole
     expressed: dict[str, int]
     grouped_by: GroupedBy
 

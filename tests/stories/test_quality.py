@@ -165,3 +165,25 @@ def test_a_scheduled_event_the_run_has_not_reached_is_no_pivot() -> None:
     assert "The ministry's memo leaks" not in text
     reached = Facts({"simulation_analytics": [analytics]}, {"scheduled_events": [{"round": 6}]}, "", set())
     assert reached.event == {"round": 6} and reached.pivot == 6
+
+
+def test_the_truth_credits_a_like_to_the_author_of_the_post_it_names_not_a_namesake(tmp_path: Path) -> None:
+    """Six hundred agents share some names; a like names its post by id, and its author is who drew it."""
+    folder = tmp_path / "sims" / "sim_many"
+    simulate(folder, agents=600, rounds=4, seed=1)
+    truth = json.loads((folder / FILE).read_text(encoding="utf-8"))
+    agents = truth["reference"]["agents"]
+    names: dict[str, list[str]] = {}
+    for agent_id, agent in agents.items():
+        names.setdefault(agent["name"], []).append(agent_id)
+    authors, liked = {}, set()
+    for line in (folder / "twitter" / "actions.jsonl").read_text(encoding="utf-8").splitlines():
+        action = json.loads(line)
+        if action.get("action_type") == "CREATE_POST":
+            authors[action["action_args"]["post_id"]] = str(action["agent_id"])
+        elif action.get("action_type") == "LIKE_POST" and authors.get(action["action_args"]["post_id"]) not in (
+                None, str(action["agent_id"])):
+            liked.add(authors[action["action_args"]["post_id"]])
+    namesakes = [a for ids in names.values() if len(ids) > 1 for a in ids if a in liked]
+    assert len(namesakes) >= 10  # enough agents who share a name and whose posts others liked
+    assert all(agents[a]["reactions"] >= 1 for a in namesakes)
