@@ -1,6 +1,7 @@
 """Who wrote a post, and which agent a name names, held in memory by the simulation fold (docs/architecture.md#read-models).
 
-An edge's target agent is the author of the post it targets, else the agent its name names. The fold looked both
+An edge's target agent is the author of the post it targets, else the one agent its name names (none where
+several agents hold the name). The fold looked both
 up with two subqueries in every edge's insert; `Authors` answers them from memory instead, for the generations
 whose every post and agent it folded itself (from their `SimulationDiscovered` or `SimulationGenerationStarted`
 on). For any other generation, or a value SQL would compare by its type affinity (a post id that is not an int,
@@ -62,7 +63,7 @@ class Authors:
     def forget(self) -> None:
         """Hold nothing: every answer is `UNKNOWN` until a generation is folded from its start again."""
         self._posts: dict[tuple[Key, str], _Platform] = {}
-        self._names: dict[Key, dict[str, int] | None] = {}  # None: a name or id SQL would compare by affinity
+        self._names: dict[Key, dict[str, int | None] | None] = {}  # None: a name or id SQL would compare by affinity
         self._agents: dict[Key, dict[Any, Any]] = {}  # agent id -> name, in the rows' order
         self._lost: set[Key] = set()  # generations memory gave up on: SQL answers for them from then on
         self._held = 0  # posts remembered
@@ -77,9 +78,9 @@ class Authors:
             rows.pop(agent["agent_id"], None)  # a replaced row comes after the others
             rows[agent["agent_id"]] = agent.get("name", "")
         plain = all(type(i) is int and type(n) is str for i, n in rows.items())
-        names: dict[str, int] = {}
+        names: dict[str, int | None] = {}
         for agent_id, name in rows.items():
-            names.setdefault(name, agent_id)
+            names[name] = None if name in names else agent_id  # a name two agents hold names neither of them
         self._names[key] = names if plain else None
 
     def knows(self, key: Key) -> bool:
@@ -116,6 +117,19 @@ class Authors:
         return None if post_id is None or platform_posts is None else platform_posts.author(post_id)
 
     def named(self, key: Key, name: str) -> int | None | object:
-        """The first agent of the generation with this name, None if none, or `UNKNOWN`."""
+        """The one agent of the generation with this name, None if none or several, or `UNKNOWN`."""
         names = self._names.get(key)
         return UNKNOWN if names is None else names.get(name)
+
+    def target(self, key: Key, platform: str, post_id: Any, name: str) -> int | None | object:
+        """An edge's target agent: the author of post `post_id` (None: no post), else the agent `name` names; None
+        if neither, `UNKNOWN` where memory cannot say. `author` then `named`, in one call an edge."""
+        names = self._names
+        if key not in names or (post_id is not None and type(post_id) is not int):
+            return UNKNOWN
+        if post_id is not None and (platform_posts := self._posts.get((key, platform))) is not None:
+            author = platform_posts.author(post_id)
+            if author is not None:
+                return author
+        by_name = names[key]
+        return UNKNOWN if by_name is None else by_name.get(name)

@@ -7,14 +7,17 @@ Tests can fold events into an in-memory database without the event store.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from simreportd.events.codec import Recorded, RecordedRow
 from simreportd.events.models import DomainEvent
 
 Write = tuple[str, tuple[Any, ...]]
+Run = tuple[str, list[tuple[Any, ...]]]  # a statement and its rows of parameters: one `executemany`
 Handler = TypeVar("Handler")
 
 
@@ -73,13 +76,20 @@ def index_statement(schema: str, name: str) -> str:
     return found.group(0)
 
 
-def row_writes(projection: Projection, rows: list[RecordedRow]) -> Iterable[Write]:
-    """The writes that fold a batch of plain rows: the projection's `apply_rows` if it has one (the fold of every
-    action), else `batch_writes` of the rows made `Recorded` (the few events of reports)."""
+def row_runs(projection: Projection, rows: list[RecordedRow]) -> Iterable[Run]:
+    """The writes that fold a batch of plain rows, as runs of one statement: the projection's `apply_rows` if it
+    has one (the fold of every action, which builds them as runs), else `batch_writes` of the rows made
+    `Recorded` (the few events of reports)."""
     apply_rows = getattr(projection, "apply_rows", None)
     if apply_rows is not None:
         return apply_rows(rows)  # type: ignore[no-any-return]
-    return batch_writes(projection, [Recorded(*row) for row in rows])
+    return runs_of(batch_writes(projection, [Recorded(*row) for row in rows]))
+
+
+def runs_of(writes: Iterable[Write]) -> Iterator[Run]:
+    """Writes in order as runs: each run of the same statement one `Run`."""
+    for sql, run in itertools.groupby(writes, key=operator.itemgetter(0)):
+        yield sql, [params for _, params in run]
 
 
 def batch_writes(projection: Projection, batch: list[Recorded]) -> Iterable[Write]:

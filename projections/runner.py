@@ -10,9 +10,7 @@ threads and transactions it uses are sqlite.py's, shared with every reader of th
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
-import operator
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
@@ -37,7 +35,7 @@ from .bookkeeping import (
     update_indexes,
 )
 from .derived import FileIdentity, damaged, identity, set_aside
-from .projection import Projection, Write, row_writes
+from .projection import Projection, Run, Write, row_runs, runs_of
 from .sqlite import connect_views, in_thread, probe
 
 log = logging.getLogger("simreportd.projections.runner")
@@ -233,7 +231,7 @@ class ProjectionRunner:
         try:
             for _ in range(GROUP_PAGES):
                 reached = await self.in_thread(self._fold_page, batch)
-                listened += [Recorded(*r) for r in batch if self.listened_types is None or r[3] in self.listened_types]
+                listened += self._listened(batch)
                 if reached < batch[-1][0]:  # rebuilt by another process
                     break
                 if len(batch) < PAGE or not (batch := await self.store.read_rows(reached, PAGE)):
@@ -247,6 +245,13 @@ class ProjectionRunner:
             raise
         self._position = reached
         return listened
+
+    def _listened(self, batch: list[RecordedRow]) -> list[Recorded]:
+        """The events of `batch` the listeners look at, made `Recorded` (none, in a fold child: no row looked at)."""
+        types = self.listened_types
+        if types is None:
+            return [Recorded(*r) for r in batch]
+        return [Recorded(*r) for r in batch if r[3] in types] if types else []
 
     async def take_folded(self) -> None:
         """Take in what another process folded (a fold child): move to the stored checkpoint, handing the
@@ -370,7 +375,7 @@ class ProjectionRunner:
                 for row in events:
                     self._fold_guarded(conn, projection, Recorded(*row))
             else:
-                _execute(conn, row_writes(projection, events))
+                _execute_runs(conn, row_runs(projection, events))
         conn.execute(
             "INSERT INTO projection_checkpoint (name, position) VALUES (?, ?)"
             " ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)",
@@ -420,6 +425,10 @@ class ProjectionRunner:
 
 def _execute(conn: sqlite3.Connection, writes: Iterable[Write]) -> None:
     """Perform writes in order, runs of the same statement in one `executemany`."""
-    for sql, run in itertools.groupby(writes, key=operator.itemgetter(0)):
-        conn.executemany(sql, [params for _, params in run])
+    _execute_runs(conn, runs_of(writes))
 
+
+def _execute_runs(conn: sqlite3.Connection, runs: Iterable[Run]) -> None:
+    """Perform runs of writes in order, each in one `executemany`."""
+    for sql, params in runs:
+        conn.executemany(sql, params)

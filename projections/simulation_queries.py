@@ -11,7 +11,7 @@ import re
 import sqlite3
 from typing import Any
 
-from .simulation import han_spaced
+from .simulation_writes import han_spaced
 from .sqlite import rows_as_dicts
 
 Key = tuple[str, int]  # (simulation_id, generation)

@@ -40,11 +40,11 @@ class Tally:
     def __init__(self) -> None:
         self.platforms: dict[tuple[str, int, str], _PlatformTally] = {}
 
-    def add(self, key: tuple[str, int], p: str, r: int, agent: int, kind: str) -> None:
-        base = (key[0], key[1], p)
-        t = self.platforms.get(base)
+    def add(self, simulation_id: str, generation: int, p: str, r: int, agent: int, kind: str) -> None:
+        """Count an action of `kind` by `agent` in round `r` of platform `p`."""
+        t = self.platforms.get((simulation_id, generation, p))
         if t is None:
-            t = self.platforms[base] = _PlatformTally()
+            t = self.platforms[(simulation_id, generation, p)] = _PlatformTally()
         t.actions += 1
         t.rounds[r] = t.rounds.get(r, 0) + 1
         t.mix[kind] = t.mix.get(kind, 0) + 1
