@@ -22,7 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from simreportd.errors import ConcurrencyConflict, DuplicateEventMismatch
 
-from .batch import raw_ids
+from .batch import EventBatch, raw_ids
 from .codec import Encoded, encode
 from .contract import AppendResult, NewEvent
 from .ids import id_text
@@ -69,6 +69,19 @@ def settle(group: list[Pending], outcomes: list[Outcome]) -> None:
     """Give each append of a committed group its outcome (what `plan_group` returned)."""
     for pending, outcome in zip(group, outcomes, strict=True):
         pending.settle(outcome)
+
+
+def written(group: list[Pending], outcomes: list[Outcome]) -> tuple[int, set[str]] | None:
+    """The first position a committed group wrote and every type it holds (more than it wrote: a conflicting
+    append's too), or None when it wrote nothing."""
+    firsts = [o.positions[0] for o in outcomes if isinstance(o, AppendResult) and not o.duplicate and o.positions]
+    if not firsts:
+        return None
+    types: set[str] = set()
+    for pending in group:
+        events = pending.events
+        types.update(events.types if type(events) is EventBatch else (new.event.type_name for new in events))
+    return min(firsts), types
 
 
 RowsFor = Callable[[Pending, int, int, str], list[Row]]

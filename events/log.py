@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from contextlib import AsyncExitStack
 from typing import Self, cast
 
@@ -60,6 +60,10 @@ class EventLog(ABC):
         self._db_head = 0  # the same, as of our last write transaction (cache)
         self._versions: dict[str, int] = {}  # stream -> version as of our last commit (cache)
         self._committed = anyio.Event()
+        # Every position in (`_own_from`, `_own_to`] was committed by this process, and `_types_at` holds the last
+        # position it committed each type at: a subscriber to other types, woken by such commits, reads nothing.
+        self._own_from = self._own_to = 0
+        self._types_at: dict[str, int] = {}
         # Set, and replaced, once a group's appends are settled: their callers wake and find their outcome.
         # One event a group, not one an append: making an anyio event costs a backend lookup.
         self._settled = anyio.Event()
@@ -267,6 +271,20 @@ class EventLog(ABC):
         if rows:
             self._committed_to(rows[-1][0])
 
+    def _committed_own(self, first: int, last: int, types: Iterable[str]) -> None:
+        """This process committed every position from `first` to `last`, of `types` (call before `_committed_to`)."""
+        if first != self._own_to + 1 or self._head != self._own_to:  # a row between them is another's
+            self._own_from = first - 1
+        self._own_to = last
+        for kind in types:
+            self._types_at[kind] = last
+
+    def _none_of(self, types: Sequence[str] | None, after: int, head: int) -> bool:
+        """Whether no event of `types` is past `after` up to `head`: every one there this process committed,
+        none of them of `types`."""
+        return types is not None and self._own_from <= after and head == self._own_to \
+            and all(self._types_at.get(kind, 0) <= after for kind in types)
+
     def _committed_to(self, position: int) -> None:
         """After a commit that wrote up to `position`: remember the head and wake the subscribers."""
         self._db_head = position
@@ -326,7 +344,9 @@ class EventLog(ABC):
             # Woken by a commit, the head is in hand (`_head`, moved before the wake-up): a read of it a wake-up
             # was 8.6% of a fan-out's CPU. Only a poll (another process's appends) reads it from the store.
             head = await self.last_position() if polled else Position(self._head)
-            batch = await self.read_all(position, page, types, streams)
+            # this process's commits of other types (ingest's, thousands of actions each) are not read for them
+            batch = [] if not polled and self._none_of(types, position, head) else \
+                await self.read_all(position, page, types, streams)
             full = len(batch) == page
             if batch:
                 position = batch[-1].position

@@ -28,7 +28,7 @@ from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, Store
 from .batch import EventBatch, raw_ids
 from .codec import Encoded, Recorded, RecordedRow, encode
 from .contract import ANY_VERSION, AppendResult, CaughtUp, NewEvent
-from .group_commit import Outcome, Pending, Replan, Row, RowsFor, encode_meta, plan_group, settle
+from .group_commit import Outcome, Pending, Replan, Row, RowsFor, encode_meta, plan_group, settle, written
 from .ids import id_bytes
 from .log import POLL_SECONDS, EventLog
 from .positions import Position
@@ -221,6 +221,8 @@ class SQLiteEventStore(EventLog):
         versions, head, outcomes = await self._on_writer(self._commit_on_writer, group)
         self._versions = versions
         if head is not None:
+            if (wrote := written(group, outcomes)) is not None:
+                self._committed_own(wrote[0], head, wrote[1])
             self._committed_to(head)
         settle(group, outcomes)
         await self._bound_wal()

@@ -26,7 +26,8 @@ class Chunk(NamedTuple):
     """A read's lines parsed: `parsed`, one a line; `texts`, the stored text of each plain action (`lead` in front
     of its own keys) and None for every other line, whose indexes are `others` (`texts` None: not made); `seeded`,
     whether an action is a post of round 0 (seeds to plan); `top`, the highest round of the plain actions; `mutes`,
-    the indexes of the plain MUTEs."""
+    the index and agent of each plain MUTE; `light`, whether each plain action but the last is `TAKEN` in `parsed`
+    (its fields not kept)."""
 
     parsed: list[Parsed | Bad]
     texts: list[str | None] | None
@@ -34,7 +35,15 @@ class Chunk(NamedTuple):
     others: list[int]
     seeded: bool
     top: int
-    mutes: list[int]
+    mutes: list[tuple[int, int]]
+    light: bool = False
+    refused: bool = False  # a line of it is refused
+
+
+# What `parsed` holds for a plain action of a light chunk: its text is all the append needs. Its fields are not
+# kept because thousands of parsed lines held until the chunk ends cost more than their parse (the memory
+# they take is no longer in the cache when the next is parsed); a read of `fields` finds nothing.
+TAKEN = Parsed("taken", "twitter", {})
 
 
 def lead_of(generation: int, platform: str) -> str:
@@ -53,14 +62,19 @@ def parse_lines(lines: list[Line], platform: Platform | None) -> list[Parsed | B
     return parse_chunk(lines, platform).parsed
 
 
-def parse_chunk(lines: list[Line], platform: Platform | None, lead: bytes | None = None) -> Chunk:
-    """`parse_lines`, and with `lead` (a folder's platform) each plain action's stored text."""
-    chunk = b"\n".join([line.raw for line in lines])
+def parse_chunk(lines: list[Line], platform: Platform | None, lead: bytes | None = None, light: bool = False,
+                joined: bytes | None = None) -> Chunk:
+    """`parse_lines`, and with `lead` (a folder's platform) each plain action's stored text; `light`: keep no
+    plain action's fields but the last's, unless a line is a seed or is refused (their plans read every line).
+    `joined`: the lines' raws joined by line ends, as the read cut them (`tail.read_chunk`)."""
+    chunk = b"\n".join([line.raw for line in lines]) if joined is None else joined
     if platform is None or has_long_integer(chunk):
         return _made_one_by_one(_parse_each(lines, platform, plain=False))
     if may_nest_deeper(chunk):
         return _made_one_by_one(_parse_each(lines, platform, plain=True))
-    return _parse_plain(lines, platform, lead)
+    del chunk
+    made = _parse_plain(lines, platform, lead, light and lead is not None)
+    return _parse_plain(lines, platform, lead, False) if made.light and (made.seeded or made.refused) else made
 
 
 def _made_one_by_one(parsed: list[Parsed | Bad]) -> Chunk:
@@ -90,17 +104,17 @@ def _parse_one(line: Line, raw: bytes, platform: Platform | None) -> Parsed | Ba
     return parse_line(raw, platform)
 
 
-def _parse_plain(lines: list[Line], platform: Platform, lead: bytes | None) -> Chunk:
+def _parse_plain(lines: list[Line], platform: Platform, lead: bytes | None, light: bool) -> Chunk:
     """`parse_chunk` of a chunk with no long integer and no line nested too deep (checked on the chunk): what
     `plain_action` accepts, taken in one loop with its checks in line (no call or model a line: the loop runs
     for every line a run writes), and its text made; the other lines by `parse_line`."""
     out: list[Parsed | Bad] = []
     texts: list[str | None] = []
     others: list[int] = []
-    mutes: list[int] = []
+    mutes: list[tuple[int, int]] = []
     reasons: dict[str, Bad] = {}
     loads, refused, new, most = orjson.loads, orjson.JSONDecodeError, tuple.__new__, MAX_ACTION_TYPE
-    seeded, top = False, -1
+    seeded, top, last = False, -1, len(lines) - 1
     for line in lines:
         raw = line[2]
         if not line[3]:  # too long: its raw is an excerpt
@@ -117,10 +131,13 @@ def _parse_plain(lines: list[Line], platform: Platform, lead: bytes | None) -> C
                         seeded = True
                     if lead is not None and raw[0] == 123 and "platform" not in obj and "source" not in obj \
                             and "generation" not in obj and "simulation_id" not in obj:
-                        texts.append((lead + raw[1:]).decode())  # "{" (123) opens the line: `lead` opens the text
+                        texts.append(raw.replace(b"{", lead, 1).decode())  # the "{" (123) opening the line
                         top = round_no if round_no > top else top
                         if kind == "MUTE":
-                            mutes.append(len(out))
+                            mutes.append((len(out), agent))
+                        if light and len(out) != last:
+                            out.append(TAKEN)
+                            continue
                     else:
                         others.append(len(out))
                         texts.append(None)
@@ -137,4 +154,4 @@ def _parse_plain(lines: list[Line], platform: Platform, lead: bytes | None) -> C
         others.append(len(out))
         texts.append(None)
         out.append(reasons.setdefault(item.reason, item) if type(item) is Bad else item)
-    return Chunk(out, texts if lead is not None else None, lead, others, seeded, top, mutes)
+    return Chunk(out, texts if lead is not None else None, lead, others, seeded, top, mutes, light, bool(reasons))

@@ -173,7 +173,7 @@ def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
     """Requirement, config summary and agents from simulation_config.json and the profile files."""
     confinement = confinement or Confinement(folder)
     problems: list[tuple[str, str]] = []
-    config = _load_json(folder / "simulation_config.json", confinement, problems)
+    config = _config_read_for_id(folder) or _load_json(folder / "simulation_config.json", confinement, problems)
     config = config if isinstance(config, dict) else {}
     agents: dict[int, dict[str, Any]] = {}
     for item in _kept(config.get("agent_configs"), "simulation_config.json", problems):
@@ -205,10 +205,38 @@ def read_setup(folder: Path, confinement: Confinement | None = None) -> Setup:
 
 
 def configured_id(folder: Path, confinement: Confinement | None = None) -> str:
-    """The `simulation_id` simulation_config.json gives, or "" when it has none, or none that is a string."""
-    config = _load_json(folder / "simulation_config.json", confinement or Confinement(folder), [])
+    """The `simulation_id` simulation_config.json gives, or "" when it has none, or none that is a string. The
+    config read is kept for the folder's next `read_setup` (a discovery reads both), while the file is unchanged."""
+    path = folder / "simulation_config.json"
+    stamp = _stamp(path)
+    config = _load_json(path, confinement or Confinement(folder), [])
+    if stamp is not None and isinstance(config, dict):
+        if len(_READ_FOR_ID) >= KEPT_CONFIGS:
+            _READ_FOR_ID.clear()
+        _READ_FOR_ID[folder] = (stamp, config)
     given = config.get("simulation_id") if isinstance(config, dict) else None
     return given if isinstance(given, str) else ""
+
+
+# Folders whose config `configured_id` read and no `read_setup` took yet: few, as a folder already known reads
+# no setup at a restart, and each config held is a parsed file (a run's can be megabytes).
+KEPT_CONFIGS = 4
+_READ_FOR_ID: dict[Path, tuple[tuple[int, int, int, int], dict[str, Any]]] = {}
+
+
+def _config_read_for_id(folder: Path) -> dict[str, Any] | None:
+    """The config `configured_id` last read of `folder`, taken (once), if the file has not changed since."""
+    kept = _READ_FOR_ID.pop(folder, None)
+    return kept[1] if kept is not None and kept[0] == _stamp(folder / "simulation_config.json") else None
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells a file's versions apart without reading it: device, inode, size and modification time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _kept(items: Any, file: str, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:

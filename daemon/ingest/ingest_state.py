@@ -190,10 +190,12 @@ def batch_for_lines(
 ) -> EventBatch:
     """`events_for_lines`' events as one append's columns, every event with `meta`: what ingest appends. With
     the `chunk` these lines were parsed in (all of them), its texts are taken as they are (`_chunk_events`)."""
-    if chunk is not None and platform is not None and _whole(state, key, identity, platform, lines, skip, chunk):
+    if chunk is not None and platform is not None and _whole(state, key, identity, platform, lines, skip, chunk) \
+            and not (chunk.light and any(extra.values())):
         datas, others = _chunk_events(state, key, platform, identity, lines, chunk, extra)
-    else:
-        datas, others = _line_events(state, key, platform, identity, lines, parsed, skip, extra)
+    else:  # a light chunk's plain actions kept no fields: its lines are read again
+        datas, others = _line_events(state, key, platform, identity, lines,
+                                     None if chunk is not None and chunk.light else parsed, skip, extra)
     types, versions = [ACTED] * len(datas), [AgentActed.ACTION_VERSION] * len(datas)
     for i in others:
         event = datas[i]
@@ -223,9 +225,9 @@ def _chunk_events(state: IngestState, key: str, platform: Platform, identity: Fi
     if plain:
         state.took(platform, plain, chunk.top)
     special = set(made)
-    for i in chunk.mutes:
+    for i, agent in chunk.mutes:
         if i not in special:
-            state.count_mute(platform, cast(Parsed, chunk.parsed[i]).fields["agent_id"])
+            state.count_mute(platform, agent)
     acted = Acted(state, key, identity)
     for i in made:
         item, line = chunk.parsed[i], lines[i]

@@ -43,7 +43,7 @@ from .inputs import Confinement
 from .parse import Bad, Parsed
 from .rounds import UNKNOWN, RoundClock
 from .snapshots import EVERY, IngestSnapshots
-from .tail import CHUNK, Line, read_lines, tail_matches
+from .tail import CHUNK, Line, read_chunk, tail_matches
 
 FileIdentityKey = tuple[int, str]
 
@@ -220,22 +220,28 @@ class SimulationIngestor:
         if source.kind == "oasis":
             await self._ingest_database(source, offset, clock)
             return
-        while lines := await anyio.to_thread.run_sync(read_lines, source.path, offset, self.max_line_bytes,
-                                                      CHUNK, self.confinement):
-            taken = await self._take_lines(state, source, database, lines)
+        while True:
+            lines, joined = await anyio.to_thread.run_sync(read_chunk, source.path, offset, self.max_line_bytes,
+                                                           CHUNK, self.confinement)
+            if not lines:
+                return
+            taken = await self._take_lines(state, source, database, lines, joined)
             if taken == 0:
                 return  # seed posts waiting for their copies, or a database locked for a moment
             offset, complete = lines[taken - 1].end, taken == len(lines)
-            del lines  # before the next read: two reads' lines at once doubled the peak (500k lines a read)
+            del lines, joined  # before the next read: two reads' lines at once doubled the peak (500k lines a read)
             if not complete:
                 return
 
     async def _take_lines(self, state: IngestState, source: SourceFile, database: SourceFile | None,
-                          lines: list[Line]) -> int:
+                          lines: list[Line], joined: bytes | None = None) -> int:
         """Append the events of as many of `lines` as can be taken now (seed posts wait for their copies;
         targets a line dropped come from the database beside it); how many were taken."""
+        # light: no plain action's fields kept, unless the database fills what lines dropped (it reads them all)
+        # or the read starts the file (its seeds are planned from theirs)
         chunk = parse_chunk(lines, source.platform,
-                            lead_of(state.generation, source.platform).encode() if source.platform else None)
+                            lead_of(state.generation, source.platform).encode() if source.platform else None,
+                            light=database is None and lines[0].offset > 0, joined=joined)
         parsed = chunk.parsed
         plan = plan_seeds(parsed, full=lines[-1].end - lines[0].offset >= CHUNK // 2) if chunk.seeded else \
             SeedPlan(len(parsed), frozenset(), {})

@@ -60,12 +60,19 @@ def identify(path: Path, confinement: Confinement = ANYWHERE) -> FileIdentity | 
 def read_lines(path: Path, offset: int, max_line_bytes: int, budget: int = CHUNK,
                confinement: Confinement = ANYWHERE) -> list[Line]:
     """Complete lines starting at `offset`, about `budget` bytes of them at most; the last one with its tail."""
+    return read_chunk(path, offset, max_line_bytes, budget, confinement)[0]
+
+
+def read_chunk(path: Path, offset: int, max_line_bytes: int, budget: int = CHUNK,
+               confinement: Confinement = ANYWHERE) -> tuple[list[Line], bytes | None]:
+    """`read_lines`, and when every line is whole their bytes as one (`b"\\n".join` of their raws): what a
+    chunk's checks read, cut from the read instead of joined again."""
     with os.fdopen(open_regular(path, confinement), "rb") as f:
-        lines = _read_lines(f, offset, max_line_bytes, budget)
+        lines, joined = _read_lines(f, offset, max_line_bytes, budget)
         if lines:
             last = lines[-1]
             lines[-1] = Line(last.offset, last.end, last.raw, last.too_long, _tail_hash(f, last.end))
-        return lines
+        return lines, joined
 
 
 # Errors that say nothing about the file: the process is out of descriptors or memory for a moment. Taking
@@ -91,14 +98,15 @@ def _tail_hash(f: BinaryIO, end: int) -> str:
     return hashlib.sha1(f.read(end - start)).hexdigest()[:16]
 
 
-def _read_lines(f: BinaryIO, offset: int, max_line_bytes: int, budget: int) -> list[Line]:
+def _read_lines(f: BinaryIO, offset: int, max_line_bytes: int, budget: int) -> tuple[list[Line], bytes | None]:
     f.seek(offset)
     buf = f.read(max(budget, 1))
     parts = buf.split(b"\n")
     del parts[-1]  # after the last line end: the start of a line not read whole (or nothing)
     if parts and max(map(len, parts)) <= max_line_bytes:  # every line whole: cut in C, not a find a line
         ends = list(accumulate(map(_PLUS_ONE, map(len, parts)), initial=offset))
-        return list(map(tuple.__new__, repeat(Line), zip(ends, ends[1:], parts, repeat(False), repeat(None))))
+        return (list(map(tuple.__new__, repeat(Line), zip(ends, ends[1:], parts, repeat(False), repeat(None)))),
+                buf[:ends[-1] - offset - 1])
     lines: list[Line] = []
     pos = 0
     while (nl := buf.find(b"\n", pos)) != -1:
@@ -110,7 +118,7 @@ def _read_lines(f: BinaryIO, offset: int, max_line_bytes: int, budget: int) -> l
         end = _find_line_end(f, offset + len(buf))
         if end is not None:
             lines.append(Line(offset, end, buf[:EXCERPT], too_long=True))
-    return lines
+    return lines, None
 
 
 _PLUS_ONE = (1).__add__  # a line's length -> the bytes it takes with its end

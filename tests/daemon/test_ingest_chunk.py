@@ -4,14 +4,16 @@ same state, as the same lines taken one by one."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simreportd.daemon.ingest.chunk import lead_of, parse_chunk, parse_lines
+from simreportd.daemon.ingest.chunk import TAKEN, lead_of, parse_chunk, parse_lines
 from simreportd.daemon.ingest.ingest_state import IngestState, _whole, batch_for_lines
-from simreportd.daemon.ingest.tail import FileIdentity, Line
+from simreportd.daemon.ingest.tail import FileIdentity, Line, read_chunk, read_lines
 from simreportd.events.batch import EventBatch
 
 KEY, IDENTITY, META = "twitter/actions.jsonl", FileIdentity(7, 10**6, "h"), {"correlation_id": "ingest-x"}
@@ -45,11 +47,13 @@ def as_lines(raws: list[bytes], bom: bool = False) -> list[Line]:
 
 
 def both(lines: list[Line], extra: dict[int, dict[str, Any]]) -> tuple[tuple[EventBatch, IngestState], ...]:
-    """The batch and the state of the chunk's road and of the line by line one."""
+    """The batch and the state of the chunk's road, of a light chunk's (no plain action's fields kept) and of the
+    line by line one."""
     out = []
-    for whole in (True, False):
+    for road in ("whole", "light", "lines"):
         state = IngestState("s", generation=2)
-        chunk = parse_chunk(lines, "twitter", lead_of(2, "twitter").encode()) if whole else None
+        chunk = None if road == "lines" else parse_chunk(lines, "twitter", lead_of(2, "twitter").encode(),
+                                                         light=road == "light")
         parsed = chunk.parsed if chunk else parse_lines(lines, "twitter")
         out.append((batch_for_lines(state, KEY, "twitter", IDENTITY, lines, parsed, frozenset(), extra, META, chunk),
                     state))
@@ -57,9 +61,10 @@ def both(lines: list[Line], extra: dict[int, dict[str, Any]]) -> tuple[tuple[Eve
 
 
 def assert_same(lines: list[Line], extra: dict[int, dict[str, Any]] | None = None) -> None:
-    (fast, fast_state), (slow, slow_state) = both(lines, extra or {})
+    (fast, fast_state), (light, light_state), (slow, slow_state) = both(lines, extra or {})
     assert (fast.types, fast.versions, fast.datas) == (slow.types, slow.versions, slow.datas)
-    assert fast_state == slow_state
+    assert (light.types, light.versions, light.datas) == (slow.types, slow.versions, slow.datas)
+    assert fast_state == slow_state == light_state
 
 
 @settings(max_examples=200, deadline=None)
@@ -79,9 +84,45 @@ def test_a_plain_chunk_is_taken_as_its_texts() -> None:
     state = IngestState("s", generation=2)
     assert chunk.texts is not None and _whole(state, KEY, IDENTITY, "twitter", lines, frozenset(), chunk)
     assert chunk.texts[1] == '{"generation":2,"platform":"twitter",' + raws[1].decode()[1:]
-    assert chunk.others == [0, 7] and chunk.mutes == [4] and not chunk.seeded
+    assert chunk.others == [0, 7] and chunk.mutes == [(4, 3)] and not chunk.seeded
+    light = parse_chunk(lines, "twitter", lead_of(2, "twitter").encode(), light=True)
+    assert light.light and light.texts == chunk.texts and light.parsed[1] is TAKEN
+    assert light.parsed[-1] == chunk.parsed[-1] and light.mutes == chunk.mutes
     assert_same(lines)
-    (fast, state), _ = both(lines, {})
+    (fast, state), _, _ = both(lines, {})
     assert fast.types == ["RoundStarted", *["AgentActed"] * 6, "RoundEnded"]
     assert state.version == 8 and state.mutes == {"twitter:3": 1} and state.last_round == {"twitter": 1}
     assert state.files[KEY].end == lines[-1].end and state.last_round_end == {"twitter": 1}
+
+
+def test_a_light_chunk_with_a_seed_or_a_refused_line_keeps_every_line() -> None:
+    """Seeds are planned, and a refused line joined into its run, from every line's fields: such a chunk is not
+    light, whatever was asked."""
+    for odd in (action(0, 1, "CREATE_POST"), b"not json"):
+        lines = as_lines([action(1, 2), odd, action(1, 3), action(1, 4)])
+        chunk = parse_chunk(lines, "twitter", lead_of(2, "twitter").encode(), light=True)
+        assert not chunk.light and TAKEN not in chunk.parsed
+        assert chunk == parse_chunk(lines, "twitter", lead_of(2, "twitter").encode())
+        assert_same(lines)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([*POOL, b"", b"x" * 40]), max_size=12), st.sampled_from([b"", b'{"round": 1']),
+       st.integers(0, 3), st.booleans())
+def test_a_read_gives_its_lines_joined_as_the_chunk_joins_them(raws: list[bytes], partial: bytes, skip: int,
+                                                               bom: bool) -> None:
+    """`read_chunk`'s bytes are what `parse_chunk` would join (a line past the limit: none), and its lines
+    `read_lines`'."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "actions.jsonl"
+        path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + b"".join(raw + b"\n" for raw in raws) + partial)
+        offset = sum(len(raw) + 1 for raw in raws[:skip]) + (3 if bom and skip else 0) if skip < len(raws) else 0
+        lines, joined = read_chunk(path, offset, 64)
+        assert lines == read_lines(path, offset, 64)
+        if not lines or any(line.too_long for line in lines):
+            assert joined is None
+        else:
+            assert joined == b"\n".join(line.raw for line in lines)
+            for light in (False, True):
+                assert parse_chunk(lines, "twitter", lead_of(2, "twitter").encode(), light, joined) == \
+                    parse_chunk(lines, "twitter", lead_of(2, "twitter").encode(), light)

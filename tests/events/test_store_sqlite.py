@@ -16,7 +16,7 @@ from simreportd.errors import ConcurrencyConflict, StoreClosed, StoreFull, Store
 from simreportd.events import CaughtUp, NewEvent, Position, SQLiteEventStore
 from simreportd.events.contract import caused
 from simreportd.events.ids import id_text, new_event_id, new_event_id_bytes, new_event_ids
-from simreportd.events.models import PlanningStarted
+from simreportd.events.models import ContextGathered, PlanningStarted
 
 from ..store_contract import EventStoreContract
 
@@ -171,6 +171,40 @@ async def test_a_subscriber_woken_by_each_commit_reads_the_head_from_the_store_o
                 assert await store.wait_for(Position(n)) == n
             tasks.cancel_scope.cancel()
     assert len(reads) <= 3  # the first try; a poll or two if the machine stalled past POLL_SECONDS
+
+
+@pytest.mark.anyio
+async def test_a_subscriber_to_some_types_reads_no_commit_of_this_process_without_them_and_every_other_one(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ingest commits thousands of actions at a time; a subscriber to reports' events does not read them. Another
+    process's commit between two of ours is read all the same."""
+    async with SQLiteEventStore(store_path) as store, SQLiteEventStore(store_path) as other:
+        reads, read_all = [], store.read_all
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            reads.append(1)
+            return await read_all(*args, **kwargs)
+
+        monkeypatch.setattr(store, "read_all", counted)
+        send, receive = anyio.create_memory_object_stream[int](100)
+        async with anyio.create_task_group() as tasks:
+            async def follow() -> None:
+                async for item in store.subscribe(types=["PlanningStarted"]):
+                    await send.send(item.position)
+
+            tasks.start_soon(follow)
+            assert await receive.receive() == 0  # caught up with the empty store
+            for n in range(1, 31):  # each commit wakes the subscriber: none of them is read
+                await store.append("report-b", [ContextGathered(report_id="b", context={"n": n})])
+                await store.wait_for(Position(n))
+            await store.append("report-a", [PlanningStarted(report_id="a")])
+            assert await receive.receive() == 31
+            assert len(reads) <= 4  # the first read, the last; a poll or two if the machine stalled
+            await other.append("report-c", [PlanningStarted(report_id="c")])  # at 32, by another process
+            await store.append("report-b", [ContextGathered(report_id="b", context={})])  # ours, at 33
+            with anyio.fail_after(10):  # a subscriber that took 33 for ours alone would skip 32 for good
+                assert await receive.receive() == 32
+            tasks.cancel_scope.cancel()
 
 
 def test_event_ids_are_uuid7_and_strictly_increasing_one_at_a_time_and_in_bulk() -> None:
