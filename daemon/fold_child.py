@@ -50,9 +50,6 @@ REPORT_EVERY_S = 1.0  # how often the child looks at its problem when no batch w
 # models (~2 ms of CPU), so at 200 commits a second, told each one, it took the cores the websocket clients
 # needed; told every 50 ms it folds the same events in fewer batches (bench/notify.py, docs/benchmarks.md).
 TELL_EVERY_S = 0.05
-# The child runs this much nicer than its parent: on a busy machine the parent's loop (websocket pushes, ingest,
-# reports) comes first, and the fold, derived and always able to catch up, takes the CPU left over.
-NICENESS = 5
 
 
 class ChildSpec(BaseModel):
@@ -153,8 +150,6 @@ def main() -> int:
     spec = ChildSpec.model_validate_json(line)
     setup_logging(spec.log.level, spec.log.format, spec.journal)
     tune_gc()
-    if hasattr(os, "nice"):  # not on Windows
-        os.nice(NICENESS)
     try:
         anyio.run(_fold, spec, backend="asyncio")
     except SimreportdError as exc:  # the store gone or unusable: the parent says why it stops, or folds itself
