@@ -144,7 +144,7 @@ class SimulationTools:
         per_round = _per_round(conn, key)
         totals = {p: sum(r[p] for r in per_round) for p in ("twitter", "reddit")}
         total = sum(totals.values())
-        series = compress_rounds(per_round, MAX_SERIES)
+        series = compress_rounds(per_round, MAX_SERIES, _after_scheduled_event(conn, key))
         return {
             "simulation_id": key[0], "generation": key[1], "total_actions": total,
             "actions_by_platform": totals, "rounds": max(0, len(per_round) - 1),
@@ -372,14 +372,27 @@ def _lists(value: Any) -> Iterator[list[Any]]:
         yield from _lists(child)
 
 
-def compress_rounds(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """Per-round rows as they are, or, past `limit` rows, summed over spans of rounds (`round`..`last_round`)."""
+def _after_scheduled_event(conn: sqlite3.Connection, key: tuple[str, int]) -> int | None:
+    """The round after the run's first scheduled event, where a span of the analytics' rounds begins."""
+    setup = simulation_queries.setup(conn, key)
+    events = (setup[1].get("scheduled_events") or []) if setup else []
+    first = events[0].get("round") if events and isinstance(events[0], dict) else None
+    return first + 1 if isinstance(first, int) else None
+
+
+def compress_rounds(rows: list[dict[str, Any]], limit: int, begins: int | None = None) -> list[dict[str, Any]]:
+    """Per-round rows as they are, or, past `limit` rows, summed over spans of rounds (`round`..`last_round`); with
+    `begins`, a span begins at that round (the one after a scheduled event: what came after it is not summed with
+    the event's own round or those before)."""
     if len(rows) <= limit:
         return rows
-    span = -(-len(rows) // limit)
+    at = next((i for i, r in enumerate(rows) if r["round"] == begins), None)
+    span = -(-len(rows) // (limit if at is None else limit - 1))  # room for the short span before `begins`
+    first = 0 if at is None else at % span
+    starts = ([0] if first else []) + list(range(first, len(rows), span))
     out = []
-    for i in range(0, len(rows), span):
-        part = rows[i:i + span]
+    for i, end in zip(starts, [*starts[1:], len(rows)]):
+        part = rows[i:end]
         t, d = sum(r["twitter"] for r in part), sum(r["reddit"] for r in part)
         out.append({"round": part[0]["round"], "last_round": part[-1]["round"], "twitter": t, "reddit": d,
                     "total": t + d, "divergence": round(abs(t - d) / (t + d), 3) if t + d else 0.0})
