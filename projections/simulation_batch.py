@@ -37,7 +37,7 @@ from .simulation_writes import (
     undo_writes,
     undone_target,
 )
-from .tallies import POSTING, Sayings, Tally, argument_key
+from .tallies import POSTING, Sayings, Tally, citation
 
 Event = tuple[str, dict[str, Any], int, str]  # (type, data, position, stream)
 Handler = Callable[[dict[str, Any], tuple[str, int], Any], Iterable[Write]]
@@ -151,7 +151,7 @@ class PageFold:
         if kind == "CREATE_COMMENT":
             post_id, parent, content, quoted, quoted_author = (
                 args.get("comment_id"), args.get("post_id"), args.get("content"), None, None)
-            ref, made = _ref("comment", p, post_id, pos), "comment"
+            ref, made = citation("comment", p, post_id, pos), "comment"
         else:
             if kind == "CREATE_POST":
                 post_id, parent, content, quoted, quoted_author = (
@@ -162,7 +162,7 @@ class PageFold:
                     args.get("new_post_id"), args.get("quoted_id"), args.get("quote_content"),
                     args.get("original_content"), args.get("original_author_name"))
                 made = "quote"
-            ref = _ref("post", p, post_id, pos)
+            ref = citation("post", p, post_id, pos)
             if ref in self.refs:
                 self.flush()
         text = str(content or "")
@@ -174,28 +174,7 @@ class PageFold:
             self.run_authors.setdefault((sim, gen, p, post_id), agent)
             self.authors.posted((sim, gen), p, post_id, agent)
         if text:
-            self.said(made, text, ref, sim, gen, r, agent, pos)
-
-    def said(self, made: str, text: str, ref: str, sim: str, gen: int, r: int, agent: int, pos: int) -> None:
-        """`Sayings.add` of a statement with text."""
-        at = (r or 0, ref, pos)
-        first = (*at, text)
-        post = first if made != "comment" else None
-        rows = self.sayings.rows
-        name = (sim, gen, agent, argument_key(text))
-        row = rows.get(name)
-        if row is None:
-            rows[name] = [1, first, at, int(post is not None), post]
-            return
-        row[0] += 1
-        if first < row[1]:
-            row[1] = first
-        if at > row[2]:
-            row[2] = at
-        if post is not None:
-            row[3] += 1
-            if row[4] is None or post < row[4]:
-                row[4] = post
+            self.sayings.said((sim, gen), agent, made != "comment", r, ref, pos, text)
 
     def edge(self, edge: tuple[str, str | None, str | None], args: dict[str, Any], sim: str, gen: int, p: str,
              r: int, agent: int, pos: int) -> None:
@@ -225,11 +204,6 @@ class PageFold:
             run_author = self.run_authors.get((sim, gen, p, target_id)) if self.run_authors else None
             self.asked.append((pos, sim, gen, p, r, kind, agent, sim, gen, p, target_id, run_author, sim, gen, name,
                                target_agent(kind, args), name, target_ref))
-
-
-def _ref(kind: str, platform: str, native_id: Any, position: int) -> str:
-    """`tallies.citation`, without its typed position."""
-    return f"{kind}:{platform}:{native_id}" if isinstance(native_id, int) else f"{kind}:{platform}:e{position}"
 
 
 def decoded(texts: list[str]) -> list[Any]:

@@ -15,7 +15,7 @@ from simreportd.events.positions import Position
 from .projection import Write
 
 
-def citation(kind: str, platform: str, native_id: Any, position: Position) -> str:
+def citation(kind: str, platform: str, native_id: Any, position: int) -> str:
     """Citation id: the simulator's own id when it gave one, else one made from the event position."""
     return f"{kind}:{platform}:{native_id}" if isinstance(native_id, int) else f"{kind}:{platform}:e{position}"
 
@@ -112,19 +112,30 @@ class Sayings:
         """Count the action `d` (of `kind`, with `args`) if it says something."""
         said = STATEMENTS.get(kind)
         text = str(args.get(said[3]) or "") if said else ""
-        if not said or not text:
-            return
-        at = (d["round"] or 0, citation(said[1], d["platform"], args.get(said[2]), pos), pos)
-        post = (*at, text) if said[0] != "comment" else None
-        row = self.rows.get(name := (*key, d["agent_id"], argument_key(text)))
+        if said and text:
+            self.said(key, d["agent_id"], said[0] != "comment", d["round"],
+                      citation(said[1], d["platform"], args.get(said[2]), pos), pos, text)
+
+    def said(self, key: tuple[str, int], agent: Any, is_post: bool, round_no: Any, ref: str, pos: int,
+             text: str) -> None:
+        """Count one statement with text: `add`'s, and the page fold's, which knows its fields already."""
+        at = (round_no or 0, ref, pos)
+        first = (*at, text)
+        post = first if is_post else None
+        name = (*key, agent, argument_key(text))
+        row = self.rows.get(name)
         if row is None:
-            self.rows[name] = [1, (*at, text), at, int(post is not None), post]
+            self.rows[name] = [1, first, at, int(is_post), post]
             return
         row[0] += 1
-        row[1], row[2] = min(row[1], (*at, text)), max(row[2], at)
+        if first < row[1]:
+            row[1] = first
+        if at > row[2]:
+            row[2] = at
         if post is not None:
             row[3] += 1
-            row[4] = post if row[4] is None else min(row[4], post)
+            if row[4] is None or post < row[4]:
+                row[4] = post
 
     def writes(self) -> Iterator[Write]:
         for name, (count, first, last, posts, post) in self.rows.items():
