@@ -123,13 +123,6 @@ class Authors:
 
     def target(self, key: Key, platform: str, post_id: Any, name: str) -> int | None | object:
         """An edge's target agent: the author of post `post_id` (None: no post), else the agent `name` names; None
-        if neither, `UNKNOWN` where memory cannot say. `author` then `named`, in one call an edge."""
-        names = self._names
-        if key not in names or (post_id is not None and type(post_id) is not int):
-            return UNKNOWN
-        if post_id is not None and (platform_posts := self._posts.get((key, platform))) is not None:
-            author = platform_posts.author(post_id)
-            if author is not None:
-                return author
-        by_name = names[key]
-        return UNKNOWN if by_name is None else by_name.get(name)
+        if neither, `UNKNOWN` where memory cannot say."""
+        author = self.author(key, platform, post_id)
+        return self.named(key, name) if author is None else author
